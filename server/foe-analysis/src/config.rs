@@ -1,0 +1,139 @@
+//! The engine's settings: one struct whose fields document their defaults.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Whether the fast-math build runs with flush-to-zero and denormals-are-zero (MXCSR 0x9fc0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FtzMode {
+    /// Follow the flags: on when P' is built with `-ffast-math`, `-Ofast` or `-funsafe-math-optimizations`
+    /// (clang links `crtfastmath.o` for those), off otherwise.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AnalysisConfig {
+    /// The clang to run; default `clang-19` when on PATH, else `clang`.
+    pub clang: PathBuf,
+    /// Flags of the reference build P; default `-O0 -ffp-contract=off`.
+    pub flags_p: Vec<String>,
+    /// Flags of the fast-math build P'; default `-O2 -ffast-math`.
+    pub flags_p_prime: Vec<String>,
+    /// Extra flags for both builds (include paths and defines, e.g. from `compile_commands.json`); default none.
+    pub extra_flags: Vec<String>,
+    /// Neighbourhood radius r in `nextafter` steps per argument; default 3.
+    pub radius: u32,
+    /// Most executions of the neighbourhood of one candidate; the full cube is used when it fits; default 4096.
+    pub neighbourhood_budget: usize,
+    /// Times a loop body is unrolled (a block visited on one path) while modelling; default 2.
+    pub unroll_bound: u32,
+    /// Most paths explored per function while modelling; default 64.
+    pub max_paths: usize,
+    /// Time limit of one solver query in milliseconds; default 2000.
+    pub solver_timeout_ms: u64,
+    /// Retry queries whose rounded real model does not raise the exception with Z3's floating-point theory; default true.
+    pub fp_theory_fallback: bool,
+    /// Time limit of one execution of one build on one input, in milliseconds; default 1000.
+    pub exec_timeout_ms: u64,
+    /// Address-space limit of the worker process in MiB; default 2048.
+    pub memory_limit_mib: u64,
+    /// Flush-to-zero / denormals-are-zero for P'; default follows P''s flags.
+    pub ftz_daz: FtzMode,
+    /// Also report exceptions the plain build itself raises (the Ariadne view); default false.
+    pub report_plain_exceptions: bool,
+    /// Worker threads for solving; default the number of cores.
+    pub threads: usize,
+}
+
+impl Default for AnalysisConfig {
+    fn default() -> Self {
+        AnalysisConfig {
+            clang: default_clang(),
+            flags_p: vec!["-O0".into(), "-ffp-contract=off".into()],
+            flags_p_prime: vec!["-O2".into(), "-ffast-math".into()],
+            extra_flags: vec![],
+            radius: 3,
+            neighbourhood_budget: 4096,
+            unroll_bound: 2,
+            max_paths: 64,
+            solver_timeout_ms: 2000,
+            fp_theory_fallback: true,
+            exec_timeout_ms: 1000,
+            memory_limit_mib: 2048,
+            ftz_daz: FtzMode::Auto,
+            report_plain_exceptions: false,
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+        }
+    }
+}
+
+impl AnalysisConfig {
+    /// Whether P' runs with FTZ/DAZ set, resolving [`FtzMode::Auto`] from P''s flags.
+    pub fn p_prime_ftz(&self) -> bool {
+        match self.ftz_daz {
+            FtzMode::On => true,
+            FtzMode::Off => false,
+            FtzMode::Auto => flags_link_crtfastmath(&self.flags_p_prime),
+        }
+    }
+
+    /// Whether P runs with FTZ/DAZ set (only if its own flags ask for fast math and the mode is auto).
+    pub fn p_ftz(&self) -> bool {
+        self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
+    }
+
+    /// A stable hash of every setting that changes results, for cache keys.
+    pub fn fingerprint(&self) -> String {
+        let json = serde_json::to_string(self).expect("config serialises");
+        blake3::hash(json.as_bytes()).to_hex()[..16].to_string()
+    }
+}
+
+/// clang links `crtfastmath.o` (which sets FTZ/DAZ at start-up) for these flags; later flags override earlier ones.
+fn flags_link_crtfastmath(flags: &[String]) -> bool {
+    let mut on = false;
+    for f in flags {
+        match f.as_str() {
+            "-ffast-math" | "-Ofast" | "-funsafe-math-optimizations" => on = true,
+            "-fno-fast-math" | "-fno-unsafe-math-optimizations" => on = false,
+            _ => {}
+        }
+    }
+    on
+}
+
+fn default_clang() -> PathBuf {
+    let on_path = |name: &str| {
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+            .unwrap_or(false)
+    };
+    if on_path("clang-19") {
+        PathBuf::from("clang-19")
+    } else if std::path::Path::new("/usr/lib/llvm-19/bin/clang").is_file() {
+        PathBuf::from("/usr/lib/llvm-19/bin/clang")
+    } else {
+        PathBuf::from("clang")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ftz_follows_flags() {
+        let mut c = AnalysisConfig::default();
+        assert!(c.p_prime_ftz());
+        assert!(!c.p_ftz());
+        c.flags_p_prime = vec!["-O2".into()];
+        assert!(!c.p_prime_ftz());
+        c.ftz_daz = FtzMode::On;
+        assert!(c.p_prime_ftz());
+    }
+}

@@ -1,0 +1,111 @@
+//! The one place that spawns processes: every child gets a working directory, a clean environment,
+//! a time limit, and (for user code) resource limits and no core dumps.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Limits for a child that runs the user's code.
+#[derive(Debug, Clone, Copy)]
+pub struct SandboxLimits {
+    /// Address-space limit in MiB.
+    pub memory_mib: u64,
+    /// CPU-seconds limit (a backstop behind the wall-clock limits of the caller).
+    pub cpu_seconds: u64,
+}
+
+/// What a finished tool invocation produced.
+#[derive(Debug)]
+pub struct ToolOutput {
+    pub status: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+/// Builds a command with the working directory and the minimal environment foe's children get.
+pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(cwd).env_clear();
+    for key in ["PATH", "HOME", "LANG", "TMPDIR", "LD_LIBRARY_PATH"] {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    cmd
+}
+
+/// Runs a tool (clang, the linker) to completion with `stdin` fed in, killing it after `timeout`.
+pub fn run_tool(mut cmd: Command, stdin: Option<&[u8]>, timeout: Duration) -> std::io::Result<ToolOutput> {
+    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn()?;
+    if let Some(data) = stdin {
+        let mut pipe = child.stdin.take().expect("piped stdin");
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let mut out_pipe = child.stdout.take().expect("piped stdout");
+    let mut err_pipe = child.stderr.take().expect("piped stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let (status, timed_out) = wait_with_deadline(&mut child, timeout)?;
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    Ok(ToolOutput { status, stdout, stderr, timed_out })
+}
+
+/// Waits for `child`, killing it at the deadline; returns its exit code (None when killed by a signal).
+pub fn wait_with_deadline(child: &mut Child, timeout: Duration) -> std::io::Result<(Option<i32>, bool)> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok((status.code(), false));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let status = child.wait()?;
+            return Ok((status.code(), true));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Spawns a program that runs the user's code: its own process group, no core dumps, memory and CPU limits,
+/// stdin/stdout piped for the batch protocol, stderr discarded.
+pub fn spawn_sandboxed(mut cmd: Command, limits: SandboxLimits) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let memory = limits.memory_mib.saturating_mul(1024 * 1024);
+    let cpu = limits.cpu_seconds;
+    // SAFETY: the closure only calls async-signal-safe libc functions between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let set = |res, value: u64| {
+                let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+                libc::setrlimit(res, &lim)
+            };
+            set(libc::RLIMIT_CORE, 0);
+            set(libc::RLIMIT_AS, memory);
+            set(libc::RLIMIT_CPU, cpu);
+            set(libc::RLIMIT_NOFILE, 64);
+            libc::setpgid(0, 0);
+            // die with the parent, so a killed foe leaves no worker behind
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}

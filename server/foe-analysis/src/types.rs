@@ -1,0 +1,196 @@
+//! Plain values shared by every stage: source locations, exception kinds, C-level signatures and argument values.
+//!
+//! Everything here is `Send + Sync` data with no LLVM or Z3 handle, so it can cross threads and be cached.
+
+use serde::{Deserialize, Serialize};
+
+/// A 1-based line and column in the analysed C file, as recorded in the debug info.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SourceLoc {
+    pub line: u32,
+    pub column: u32,
+}
+
+/// The four IEEE 754 exceptions foe tracks (inexact is deliberately ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExceptionKind {
+    Invalid,
+    DivideByZero,
+    Overflow,
+    Underflow,
+}
+
+impl ExceptionKind {
+    pub const ALL: [ExceptionKind; 4] = [
+        ExceptionKind::Invalid,
+        ExceptionKind::DivideByZero,
+        ExceptionKind::Overflow,
+        ExceptionKind::Underflow,
+    ];
+
+    /// The name used in reports, JSON and diagnostics (`divide-by-zero`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExceptionKind::Invalid => "invalid",
+            ExceptionKind::DivideByZero => "divide-by-zero",
+            ExceptionKind::Overflow => "overflow",
+            ExceptionKind::Underflow => "underflow",
+        }
+    }
+
+    /// Bit used by the C runtime's trace records (matches `runtime/foe_runtime.h`).
+    pub fn runtime_code(self) -> u8 {
+        match self {
+            ExceptionKind::Invalid => 1,
+            ExceptionKind::DivideByZero => 2,
+            ExceptionKind::Overflow => 3,
+            ExceptionKind::Underflow => 4,
+        }
+    }
+
+    pub fn from_runtime_code(code: u8) -> Option<ExceptionKind> {
+        ExceptionKind::ALL.into_iter().find(|k| k.runtime_code() == code)
+    }
+}
+
+impl std::fmt::Display for ExceptionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which of the two builds a value belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Build {
+    /// The reference build P (default `-O0 -ffp-contract=off`).
+    P,
+    /// The fast-math build P' (default `-O2 -ffast-math`).
+    PPrime,
+}
+
+impl Build {
+    pub fn label(self) -> &'static str {
+        match self {
+            Build::P => "P",
+            Build::PPrime => "P'",
+        }
+    }
+}
+
+/// The C type of one parameter, as far as foe can drive it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ParamType {
+    F64,
+    F32,
+    /// An integer of `bits` width (8, 16, 32 or 64); `signed` from the debug info (defaults to signed).
+    Int { bits: u32, signed: bool },
+    /// A pointer treated as an out-parameter: the caller passes a zeroed buffer of `bytes` bytes.
+    OutPtr { bytes: u32 },
+}
+
+impl ParamType {
+    pub fn is_searchable(self) -> bool {
+        !matches!(self, ParamType::OutPtr { .. })
+    }
+}
+
+/// The return type of an analysed function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ReturnType {
+    Void,
+    F64,
+    F32,
+    Int { bits: u32, signed: bool },
+    /// Anything else (a pointer, a struct): run, but its value is not reported.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Param {
+    /// The C name from the debug info, or `arg<i>` when there is none.
+    pub name: String,
+    pub ty: ParamType,
+}
+
+/// What foe knows of a C function's interface; the same in both builds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FunctionSignature {
+    /// The linkage name (the C name).
+    pub name: String,
+    pub params: Vec<Param>,
+    pub ret: ReturnType,
+}
+
+impl FunctionSignature {
+    /// The parameters the search drives (every one but out-parameters), in order.
+    pub fn searchable_params(&self) -> impl Iterator<Item = (usize, &Param)> {
+        self.params.iter().enumerate().filter(|(_, p)| p.ty.is_searchable())
+    }
+}
+
+/// One concrete argument value, exactly as passed to the compiled code.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum ArgValue {
+    F64(f64),
+    F32(f32),
+    Int(i64),
+    /// Placeholder for an out-parameter (the runner supplies the buffer).
+    OutPtr,
+}
+
+impl ArgValue {
+    /// Bit pattern used for hashing and equality of inputs (so -0.0 and NaN payloads stay distinct).
+    pub fn bits(self) -> u64 {
+        match self {
+            ArgValue::F64(v) => v.to_bits(),
+            ArgValue::F32(v) => v.to_bits() as u64,
+            ArgValue::Int(v) => v as u64,
+            ArgValue::OutPtr => 0,
+        }
+    }
+
+    /// The value as a C99 hexadecimal float (`0x1.8p+1`), or a decimal integer.
+    pub fn hex(self) -> String {
+        match self {
+            ArgValue::F64(v) => crate::fpfmt::hex_f64(v),
+            ArgValue::F32(v) => crate::fpfmt::hex_f64(v as f64),
+            ArgValue::Int(v) => v.to_string(),
+            ArgValue::OutPtr => "(out)".into(),
+        }
+    }
+
+    /// The value in decimal with 17 significant digits (9 for float), or a decimal integer.
+    pub fn decimal(self) -> String {
+        match self {
+            ArgValue::F64(v) => crate::fpfmt::decimal17(v),
+            ArgValue::F32(v) => crate::fpfmt::decimal_f32(v),
+            ArgValue::Int(v) => v.to_string(),
+            ArgValue::OutPtr => "(out)".into(),
+        }
+    }
+
+    /// A short human form for messages (`1.34e154`).
+    pub fn short(self) -> String {
+        match self {
+            ArgValue::F64(v) => crate::fpfmt::short(v),
+            ArgValue::F32(v) => crate::fpfmt::short(v as f64),
+            ArgValue::Int(v) => v.to_string(),
+            ArgValue::OutPtr => "(out)".into(),
+        }
+    }
+}
+
+/// A tuple of arguments compared by bit pattern.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Input(pub Vec<ArgValue>);
+
+impl Input {
+    pub fn key(&self) -> Vec<u64> {
+        self.0.iter().map(|a| a.bits()).collect()
+    }
+}

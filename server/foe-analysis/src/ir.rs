@@ -1,1 +1,254 @@
-//! TODO
+//! Loading the two builds' LLVM IR (textual, from clang) and describing the file's functions:
+//! C signatures, parameter names and source spans from the debug info.
+
+use crate::report::FunctionSpan;
+use crate::types::{FunctionSignature, Param, ParamType, ReturnType};
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::Module;
+use inkwell::types::{AnyTypeEnum, BasicTypeEnum};
+use inkwell::values::FunctionValue;
+use regex::Regex;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Size of the zeroed buffer passed for each pointer (out-)parameter.
+pub const OUT_BUFFER_BYTES: u32 = 4096;
+
+/// Parses clang's textual IR into a module of `ctx`.
+pub fn parse_module<'ctx>(ctx: &'ctx Context, ll: &str, name: &str) -> Result<Module<'ctx>, String> {
+    let buffer = MemoryBuffer::create_from_memory_range_copy(ll.as_bytes(), name);
+    ctx.create_module_from_ir(buffer).map_err(|e| format!("cannot parse the IR of {name}: {e}"))
+}
+
+/// A function defined in the analysed file, as the reference build P has it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionInfo {
+    pub signature: FunctionSignature,
+    pub span: Option<FunctionSpan>,
+}
+
+/// Debug-info facts read from the textual IR: subprograms and argument variables.
+#[derive(Debug, Default)]
+pub struct DebugFacts {
+    /// Metadata id of a `DISubprogram` → (line, scopeLine).
+    subprograms: HashMap<u32, (u32, u32)>,
+    /// (subprogram id, 1-based argument number) → (name, type metadata id).
+    args: HashMap<(u32, u32), (String, Option<u32>)>,
+    /// Metadata id of a `DIBasicType` → whether it is unsigned.
+    unsigned_types: HashMap<u32, bool>,
+    /// Metadata id of typedefs/const/volatile → their base type id.
+    derived_base: HashMap<u32, u32>,
+    /// Function name → its subprogram id (from `define ... @name(...) ... !dbg !N`).
+    function_sp: HashMap<String, u32>,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("valid regex"))
+}
+
+impl DebugFacts {
+    pub fn from_ll(ll: &str) -> DebugFacts {
+        static DEFINE: OnceLock<Regex> = OnceLock::new();
+        static SUBPROGRAM: OnceLock<Regex> = OnceLock::new();
+        static ARG: OnceLock<Regex> = OnceLock::new();
+        static BASIC: OnceLock<Regex> = OnceLock::new();
+        static DERIVED: OnceLock<Regex> = OnceLock::new();
+        let define = re(&DEFINE, r#"(?m)^define [^@]*@"?([\w.$]+)"?\(.*!dbg !(\d+)"#);
+        let subprogram =
+            re(&SUBPROGRAM, r#"(?m)^!(\d+) = distinct !DISubprogram\(.*?\bline: (\d+).*?scopeLine: (\d+)"#);
+        let arg = re(
+            &ARG,
+            r#"(?m)^!\d+ = !DILocalVariable\(name: "([^"]+)", arg: (\d+), scope: !(\d+)(?:.*?type: !(\d+))?"#,
+        );
+        let basic = re(&BASIC, r#"(?m)^!(\d+) = !DIBasicType\(.*?encoding: (DW_ATE_\w+)"#);
+        let derived = re(
+            &DERIVED,
+            r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(?:typedef|const_type|volatile_type).*?baseType: !(\d+)"#,
+        );
+        let num = |s: &str| s.parse::<u32>().unwrap_or(0);
+        let mut facts = DebugFacts::default();
+        for c in define.captures_iter(ll) {
+            facts.function_sp.insert(c[1].to_string(), num(&c[2]));
+        }
+        for c in subprogram.captures_iter(ll) {
+            facts.subprograms.insert(num(&c[1]), (num(&c[2]), num(&c[3])));
+        }
+        for c in arg.captures_iter(ll) {
+            let ty = c.get(4).map(|m| num(m.as_str()));
+            facts.args.insert((num(&c[3]), num(&c[2])), (c[1].to_string(), ty));
+        }
+        for c in basic.captures_iter(ll) {
+            facts.unsigned_types.insert(num(&c[1]), c[2].contains("unsigned"));
+        }
+        for c in derived.captures_iter(ll) {
+            facts.derived_base.insert(num(&c[1]), num(&c[2]));
+        }
+        facts
+    }
+
+    fn arg(&self, function: &str, index: usize) -> Option<&(String, Option<u32>)> {
+        let sp = self.function_sp.get(function)?;
+        self.args.get(&(*sp, index as u32 + 1))
+    }
+
+    fn is_unsigned(&self, mut ty: u32) -> bool {
+        for _ in 0..8 {
+            if let Some(u) = self.unsigned_types.get(&ty) {
+                return *u;
+            }
+            match self.derived_base.get(&ty) {
+                Some(base) => ty = *base,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// (declaration line, body line) of a function.
+    pub fn lines(&self, function: &str) -> Option<(u32, u32)> {
+        self.subprograms.get(self.function_sp.get(function)?).copied()
+    }
+}
+
+/// The functions defined in `module` (P), in source order, with their signatures; a function whose interface
+/// foe cannot drive comes back as `Err((name, reason))`.
+pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionInfo, (String, String)>> {
+    let facts = DebugFacts::from_ll(ll);
+    let mut out = Vec::new();
+    for function in module.get_functions() {
+        if function.count_basic_blocks() == 0 {
+            continue;
+        }
+        let name = function.get_name().to_string_lossy().into_owned();
+        if name.starts_with("__foe") || name.starts_with("llvm.") {
+            continue;
+        }
+        let span = facts.lines(&name).map(|(line, body_line)| FunctionSpan {
+            line,
+            body_line,
+            end_line: last_line(function).unwrap_or(body_line).max(body_line),
+        });
+        out.push(signature_of(function, &facts).map(|signature| FunctionInfo { signature, span }).map_err(|r| (name, r)));
+    }
+    out.sort_by_key(|r| match r {
+        Ok(info) => info.span.as_ref().map(|s| s.line).unwrap_or(u32::MAX),
+        Err(_) => u32::MAX,
+    });
+    out
+}
+
+/// The last source line any instruction of `function` is attributed to.
+pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
+    let mut last = None;
+    for block in function.get_basic_block_iter() {
+        for inst in block.get_instructions() {
+            if let Some(loc) = inst.get_debug_location() {
+                last = last.max(Some(loc.get_line()));
+            }
+        }
+    }
+    last
+}
+
+fn signature_of(function: FunctionValue<'_>, facts: &DebugFacts) -> Result<FunctionSignature, String> {
+    let name = function.get_name().to_string_lossy().into_owned();
+    let fn_type = function.get_type();
+    if fn_type.is_var_arg() {
+        return Err("variadic functions cannot be driven".into());
+    }
+    let mut params = Vec::new();
+    for (i, param) in function.get_param_iter().enumerate() {
+        let debug = facts.arg(&name, i);
+        let unsigned = debug.and_then(|(_, ty)| *ty).map(|t| facts.is_unsigned(t)).unwrap_or(false);
+        let ty = match param.get_type() {
+            BasicTypeEnum::FloatType(t) => match t.get_bit_width() {
+                64 => ParamType::F64,
+                32 => ParamType::F32,
+                bits => return Err(format!("parameter {} has a {bits}-bit floating type", i + 1)),
+            },
+            BasicTypeEnum::IntType(t) => match t.get_bit_width() {
+                bits @ (1 | 8 | 16 | 32 | 64) => ParamType::Int { bits, signed: !unsigned },
+                bits => return Err(format!("parameter {} is a {bits}-bit integer", i + 1)),
+            },
+            BasicTypeEnum::PointerType(_) => {
+                if has_byval(function, i) {
+                    return Err(format!("parameter {} is a struct passed by value", i + 1));
+                }
+                ParamType::OutPtr { bytes: OUT_BUFFER_BYTES }
+            }
+            other => return Err(format!("parameter {} has unsupported type {}", i + 1, other.print_to_string())),
+        };
+        let name = debug.map(|(n, _)| n.clone()).unwrap_or_else(|| format!("arg{}", i + 1));
+        params.push(Param { name, ty });
+    }
+    let ret = match fn_type.get_return_type() {
+        None => ReturnType::Void,
+        Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 64 => ReturnType::F64,
+        Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 32 => ReturnType::F32,
+        Some(BasicTypeEnum::IntType(t)) if t.get_bit_width() <= 64 => {
+            ReturnType::Int { bits: t.get_bit_width(), signed: true }
+        }
+        Some(_) => ReturnType::Other,
+    };
+    Ok(FunctionSignature { name, params, ret })
+}
+
+fn has_byval(function: FunctionValue<'_>, index: usize) -> bool {
+    use inkwell::attributes::AttributeLoc;
+    let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("byval");
+    function.get_enum_attribute(AttributeLoc::Param(index as u32), kind).is_some()
+
+}
+
+/// The textual IR of one function with metadata numbering removed (it shifts when other functions change),
+/// for cache keys. Debug locations are kept as resolved line:column pairs.
+pub fn function_fingerprint(function: FunctionValue<'_>) -> String {
+    static MD: OnceLock<Regex> = OnceLock::new();
+    let md = re(&MD, r"!\d+");
+    use inkwell::values::AnyValue;
+    let text = function.print_to_string().to_string();
+    let mut key = md.replace_all(&text, "!").into_owned();
+    for block in function.get_basic_block_iter() {
+        for inst in block.get_instructions() {
+            if let Some(loc) = inst.get_debug_location() {
+                key.push_str(&format!(";{}:{}", loc.get_line(), loc.get_column()));
+            }
+        }
+    }
+    key
+}
+
+/// Whether an LLVM type is (a vector of) `double` or `float`.
+pub fn is_fp_type(ty: AnyTypeEnum<'_>) -> bool {
+    match ty {
+        AnyTypeEnum::FloatType(_) => true,
+        AnyTypeEnum::VectorType(v) => matches!(v.get_element_type(), BasicTypeEnum::FloatType(_)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LL: &str = r#"
+define dso_local double @f(double noundef %0, i32 noundef %1, ptr noundef %2) #0 !dbg !10 {
+  %4 = fadd double %0, 1.0, !dbg !20
+  ret double %4, !dbg !21
+}
+!10 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 3, type: !11, scopeLine: 4, spFlags: DISPFlagDefinition, unit: !0)
+!12 = !DIBasicType(name: "unsigned int", size: 32, encoding: DW_ATE_unsigned)
+!13 = !DILocalVariable(name: "x", arg: 1, scope: !10, file: !1, line: 3, type: !14)
+!15 = !DILocalVariable(name: "n", arg: 2, scope: !10, file: !1, line: 3, type: !12)
+!16 = !DILocalVariable(name: "out", arg: 3, scope: !10, file: !1, line: 3, type: !17)
+"#;
+
+    #[test]
+    fn reads_debug_facts() {
+        let facts = DebugFacts::from_ll(LL);
+        assert_eq!(facts.lines("f"), Some((3, 4)));
+        assert_eq!(facts.arg("f", 1).unwrap().0, "n");
+        assert!(facts.is_unsigned(12));
+    }
+}

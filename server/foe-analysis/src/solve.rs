@@ -6,22 +6,22 @@
 
 mod check;
 mod fp;
+mod limit;
 mod real;
 
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain};
 use crate::model::Query;
 use crate::report::FormulaCounts;
-use crate::round::{f64_to_rational, round_rational, FloatFormat};
+use crate::round::{f64_to_rational, round_rational, step_f32, step_f64, FloatFormat};
 use crate::sym::{self, Expr, VarType};
 use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, SourceLoc};
 use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use z3::ast::{Bool, Int, Real, BV};
-use z3::{Params, SatResult, Solver};
+use z3::{SatResult, Solver};
 
 /// An input the solver proposes for one exception condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,22 +47,29 @@ pub struct SolveOutcome {
 }
 
 /// The verdict on one unique formula.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Verdict {
     Sat,
     Unsat,
     Unknown,
 }
 
+/// What solving one formula over the reals gave.
 #[derive(Debug)]
-struct JobResult {
+struct RealResult {
     verdict: Verdict,
-    /// The rounded real model, then (if any) the FP-theory model.
-    inputs: Vec<Input>,
+    /// The rounded model (or a neighbour of it that raises the exception).
+    input: Option<Input>,
+    /// Whether the input was checked not to raise the exception in IEEE arithmetic.
+    misses: bool,
 }
 
 /// Solves the union of both builds' queries (deduplicated syntactically), each with a per-query time limit, in
 /// parallel on `cfg.threads` threads. With `domain` the declared parameter ranges are added to every query.
+///
+/// Two phases: every formula over the reals; then, with `cfg.fp_theory_fallback`, the formulae whose rounded
+/// model misses the exception in IEEE arithmetic again in the FP theory, all of them within one more query time
+/// limit.
 pub fn solve(
     sig: &FunctionSignature,
     queries_p: &[Query],
@@ -74,26 +81,53 @@ pub fn solve(
     let mut seen = HashSet::new();
     let unique: Vec<&Query> = queries_p.iter().chain(queries_pp).filter(|q| seen.insert(q.formula.clone())).collect();
     let jobs: Vec<&Query> = unique.iter().copied().filter(|q| !q.formula.is_false()).collect();
-    let settings = Settings {
-        timeout_ms: cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32,
-        fp_fallback: cfg.fp_theory_fallback,
-        // All FP-theory retries of one call share a budget of a few query time limits.
-        fallback_deadline: started + Duration::from_millis(cfg.solver_timeout_ms.saturating_mul(4)),
-    };
-    let results = run_parallel(sig, &jobs, domain, &settings, cfg.threads);
+    let timeout_ms = cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32;
+
+    let real: Vec<Option<RealResult>> =
+        limit::parallel(&jobs, cfg.threads, |q, limiter| solve_real(sig, &q.formula, domain, timeout_ms, limiter));
+    let real_done = started.elapsed();
+    if std::env::var_os("FOE_SOLVE_DEBUG").is_some() {
+        let sat = real.iter().flatten().filter(|r| r.verdict == Verdict::Sat).count();
+        let misses = real.iter().flatten().filter(|r| r.misses).count();
+        eprintln!("REAL PHASE {:?}: sat {sat} misses {misses}", real_done);
+        for (q, r) in jobs.iter().zip(&real) {
+            if let Some(r) = r.as_ref().filter(|r| r.misses) {
+                let text = q.formula.to_string();
+                eprintln!("MISS {} {} {:?}: {:?} {}", q.kind, q.operation, q.build, r.input.as_ref().map(|i| &i.0), &text[..text.len().min(150)]);
+            }
+        }
+    }
+
+    let mut fp: HashMap<usize, Input> = HashMap::new();
+    if cfg.fp_theory_fallback {
+        let retries: Vec<(usize, &Query, &Input)> = real
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| match r {
+                Some(RealResult { input: Some(input), misses: true, .. }) => Some((i, jobs[i], input)),
+                _ => None,
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+        let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
+            solve_fp(&q.formula, domain, timeout_ms, deadline, input, limiter)
+        });
+        fp.extend(retries.iter().zip(found).filter_map(|((i, _, _), r)| Some((*i, r??))));
+    }
 
     let mut outcome = SolveOutcome {
         formulae: FormulaCounts { p: queries_p.len(), p_prime: queries_pp.len(), unique: unique.len() },
         ..SolveOutcome::default()
     };
     let mut keys = HashSet::new();
-    for (query, result) in jobs.iter().zip(results) {
+    for (i, (query, result)) in jobs.iter().zip(real).enumerate() {
+        let result = result.unwrap_or(RealResult { verdict: Verdict::Unknown, input: None, misses: false });
         match result.verdict {
             Verdict::Sat => outcome.satisfiable += 1,
             Verdict::Unknown => outcome.timeouts += 1,
             Verdict::Unsat => {}
         }
-        for input in result.inputs {
+        for input in result.input.into_iter().chain(fp.remove(&i)) {
             if keys.insert(input.key()) {
                 outcome.candidates.push(Candidate { input, build: query.build, kind: query.kind, loc: query.loc });
             }
@@ -105,138 +139,305 @@ pub fn solve(
         sat = outcome.satisfiable,
         timeouts = outcome.timeouts,
         candidates = outcome.candidates.len(),
-        ms = started.elapsed().as_millis() as u64,
+        real_ms = real_done.as_millis() as u64,
+        total_ms = started.elapsed().as_millis() as u64,
         "solved"
     );
     outcome
 }
 
-struct Settings {
-    timeout_ms: u32,
-    fp_fallback: bool,
-    fallback_deadline: Instant,
+/// A solver without Z3 timers (see [`limit`]): nlsat (with its preprocessing) for pure real queries, several
+/// times faster on these than the default portfolio; the SMT core when integers occur.
+fn solver(reals_only: bool) -> Solver {
+    z3::Tactic::new(if reals_only { "qfnra-nlsat" } else { "smt" }).solver()
 }
 
-/// Solves `jobs` on up to `threads` scoped threads, each with its own Z3 context; results in job order.
-fn run_parallel(
+/// Solves one formula over the reals and rounds its model; a model that misses the exception in IEEE arithmetic
+/// is repaired by small steps where possible.
+fn solve_real(
     sig: &FunctionSignature,
-    jobs: &[&Query],
+    formula: &Expr,
     domain: Option<&Domain>,
-    settings: &Settings,
-    threads: usize,
-) -> Vec<JobResult> {
-    let workers = threads.max(1).min(jobs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, JobResult)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(query) = jobs.get(i) else { break };
-                        out.push((i, solve_one(sig, &query.formula, domain, settings)));
-                    }
-                    out
+    timeout_ms: u32,
+    limiter: &limit::Limiter<'_>,
+) -> RealResult {
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+    let mut values: HashMap<usize, ArgValue> = HashMap::new();
+    for part in independent_parts(formula, &domain_params(domain)) {
+        let remaining = deadline.saturating_duration_since(Instant::now()).as_millis() as u32;
+        let (verdict, part_values) = solve_part(sig, &part, domain, remaining.max(1), limiter);
+        if verdict != Verdict::Sat {
+            return RealResult { verdict, input: None, misses: false };
+        }
+        values.extend(part_values);
+    }
+    let input = Input(
+        sig.params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                values.remove(&i).unwrap_or(match p.ty {
+                    ParamType::F64 => ArgValue::F64(0.0),
+                    ParamType::F32 => ArgValue::F32(0.0),
+                    ParamType::Int { .. } => ArgValue::Int(0),
+                    ParamType::OutPtr { .. } => ArgValue::OutPtr,
                 })
             })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    tracing::error!("a solver thread panicked");
-                    Vec::new()
-                })
-            })
-            .collect()
-    });
-    done.sort_by_key(|(i, _)| *i);
-    // A panicked worker loses its jobs; report them as unknown rather than misaligning the results.
-    let mut by_index: HashMap<usize, JobResult> = done.into_iter().collect();
-    (0..jobs.len())
-        .map(|i| by_index.remove(&i).unwrap_or(JobResult { verdict: Verdict::Unknown, inputs: vec![] }))
-        .collect()
+            .collect(),
+    );
+    let verdict = Verdict::Sat;
+    if check::holds(formula, &input.0) != Some(false) {
+        return RealResult { verdict, input: Some(input), misses: false };
+    }
+    match repair(formula, &input) {
+        // A neighbour of the rounded model raises it: Ariadne's findFloat step.
+        Some(repaired) => RealResult { verdict, input: Some(repaired), misses: false },
+        None => RealResult { verdict, input: Some(input), misses: true },
+    }
 }
 
-fn solver_with_timeout(timeout_ms: u32) -> Solver {
-    let solver = Solver::new();
-    let mut params = Params::new();
-    params.set_u32("timeout", timeout_ms.max(1));
-    solver.set_params(&params);
-    solver
+/// Conjuncts of a query that share variables with each other but with no other part, and the parameters they
+/// mention (KLEE's constraint independence): each part is solved on its own, pure real parts with nlsat.
+struct Part {
+    conjuncts: Vec<Expr>,
+    params: Vec<usize>,
 }
 
-/// Solves one formula over the reals; retries in the FP theory when its rounded model does not raise the
-/// exception in IEEE arithmetic.
-fn solve_one(sig: &FunctionSignature, formula: &Expr, domain: Option<&Domain>, settings: &Settings) -> JobResult {
+/// Splits `formula` into independent parts; parameters in `constrained` that no conjunct mentions get parts of
+/// their own (for their domain constraints).
+fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
+    let conjuncts: Vec<Expr> = match formula.kind() {
+        sym::Kind::And(xs) => xs.clone(),
+        _ => vec![formula.clone()],
+    };
+    // Union-find over conjuncts, joined through shared parameters and fresh values (elementary functions,
+    // unmodelled integers).
+    let mut parent: Vec<usize> = (0..conjuncts.len()).collect();
+    fn find(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    let mut owner: HashMap<u128, usize> = HashMap::new();
+    let mut params_of: Vec<Vec<usize>> = vec![Vec::new(); conjuncts.len()];
+    for (c, conjunct) in conjuncts.iter().enumerate() {
+        for node in conjunct.postorder() {
+            let key = match node.kind() {
+                sym::Kind::Param { index, .. } => {
+                    params_of[c].push(*index as usize);
+                    *index as u128
+                }
+                sym::Kind::Math { .. } | sym::Kind::Opaque { .. } => node.fingerprint() | 1 << 127,
+                _ => continue,
+            };
+            match owner.get(&key) {
+                Some(&other) => {
+                    let (a, b) = (find(&mut parent, c), find(&mut parent, other));
+                    parent[a] = b;
+                }
+                None => {
+                    owner.insert(key, c);
+                }
+            }
+        }
+    }
+    let mut parts: Vec<Part> = Vec::new();
+    let mut part_of_root: HashMap<usize, usize> = HashMap::new();
+    for (c, conjunct) in conjuncts.into_iter().enumerate() {
+        let root = find(&mut parent, c);
+        let k = *part_of_root.entry(root).or_insert_with(|| {
+            parts.push(Part { conjuncts: Vec::new(), params: Vec::new() });
+            parts.len() - 1
+        });
+        parts[k].conjuncts.push(conjunct);
+        parts[k].params.append(&mut params_of[c]);
+    }
+    for part in &mut parts {
+        part.params.sort_unstable();
+        part.params.dedup();
+    }
+    for &p in constrained {
+        if !parts.iter().any(|part| part.params.contains(&p)) {
+            parts.push(Part { conjuncts: Vec::new(), params: vec![p] });
+        }
+    }
+    parts
+}
+
+/// Solves one independent part; the values of its parameters when satisfiable.
+fn solve_part(
+    sig: &FunctionSignature,
+    part: &Part,
+    domain: Option<&Domain>,
+    timeout_ms: u32,
+    limiter: &limit::Limiter<'_>,
+) -> (Verdict, Vec<(usize, ArgValue)>) {
+    let started = Instant::now();
     let mut encoder = real::RealEncoder::new();
-    let solver = solver_with_timeout(settings.timeout_ms);
-    let goal = encoder.formula(formula);
-    solver.assert(&goal);
-    for side in &encoder.side {
-        solver.assert(side);
+    let goals: Vec<Bool> = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
+    let underflow = part.conjuncts.iter().any(|c| {
+        c.postorder().iter().any(|e| matches!(e.kind(), sym::Kind::Exception { kind: ExceptionKind::Underflow, .. }))
+    });
+    let constraints = input_constraints(sig, domain, &part.params, underflow);
+    let reals_only = !encoder.uses_integers
+        && part.params.iter().all(|i| matches!(sig.params.get(*i).map(|p| p.ty), Some(ParamType::F64 | ParamType::F32)));
+    let solver = solver(reals_only);
+    for goal in goals.iter().chain(&encoder.side).chain(&constraints) {
+        solver.assert(goal);
     }
-    for constraint in input_constraints(sig, domain) {
-        solver.assert(&constraint);
-    }
-    let verdict = match solver.check() {
+    let verdict = match limiter.check(&solver, timeout_ms) {
         SatResult::Sat => Verdict::Sat,
         SatResult::Unsat => Verdict::Unsat,
         SatResult::Unknown => Verdict::Unknown,
     };
-    let mut inputs = Vec::new();
-    if let Verdict::Sat = verdict {
-        let Some(model) = solver.get_model() else { return JobResult { verdict, inputs } };
-        let input = input_from_model(sig, &model);
-        let raises = check::holds(formula, &input.0);
-        inputs.push(input.clone());
-        if settings.fp_fallback && raises == Some(false) {
-            if let Some(fp_input) = solve_fp(formula, domain, settings, &input) {
-                inputs.push(fp_input);
+    tracing::trace!(ms = started.elapsed().as_millis() as u64, ?verdict, reals_only, "real query part");
+    if std::env::var_os("FOE_SOLVE_DEBUG").is_some() {
+        eprintln!("[part {:?} {:?} nra={reals_only}] {:?}", started.elapsed(), verdict, part.conjuncts);
+    }
+    let model = match verdict {
+        Verdict::Sat => solver.get_model(),
+        _ => None,
+    };
+    match model {
+        Some(model) => (verdict, param_values(sig, &model, &part.params)),
+        None if verdict == Verdict::Sat => (Verdict::Unknown, vec![]),
+        None => (verdict, vec![]),
+    }
+}
+
+/// Steps of at most this many ulps are tried on each parameter of a rounded model that misses the exception.
+const REPAIR_STEPS: [i64; 6] = [1, -1, 2, -2, 3, -3];
+/// Then relative perturbations by these factors, which break accidental exactness (a model of 1.0 or 2^-1023
+/// makes a product exact, and an exact result does not underflow).
+const REPAIR_FACTORS: [f64; 8] = [
+    1.0 + 1.0 / 3145728.0,
+    1.0 - 1.0 / 3145728.0,
+    1.0 + 1.0 / 5242880.0,
+    1.0 - 1.0 / 5242880.0,
+    1.0 + 1.0 / 3072.0,
+    1.0 - 1.0 / 3072.0,
+    1.0 + 1.0 / 7168.0,
+    1.0 - 1.0 / 7168.0,
+];
+
+/// A neighbour (a few ulps or a small relative step away in one parameter) of `input` on which the query holds
+/// in IEEE arithmetic.
+fn repair(formula: &Expr, input: &Input) -> Option<Input> {
+    let params = formula.params();
+    let variants = |v: &ArgValue| -> Vec<ArgValue> {
+        match *v {
+            ArgValue::F64(x) => REPAIR_STEPS
+                .iter()
+                .map(|k| step_f64(x, *k))
+                .chain(REPAIR_FACTORS.iter().map(|f| x * f))
+                .map(ArgValue::F64)
+                .collect(),
+            ArgValue::F32(x) => REPAIR_STEPS
+                .iter()
+                .map(|k| step_f32(x, *k))
+                .chain(REPAIR_FACTORS.iter().map(|f| (x as f64 * f) as f32))
+                .map(ArgValue::F32)
+                .collect(),
+            _ => vec![],
+        }
+    };
+    for (index, _) in &params {
+        let i = *index as usize;
+        for v in variants(input.0.get(i)?) {
+            if matches!(v, ArgValue::F64(x) if !x.is_finite()) || matches!(v, ArgValue::F32(x) if !x.is_finite()) {
+                continue;
+            }
+            let mut values = input.0.clone();
+            values[i] = v;
+            if check::holds(formula, &values) == Some(true) {
+                return Some(Input(values));
             }
         }
     }
-    JobResult { verdict, inputs }
+    None
 }
 
-/// The FP-theory retry: an input on which the operation really raises the exception, if Z3 finds one in time.
+/// The FP-theory retry: an input on which the operation really raises the exception, if Z3 finds one before the
+/// deadline. Like Ariadne's concretization, it first solves for one parameter at a time with the others fixed to
+/// the rounded model (small circuits), then for all of them.
 fn solve_fp(
     formula: &Expr,
     domain: Option<&Domain>,
-    settings: &Settings,
+    timeout_ms: u32,
+    deadline: Instant,
     real_input: &Input,
+    limiter: &limit::Limiter<'_>,
 ) -> Option<Input> {
-    let remaining = settings.fallback_deadline.checked_duration_since(Instant::now())?;
-    let timeout = (remaining.as_millis() as u32).min(settings.timeout_ms);
-    if timeout < 10 {
-        return None;
+    let free: Vec<u32> = formula
+        .params()
+        .into_iter()
+        .filter(|(_, ty)| matches!(ty, VarType::Float(_)))
+        .map(|(i, _)| i)
+        .collect();
+    let fixed_except = |keep: Option<u32>| -> HashMap<u32, ArgValue> {
+        free.iter()
+            .filter(|i| Some(**i) != keep)
+            .filter_map(|i| real_input.0.get(*i as usize).map(|v| (*i, *v)))
+            .collect()
+    };
+    let mut attempts: Vec<HashMap<u32, ArgValue>> = Vec::new();
+    if free.len() > 1 {
+        attempts.extend(free.iter().map(|i| fixed_except(Some(*i))));
     }
-    let query = fp::encode(formula, domain)?;
-    let solver = solver_with_timeout(timeout);
-    solver.from_string(query.smtlib.as_str());
-    if solver.check() != SatResult::Sat {
-        return None;
+    attempts.push(HashMap::new());
+    for fixed in attempts {
+        let remaining = deadline.checked_duration_since(Instant::now())?;
+        let timeout = (remaining.as_millis() as u32).min(timeout_ms);
+        if timeout < 10 {
+            return None;
+        }
+        let query = fp::encode(formula, domain, &fixed)?;
+        let solver = z3::Tactic::new("qffp").solver();
+        solver.from_string(query.smtlib.as_str());
+        let started = Instant::now();
+        let result = limiter.check(&solver, timeout);
+        tracing::trace!(ms = started.elapsed().as_millis() as u64, fixed = fixed.len(), ?result, "fp query");
+        if result != SatResult::Sat {
+            continue;
+        }
+        let model = solver.get_model()?;
+        let mut values = real_input.0.clone();
+        for (index, fmt) in &query.params {
+            let width = if *fmt == FloatFormat::Double { 64 } else { 32 };
+            let bits = model.eval(&BV::new_const(fp::bits_name(*index), width), true)?.as_u64()?;
+            values[*index as usize] = match fmt {
+                FloatFormat::Double => ArgValue::F64(f64::from_bits(bits)),
+                FloatFormat::Single => ArgValue::F32(f32::from_bits(bits as u32)),
+            };
+        }
+        if check::holds(formula, &values) != Some(false) {
+            return Some(Input(values));
+        }
     }
-    let model = solver.get_model()?;
-    let mut values = real_input.0.clone();
-    for (index, fmt) in query.params {
-        let width = if fmt == FloatFormat::Double { 64 } else { 32 };
-        let bits = model.eval(&BV::new_const(fp::bits_name(index), width), true)?.as_u64()?;
-        let v = match fmt {
-            FloatFormat::Double => ArgValue::F64(f64::from_bits(bits)),
-            FloatFormat::Single => ArgValue::F32(f32::from_bits(bits as u32)),
-        };
-        *values.get_mut(index as usize)? = v;
-    }
-    let input = Input(values);
-    (check::holds(formula, &input.0) != Some(false)).then_some(input)
+    None
 }
 
-/// |x| ≤ Ω for floats, the width's range for integers, and the declared domain.
-fn input_constraints(sig: &FunctionSignature, domain: Option<&Domain>) -> Vec<Bool> {
+/// The parameters the declared domain constrains.
+fn domain_params(domain: Option<&Domain>) -> Vec<usize> {
+    domain.map(|d| d.ranges.iter().map(|r| r.param).collect()).unwrap_or_default()
+}
+
+/// For the parameters in `mentioned`: |x| ≤ Ω for floats (and, for underflow queries, x = 0 or |x| ≥ the
+/// smallest subnormal: it costs nlsat time and matters only there), the width's range for integers, and the
+/// declared domain.
+fn input_constraints(
+    sig: &FunctionSignature,
+    domain: Option<&Domain>,
+    mentioned: &[usize],
+    tiny_inputs_matter: bool,
+) -> Vec<Bool> {
     let mut out = Vec::new();
     for (i, p) in sig.params.iter().enumerate() {
+        if !mentioned.contains(&i) {
+            continue;
+        }
         match p.ty {
             ParamType::F64 | ParamType::F32 => {
                 let fmt = if p.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
@@ -244,6 +445,12 @@ fn input_constraints(sig: &FunctionSignature, domain: Option<&Domain>) -> Vec<Bo
                 let max = Real::from_big_rational(&sym::max_finite(fmt));
                 out.push(x.le(&max));
                 out.push(x.ge(-max));
+                if tiny_inputs_matter {
+                    // A float is 0 or at least the smallest subnormal in magnitude: smaller models round to zero.
+                    let tiny = Real::from_big_rational(&sym::min_subnormal(fmt));
+                    let zero = Real::from_rational(0, 1);
+                    out.push(Bool::or(&[x.eq(&zero), x.ge(&tiny), x.le(-tiny)]));
+                }
             }
             ParamType::Int { bits, signed } => {
                 let n = Int::new_const(real::param_name(i as u32, VarType::Int { bits, signed }));
@@ -255,7 +462,7 @@ fn input_constraints(sig: &FunctionSignature, domain: Option<&Domain>) -> Vec<Bo
         }
     }
     for range in domain.map(|d| d.ranges.as_slice()).unwrap_or(&[]) {
-        let Some(p) = sig.params.get(range.param) else { continue };
+        let Some(p) = sig.params.get(range.param).filter(|_| mentioned.contains(&range.param)) else { continue };
         let value = match p.ty {
             ParamType::F64 => Real::new_const(real::param_name(range.param as u32, VarType::Float(FloatFormat::Double))),
             ParamType::F32 => Real::new_const(real::param_name(range.param as u32, VarType::Float(FloatFormat::Single))),
@@ -291,37 +498,39 @@ fn int_param_range(bits: u32) -> (BigInt, BigInt) {
     (-half.clone(), half - 1)
 }
 
-/// The model's parameter values, rounded exactly to their formats (0 where the model says nothing).
-fn input_from_model(sig: &FunctionSignature, model: &z3::Model) -> Input {
-    let values = sig
-        .params
+/// The model's values of `params`, rounded exactly to their formats (integers clamped to their width).
+fn param_values(sig: &FunctionSignature, model: &z3::Model, params: &[usize]) -> Vec<(usize, ArgValue)> {
+    params
         .iter()
-        .enumerate()
-        .map(|(i, p)| match p.ty {
-            ParamType::F64 | ParamType::F32 => {
-                let fmt = if p.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
-                let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
-                let rounded = model
-                    .eval(&x, true)
-                    .and_then(|v| real::model_rational(&v, fmt))
-                    .map(|q| round_rational(&q, fmt))
-                    .unwrap_or(0.0);
-                match fmt {
-                    FloatFormat::Double => ArgValue::F64(rounded),
-                    FloatFormat::Single => ArgValue::F32(rounded as f32),
+        .filter_map(|&i| {
+            let p = sig.params.get(i)?;
+            let value = match p.ty {
+                ParamType::F64 | ParamType::F32 => {
+                    let fmt = if p.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
+                    let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
+                    let rounded = model
+                        .eval(&x, true)
+                        .and_then(|v| real::model_rational(&v, fmt))
+                        .map(|q| round_rational(&q, fmt))
+                        .unwrap_or(0.0);
+                    match fmt {
+                        FloatFormat::Double => ArgValue::F64(rounded),
+                        FloatFormat::Single => ArgValue::F32(rounded as f32),
+                    }
                 }
-            }
-            ParamType::Int { bits, signed } => {
-                let n = Int::new_const(real::param_name(i as u32, VarType::Int { bits, signed }));
-                let (lo, hi) = int_param_range(bits);
-                let v = model.eval(&n, true).and_then(|v| real::model_integer(&v)).unwrap_or_default();
-                let v = v.clamp(lo, hi);
-                // Unsigned parameters are shown as their unsigned value where it fits an i64.
-                let v = if !signed && bits < 64 && v.is_negative() { v + (BigInt::one() << bits as usize) } else { v };
-                ArgValue::Int(v.to_i64().unwrap_or(0))
-            }
-            ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                ParamType::Int { bits, signed } => {
+                    let n = Int::new_const(real::param_name(i as u32, VarType::Int { bits, signed }));
+                    let (lo, hi) = int_param_range(bits);
+                    let v = model.eval(&n, true).and_then(|v| real::model_integer(&v)).unwrap_or_default();
+                    let v = v.clamp(lo, hi);
+                    // Unsigned parameters are shown as their unsigned value where it fits an i64.
+                    let v =
+                        if !signed && bits < 64 && v.is_negative() { v + (BigInt::one() << bits as usize) } else { v };
+                    ArgValue::Int(v.to_i64().unwrap_or(0))
+                }
+                ParamType::OutPtr { .. } => ArgValue::OutPtr,
+            };
+            Some((i, value))
         })
-        .collect();
-    Input(values)
+        .collect()
 }

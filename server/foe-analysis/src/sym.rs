@@ -494,6 +494,14 @@ pub fn min_normal(fmt: FloatFormat) -> BigRational {
     }
 }
 
+/// The smallest positive subnormal value of `fmt`.
+pub fn min_subnormal(fmt: FloatFormat) -> BigRational {
+    match fmt {
+        FloatFormat::Double => pow2(-1074),
+        FloatFormat::Single => pow2(-149),
+    }
+}
+
 /// The exact value `q` rounded to `fmt`, if finite.
 fn round_to(q: &BigRational, fmt: FloatFormat) -> Option<BigRational> {
     let v = round_rational(q, fmt);
@@ -857,8 +865,44 @@ fn rational_f64(v: f64) -> BigRational {
     f64_to_rational(v)
 }
 
-/// The condition over the reals under which `site` raises `kind` (false when it cannot).
+/// The condition over the reals under which `site` raises `kind` (false when it cannot). Overflow, underflow and
+/// division by zero also require the results the operands are computed from to be finite (|r| ≤ Ω): an operation
+/// on an infinity raises none of them. (Earlier exceptions are not otherwise excluded.)
 pub fn real_condition(kind: ExceptionKind, site: &Site) -> Formula {
+    let core = operation_condition(kind, site);
+    let needs_finite = match kind {
+        ExceptionKind::Overflow | ExceptionKind::Underflow => true,
+        // Only a finite non-zero dividend divided by zero signals division by zero.
+        ExceptionKind::DivideByZero => site.op == SiteOp::Arith(ArithOp::Div),
+        ExceptionKind::Invalid => false,
+    };
+    if !needs_finite || core.is_false() {
+        return core;
+    }
+    // Every floating-point result feeding the operation is finite (Ω of its own format); parameters already are.
+    let mut finite = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let direct_only = std::env::var_os("FOE_DIRECT_ONLY").is_some();
+    for arg in &site.args {
+        let nodes = if direct_only { vec![arg.clone()] } else { arg.postorder() };
+        for node in nodes {
+            let fmt = match node.kind() {
+                Kind::Arith { fmt, .. } | Kind::Fma { fmt, .. } | Kind::Convert { fmt, .. } => *fmt,
+                Kind::Math { func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan, fmt, .. } => *fmt,
+                _ => continue,
+            };
+            if seen.insert(node.fingerprint()) {
+                let max = max_finite(fmt);
+                finite.push(le(node.clone(), real(max.clone())));
+                finite.push(ge(node, real(-max)));
+            }
+        }
+    }
+    and(finite.into_iter().chain([core]))
+}
+
+/// The exception condition proper of Table I (and Figure 3.3 for elementary functions).
+fn operation_condition(kind: ExceptionKind, site: &Site) -> Formula {
     use ExceptionKind::*;
     let fmt = site.fmt;
     let big = overflow_threshold(fmt);

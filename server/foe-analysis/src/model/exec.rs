@@ -368,10 +368,13 @@ impl<'m> Executor<'m> {
             }
             LLVMBitCast | LLVMAddrSpaceCast => {
                 let from = inst.operand(0).ok_or("internal: cast without operand")?.ty();
-                if from != inst.ty() && !(from.kind() == LLVMTypeKind::LLVMPointerTypeKind && inst.ty().kind() == from.kind()) {
-                    return Err(format!("reinterprets `{}` as `{}` (bitcast)", from.text(), inst.ty().text()));
+                let to = inst.ty();
+                let a = self.operand(st, inst, 0)?;
+                if from == to || (from.kind() == LLVMTypeKind::LLVMPointerTypeKind && to.kind() == from.kind()) {
+                    Some(a)
+                } else {
+                    Some(map1(a, &mut |a| bitcast(a, to))?)
                 }
-                Some(self.operand(st, inst, 0)?)
             }
             LLVMFreeze => Some(self.operand(st, inst, 0)?),
             LLVMSelect => {
@@ -965,6 +968,36 @@ fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, String> {
         (LLVMTrunc, Value::Bool(b)) => Ok(Value::Bool(b)),
         (_, Value::Poison) => Ok(Value::Poison),
         (_, other) => Err(format!("internal: integer cast of {other:?}")),
+    }
+}
+
+/// A bitcast between a float and an integer of the same width: exact for constants; a symbolic float read as
+/// bits is an unconstrained integer, a symbolic integer read as a float cannot be modelled.
+fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
+    let to_scalar = if to.kind() == LLVMTypeKind::LLVMVectorTypeKind { to.element() } else { to };
+    let unsupported = || format!("reinterprets bits as `{}` (bitcast)", to.text());
+    match (a, Scalar::of(to_scalar).map_err(|_| unsupported())?) {
+        (Value::Real { e, fmt }, Scalar::Int(bits)) if bits == if fmt == FloatFormat::Double { 64 } else { 32 } => {
+            let value = match e.as_real() {
+                Some(q) if fmt == FloatFormat::Double => sym::int_i(sym::const_f64(q).to_bits() as i64),
+                Some(q) => sym::int_i((sym::const_f64(q) as f32).to_bits() as i32 as i64),
+                None => sym::opaque("bitcast", bits, vec![e]),
+            };
+            Ok(Value::Int { e: value, bits })
+        }
+        (Value::Int { e, bits }, Scalar::Float(fmt)) if bits == if fmt == FloatFormat::Double { 64 } else { 32 } => {
+            let v = match (sym::const_i64(&e), fmt) {
+                (Some(b), FloatFormat::Double) => f64::from_bits(b as u64),
+                (Some(b), FloatFormat::Single) => f32::from_bits(b as u32) as f64,
+                (None, _) => return Err("reinterprets a computed integer as a floating-point value".into()),
+            };
+            if !v.is_finite() {
+                return Err("builds an infinity or NaN from its bits".into());
+            }
+            Ok(Value::Real { e: sym::real_f64(v), fmt })
+        }
+        (Value::Poison, _) => Ok(Value::Poison),
+        _ => Err(unsupported()),
     }
 }
 

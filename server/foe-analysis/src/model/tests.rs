@@ -1,1 +1,391 @@
-//! End-to-end tests of modelling and solving on small C files compiled with clang.
+//! End-to-end tests of modelling and solving: small C files compiled with the real clang (both builds' flags),
+//! loaded, prepared, modelled and solved with the real Z3.
+
+use super::{model_function, prepare_for_modelling, Query};
+use crate::config::AnalysisConfig;
+use crate::domain::{Bound, Domain, ParamRange};
+use crate::ir::{describe_functions, parse_module};
+use crate::solve::{solve, SolveOutcome};
+use crate::sym::Sort;
+use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature};
+use inkwell::context::Context;
+use std::time::{Duration, Instant};
+
+const FLAGS_P: &[&str] = &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"];
+const FLAGS_PP: &[&str] = &["-O2", "-ffast-math"];
+
+/// The textual IR of `source` built with `flags`.
+fn compile(source: &str, flags: &[&str]) -> String {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let c = dir.path().join("t.c");
+    let ll = dir.path().join("t.ll");
+    std::fs::write(&c, source).expect("write C file");
+    let mut cmd = crate::process::command(AnalysisConfig::default().clang, dir.path());
+    cmd.args(["-S", "-emit-llvm", "-g"]).args(flags).arg(&c).arg("-o").arg(&ll);
+    let out = crate::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
+    assert_eq!(out.status, Some(0), "clang failed: {}", out.stderr);
+    std::fs::read_to_string(&ll).expect("read IR")
+}
+
+/// One build of `source`, prepared, and the signature of `function` (from P).
+struct Built {
+    ll_p: String,
+    ll_pp: String,
+}
+
+fn build(source: &str) -> Built {
+    Built { ll_p: compile(source, FLAGS_P), ll_pp: compile(source, FLAGS_PP) }
+}
+
+fn signature(ctx: &Context, ll_p: &str, function: &str) -> FunctionSignature {
+    let module = parse_module(ctx, ll_p, "p").expect("parse P");
+    describe_functions(&module, ll_p)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|f| f.signature)
+        .find(|s| s.name == function)
+        .unwrap_or_else(|| panic!("no function {function}"))
+}
+
+fn model_build(built: &Built, function: &str, b: Build, cfg: &AnalysisConfig) -> Result<Vec<Query>, String> {
+    let ctx = Context::create();
+    let sig = signature(&ctx, &built.ll_p, function);
+    let ll = if b == Build::P { &built.ll_p } else { &built.ll_pp };
+    let module = parse_module(&ctx, ll, "m").expect("parse");
+    prepare_for_modelling(&module, b).expect("prepare");
+    model_function(&module, &sig, b, cfg)
+}
+
+struct Analysed {
+    sig: FunctionSignature,
+    p: Vec<Query>,
+    pp: Vec<Query>,
+    outcome: SolveOutcome,
+    solve_time: Duration,
+}
+
+fn analyse_with(source: &str, function: &str, cfg: &AnalysisConfig, domain: Option<&Domain>) -> Analysed {
+    let built = build(source);
+    let sig = signature(&Context::create(), &built.ll_p, function);
+    let p = model_build(&built, function, Build::P, cfg).expect("model P");
+    let pp = model_build(&built, function, Build::PPrime, cfg).expect("model P'");
+    let started = Instant::now();
+    let outcome = solve(&sig, &p, &pp, domain, cfg);
+    let solve_time = started.elapsed();
+    eprintln!(
+        "{function}: P {} P' {} unique {} sat {} timeouts {} candidates {} in {:?}",
+        outcome.formulae.p,
+        outcome.formulae.p_prime,
+        outcome.formulae.unique,
+        outcome.satisfiable,
+        outcome.timeouts,
+        outcome.candidates.len(),
+        solve_time
+    );
+    Analysed { sig, p, pp, outcome, solve_time }
+}
+
+fn analyse(source: &str, function: &str) -> Analysed {
+    analyse_with(source, function, &AnalysisConfig::default(), None)
+}
+
+fn f64_arg(v: &ArgValue) -> f64 {
+    match v {
+        ArgValue::F64(x) => *x,
+        ArgValue::F32(x) => *x as f64,
+        other => panic!("not a float: {other:?}"),
+    }
+}
+
+#[test]
+fn identity_has_four_formulae_in_p_and_none_in_p_prime() {
+    let a = analyse("double identity(double x) { double a = 2*x; double b = a*0.5; return b; }", "identity");
+    assert_eq!((a.outcome.formulae.p, a.outcome.formulae.p_prime, a.outcome.formulae.unique), (4, 0, 4));
+    assert!(a.outcome.satisfiable >= 3, "{:?}", a.outcome);
+    assert!(a.outcome.candidates.len() >= 3);
+    // The overflow of 2*x really overflows when rounded and run.
+    let overflow = a
+        .outcome
+        .candidates
+        .iter()
+        .find(|c| c.kind == ExceptionKind::Overflow)
+        .expect("an overflow candidate");
+    assert!((2.0 * f64_arg(&overflow.input.0[0])).is_infinite());
+}
+
+const TURBINE1: &str = "
+double turbine1(double v, double w, double r) {
+  return 3 + 2/(r*r) - 0.125*(3-2*v)*(w*w*r*r)/(1-v) - 4.5;
+}
+";
+
+#[test]
+fn turbine1_counts_and_speed() {
+    let real_only = AnalysisConfig { fp_theory_fallback: false, ..AnalysisConfig::default() };
+    let r = analyse_with(TURBINE1, "turbine1", &real_only, None);
+    assert!(r.solve_time < Duration::from_secs(2), "real phase took {:?}", r.solve_time);
+    let a = analyse(TURBINE1, "turbine1");
+    assert_eq!(a.outcome.formulae.p, 32);
+    assert_eq!(a.outcome.formulae.p_prime, 26);
+    assert!(a.outcome.formulae.unique < 58);
+    assert!(a.outcome.satisfiable >= 40, "{:?}", a.outcome);
+    assert!(a.outcome.candidates.len() >= 20);
+    assert!(a.outcome.candidates.len() >= r.outcome.candidates.len());
+    assert_eq!(a.outcome.timeouts, 0);
+    // The FP-theory fallback adds at most one query time limit.
+    let limit = r.solve_time + Duration::from_millis(AnalysisConfig::default().solver_timeout_ms) + Duration::from_secs(1);
+    assert!(a.solve_time < limit, "took {:?}", a.solve_time);
+    for c in &a.outcome.candidates {
+        assert_eq!(c.input.0.len(), 3);
+        assert!(c.input.0.iter().all(|v| f64_arg(v).is_finite()));
+    }
+}
+
+#[test]
+fn turbine1_with_its_declared_domain_stays_inside_it() {
+    let range = |param, lo: f64, hi: f64| ParamRange {
+        param,
+        lo: Some(Bound { value: lo, inclusive: true }),
+        hi: Some(Bound { value: hi, inclusive: true }),
+    };
+    let domain = Domain { ranges: vec![range(0, -4.5, -0.3), range(1, 0.4, 0.9), range(2, 3.8, 7.8)], text: vec![] };
+    let a = analyse_with(TURBINE1, "turbine1", &AnalysisConfig::default(), Some(&domain));
+    for c in &a.outcome.candidates {
+        assert!(domain.contains(&c.input), "{:?} outside the domain", c.input);
+    }
+}
+
+#[test]
+fn rounded_overflow_candidate_of_a_product_overflows() {
+    let a = analyse("double mul(double x, double y) { return x * y; }", "mul");
+    assert_eq!((a.outcome.formulae.p, a.outcome.formulae.p_prime), (2, 2));
+    let c = a
+        .outcome
+        .candidates
+        .iter()
+        .find(|c| c.kind == ExceptionKind::Overflow)
+        .expect("overflow candidate");
+    let (x, y) = (f64_arg(&c.input.0[0]), f64_arg(&c.input.0[1]));
+    assert!((x * y).is_infinite(), "{x:e} * {y:e} does not overflow");
+    let u = a.outcome.candidates.iter().find(|c| c.kind == ExceptionKind::Underflow).expect("underflow candidate");
+    let (x, y) = (f64_arg(&u.input.0[0]), f64_arg(&u.input.0[1]));
+    let exact = crate::round::f64_to_rational(x) * crate::round::f64_to_rational(y);
+    let product = x * y;
+    assert!(product.abs() < f64::MIN_POSITIVE, "{x:e} * {y:e} = {product:e} is not tiny");
+    assert_ne!(crate::round::f64_to_rational(product), exact, "{x:e} * {y:e} is exact");
+}
+
+#[test]
+fn conversion_to_int_is_invalid_out_of_range() {
+    let a = analyse("int toint(double x) { return (int)x; }", "toint");
+    let q = a.p.iter().find(|q| q.operation == "fptosi").expect("an fptosi query");
+    assert_eq!(q.kind, ExceptionKind::Invalid);
+    assert!(q.loc.is_some());
+    let c = a.outcome.candidates.iter().find(|c| c.kind == ExceptionKind::Invalid).expect("invalid candidate");
+    let x = f64_arg(&c.input.0[0]);
+    assert!(x.trunc() > i32::MAX as f64 || x.trunc() < i32::MIN as f64, "{x} converts fine");
+}
+
+#[test]
+fn branches_condition_their_queries() {
+    let src = "double br(double x) { if (x > 1.0) return x * x; else return x / 3.0; }";
+    let a = analyse(src, "br");
+    // P: fmul (2) on the then path, fdiv (4) on the else path.
+    assert_eq!(a.outcome.formulae.p, 6);
+    let mul = a.p.iter().find(|q| q.operation == "fmul").expect("fmul query");
+    assert!(mul.formula.to_string().contains("(< 1 x0)"), "{}", mul.formula);
+    let div = a.p.iter().find(|q| q.operation == "fdiv" && q.kind == ExceptionKind::Underflow).expect("fdiv");
+    assert!(div.formula.to_string().contains("(not (< 1 x0))"), "{}", div.formula);
+    for c in a.outcome.candidates.iter().filter(|c| c.build == Build::P) {
+        let x = f64_arg(&c.input.0[0]);
+        match c.kind {
+            ExceptionKind::Overflow if c.loc == mul.loc => assert!(x > 1.0),
+            ExceptionKind::Underflow if c.loc == div.loc => assert!(x <= 1.0),
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn constant_bound_loops_are_unrolled() {
+    let src = "double loop(double x) { double s = 0; for (int i = 0; i < 2; i++) { s = s + x * x; } return s; }";
+    let cfg = AnalysisConfig::default();
+    let built = build(src);
+    let p = model_build(&built, "loop", Build::P, &cfg).expect("model");
+    // Two iterations of fmul + fadd, two formulae each; the counter is concrete, so no path conditions.
+    assert_eq!(p.len(), 8, "{p:#?}");
+    assert!(p.iter().all(|q| q.formula.postorder().iter().all(|e| e.sort() != Sort::Int)), "{p:#?}");
+    // A longer loop stops after the unroll bound: three passes through the body at most.
+    let long = build("double loop(double x) { double s = 0; for (int i = 0; i < 100; i++) { s = s + x * x; } return s; }");
+    let q = model_build(&long, "loop", Build::P, &cfg).expect("model");
+    assert_eq!(q.len(), 4 * (cfg.unroll_bound as usize + 1));
+}
+
+#[test]
+fn symbolic_loop_bounds_fork_paths() {
+    let src = "double sum(double x, int n) { double s = 0; for (int i = 0; i < n; i++) { s = s * x + 1.0; } return s; }";
+    // P' unrolls the loop eight times: high-degree polynomials, many of which time out; keep the limit short.
+    let cfg = AnalysisConfig { solver_timeout_ms: 300, ..AnalysisConfig::default() };
+    let a = analyse_with(src, "sum", &cfg, None);
+    assert!(a.p.iter().any(|q| q.formula.to_string().contains("n1")));
+    assert!(a.outcome.satisfiable > 0);
+    for c in &a.outcome.candidates {
+        assert!(matches!(c.input.0[1], ArgValue::Int(_)));
+    }
+}
+
+#[test]
+fn out_parameters_are_memory_that_starts_zeroed() {
+    let src = "
+struct result { double val; int status; };
+void outp(double x, double y, struct result *res) { res->val = x * y; res->status = 1; }
+double acc(double x, double *out) { *out += x * x; return *out * 2.0; }
+";
+    let a = analyse(src, "outp");
+    assert_eq!(a.outcome.formulae.p, 2);
+    assert!(a.outcome.candidates.iter().all(|c| c.input.0[2] == ArgValue::OutPtr));
+    let b = analyse(src, "acc");
+    // fmul, fadd (0 + x*x, read from zeroed memory), fmul: six formulae in P.
+    assert_eq!(b.outcome.formulae.p, 6);
+    let last = b.p.last().expect("queries");
+    assert!(last.formula.to_string().contains("(+ 0 (* x0 x0)) 2)"), "{}", last.formula);
+}
+
+#[test]
+fn float_functions_use_single_precision_thresholds() {
+    let a = analyse("float fl(float a, float b) { return a * b; }", "fl");
+    let c = a.outcome.candidates.iter().find(|c| c.kind == ExceptionKind::Overflow).expect("overflow candidate");
+    let (ArgValue::F32(x), ArgValue::F32(y)) = (c.input.0[0], c.input.0[1]) else { panic!("{:?}", c.input) };
+    assert!((x * y).is_infinite(), "{x:e} * {y:e} does not overflow in float");
+    assert!(((x as f64) * (y as f64)).is_finite());
+}
+
+#[test]
+fn elementary_functions_follow_ariadne() {
+    let src = "#include <math.h>\ndouble lm(double x, double y) { return sqrt(x) + exp(y) + log(x); }";
+    let a = analyse(src, "lm");
+    let kinds = |op: &str| -> Vec<ExceptionKind> { a.p.iter().filter(|q| q.operation == op).map(|q| q.kind).collect() };
+    assert_eq!(kinds("call sqrt"), vec![ExceptionKind::Invalid]);
+    assert_eq!(kinds("call exp"), vec![ExceptionKind::Overflow, ExceptionKind::Underflow]);
+    assert_eq!(kinds("call log"), vec![ExceptionKind::Invalid, ExceptionKind::DivideByZero]);
+    // P' uses the intrinsics.
+    assert!(a.pp.iter().any(|q| q.operation == "call llvm.exp.f64"));
+    let exp_overflow = a
+        .outcome
+        .candidates
+        .iter()
+        .find(|c| c.kind == ExceptionKind::Overflow && c.build == Build::P && a.p.iter().any(|q| q.loc == c.loc && q.operation == "call exp"))
+        .expect("exp overflow candidate");
+    assert!(f64_arg(&exp_overflow.input.0[1]).exp().is_infinite());
+    let sqrt_invalid = a.outcome.candidates.iter().find(|c| c.kind == ExceptionKind::Invalid).expect("invalid");
+    assert!(f64_arg(&sqrt_invalid.input.0[0]) < 0.0);
+}
+
+#[test]
+fn later_queries_assume_earlier_results_are_defined() {
+    // After sqrt(x) the path assumes x >= 0, so log(x) < 0 cannot be invalid; log(0) still divides by zero.
+    let src = "#include <math.h>\ndouble f(double x) { return sqrt(x) + log(x); }";
+    let built = build(src);
+    let cfg = AnalysisConfig::default();
+    let ctx = Context::create();
+    let sig = signature(&ctx, &built.ll_p, "f");
+    let p = model_build(&built, "f", Build::P, &cfg).expect("model");
+    let log_invalid: Vec<Query> =
+        p.iter().filter(|q| q.operation == "call log" && q.kind == ExceptionKind::Invalid).cloned().collect();
+    let outcome = solve(&sig, &log_invalid, &[], None, &cfg);
+    assert_eq!(outcome.satisfiable, 0);
+    let log_dbz: Vec<Query> =
+        p.iter().filter(|q| q.operation == "call log" && q.kind == ExceptionKind::DivideByZero).cloned().collect();
+    let outcome = solve(&sig, &log_dbz, &[], None, &cfg);
+    assert_eq!(outcome.satisfiable, 1);
+    assert_eq!(f64_arg(&outcome.candidates[0].input.0[0]), 0.0);
+}
+
+#[test]
+fn unsupported_external_calls_skip_the_function() {
+    let src = "double foo(double);\ndouble ext(double x) { return foo(x) * 2.0; }";
+    let built = build(src);
+    let err = model_build(&built, "ext", Build::P, &AnalysisConfig::default()).expect_err("must be skipped");
+    assert!(err.contains("calls external function `foo`"), "{err}");
+    let src = "double ind(double (*f)(double), double x) { return f(x) * 2.0; }";
+    let built = build(src);
+    let err = model_build(&built, "ind", Build::P, &AnalysisConfig::default()).expect_err("must be skipped");
+    assert!(err.contains("indirect call"), "{err}");
+}
+
+#[test]
+fn calls_to_functions_of_the_file_are_inlined() {
+    let src = "static double helper(double x) { return x * 3.0; }\ndouble callee(double x) { return helper(x) + helper(x * 2); }";
+    let a = analyse(src, "callee");
+    // helper's fmul twice, the fmul of x*2, and the fadd: eight formulae in P.
+    assert_eq!(a.outcome.formulae.p, 8);
+    let helper_line = 1;
+    assert_eq!(a.p.iter().filter(|q| q.loc.map(|l| l.line) == Some(helper_line)).count(), 4);
+}
+
+#[test]
+fn arrays_structs_and_globals_are_memory() {
+    let src = "
+static const double table[3] = {1e300, 2.0, 3.0};
+struct pair { double a, b; };
+double mem(double x, int k) {
+  double a[4];
+  struct pair p = {0};
+  for (int i = 0; i < 4; i++) a[i] = x * i;
+  p.b = a[3] * table[0];
+  return p.a + p.b;
+}
+";
+    let a = analyse(src, "mem");
+    assert!(a.outcome.formulae.p > 0);
+    let c = a
+        .outcome
+        .candidates
+        .iter()
+        .find(|c| c.kind == ExceptionKind::Overflow && c.build == Build::P)
+        .expect("overflow candidate");
+    assert!(f64_arg(&c.input.0[0]).is_finite());
+}
+
+#[test]
+fn narrowing_conversions_can_overflow() {
+    let a = analyse("float narrow(double x) { return (float)x; }", "narrow");
+    let c = a.outcome.candidates.iter().find(|c| c.kind == ExceptionKind::Overflow).expect("overflow candidate");
+    assert!((f64_arg(&c.input.0[0]) as f32).is_infinite());
+}
+
+/// Odometry (FPBench, salsa) flattened to one argument `sl` with the loop run twice, as in the FOE paper.
+const ODOMETER: &str = "
+double odometer(double sl) {
+  double sr = 0.785398163397;
+  double inv_l = 0.1, c = 12.34;
+  double x = 0.0, y = 0.0, theta = -0.985;
+  int j = 0;
+  for (int t = 0; t < 2; t++) {
+    double delta_dl = c * sl;
+    double delta_dr = c * sr;
+    double delta_d = (delta_dl + delta_dr) * 0.5;
+    double delta_theta = (delta_dr - delta_dl) * inv_l;
+    double arg = theta + delta_theta * 0.5;
+    double cosi = (1 - arg * arg * 0.5) + arg * arg * arg * arg * 0.0416666666;
+    x = x + delta_d * cosi;
+    double sini = (arg - arg * arg * arg * 0.1666666666) + arg * arg * arg * arg * arg * 0.008333333;
+    y = y + delta_d * sini;
+    theta = theta + delta_theta;
+    double tmp = sl;
+    sl = (j == 50) ? sr : sl;
+    sr = (j == 50) ? tmp : sr;
+    j = (j == 50) ? 0 : j + 1;
+  }
+  return x + y * 0.0;
+}
+";
+
+#[test]
+fn odometer_two_iterations_solves_quickly() {
+    let a = analyse(ODOMETER, "odometer");
+    assert!(a.outcome.formulae.p > 80, "{:?}", a.outcome.formulae);
+    assert!(a.outcome.satisfiable > 0);
+    assert!(a.solve_time < Duration::from_secs(8), "took {:?}", a.solve_time);
+    let _ = &a.sig;
+}

@@ -4,7 +4,7 @@
 use crate::domain::Domain;
 use crate::round::FloatFormat;
 use crate::sym::{ArithOp, CmpOp, Expr, Integral, Kind, MathFn, SiteOp, VarType};
-use crate::types::ExceptionKind;
+use crate::types::{ArgValue, ExceptionKind};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed};
@@ -242,7 +242,9 @@ fn exception_condition(
 
 /// The FP-theory form of `formula` with finite inputs and the `domain`, when every part of it has one (no
 /// integers, no elementary functions but `sqrt`, no sums' underflow).
-pub(super) fn encode(formula: &Expr, domain: Option<&Domain>) -> Option<FpQuery> {
+///
+/// Parameters in `fixed` are constants (their bit patterns); the others are solved for.
+pub(super) fn encode(formula: &Expr, domain: Option<&Domain>, fixed: &HashMap<u32, ArgValue>) -> Option<FpQuery> {
     let nodes = formula.postorder();
     let mut params: Vec<(u32, FloatFormat)> = Vec::new();
     let mut enc = Encoder { formats: HashMap::new(), names: HashMap::new(), text: String::new() };
@@ -250,11 +252,18 @@ pub(super) fn encode(formula: &Expr, domain: Option<&Domain>) -> Option<FpQuery>
         match node.kind() {
             Kind::RealConst(_) | Kind::BoolConst(_) => {}
             Kind::Param { index, ty: VarType::Float(fmt) } => {
-                params.push((*index, *fmt));
                 let name = format!("fpx{index}");
-                let _ = writeln!(enc.text, "(declare-const {} (_ BitVec {}))", bits_name(*index), width(*fmt));
-                let _ = writeln!(enc.text, "(define-fun {name} () {} ({} {}))", sort(*fmt), to_fp(*fmt), bits_name(*index));
-                let _ = writeln!(enc.text, "(assert {})", finite(&name));
+                let bits = match fixed.get(index) {
+                    Some(ArgValue::F64(v)) => format!("#x{:016x}", v.to_bits()),
+                    Some(ArgValue::F32(v)) => format!("#x{:08x}", v.to_bits()),
+                    _ => {
+                        params.push((*index, *fmt));
+                        let _ = writeln!(enc.text, "(declare-const {} (_ BitVec {}))", bits_name(*index), width(*fmt));
+                        let _ = writeln!(enc.text, "(assert {})", finite(&format!("({} {})", to_fp(*fmt), bits_name(*index))));
+                        bits_name(*index)
+                    }
+                };
+                let _ = writeln!(enc.text, "(define-fun {name} () {} ({} {bits}))", sort(*fmt), to_fp(*fmt));
                 enc.formats.insert(node.fingerprint(), *fmt);
                 enc.names.insert(node.fingerprint(), name);
             }

@@ -1,0 +1,144 @@
+//! Parallel Z3 work with wall-clock limits that do not use Z3's own timers.
+//!
+//! Z3's `timeout` parameter and its `try_for` tactics run on a pool of timer threads (`scoped_timer`) that
+//! deadlocks in libz3 4.8.12 under concurrent use, and whose `pthread_atfork` handler spins when the process
+//! forks while a query runs (Z3 issues #5990, PR #7618). So no query here sets a timeout or uses a tactic with
+//! one: a watchdog thread calls `Z3_interrupt` on the context of a query that passes its deadline instead.
+//! An interrupted context stays cancelled, so the worker continues in a fresh one.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use z3::{SatResult, Solver};
+
+/// How often the watchdog looks at the running queries.
+const WATCH_PERIOD: Duration = Duration::from_millis(3);
+
+/// A running query: its context, deadline, and whether the watchdog interrupted it.
+struct Slot {
+    context: RawContext,
+    deadline: Instant,
+    fired: bool,
+}
+
+/// A Z3 context handle for `Z3_interrupt`, which may be called from any thread.
+struct RawContext(z3_sys::Z3_context);
+// SAFETY: only used for `Z3_interrupt`, which Z3 documents as callable from another thread, and only while the
+// owning worker has the slot registered (it unregisters before its context can be dropped).
+unsafe impl Send for RawContext {}
+
+struct Watchdog {
+    slots: Mutex<Vec<Option<Slot>>>,
+    stop: AtomicBool,
+}
+
+impl Watchdog {
+    fn run(&self) {
+        while !self.stop.load(Ordering::Acquire) {
+            std::thread::park_timeout(WATCH_PERIOD);
+            let now = Instant::now();
+            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+            for slot in slots.iter_mut().flatten() {
+                if !slot.fired && now >= slot.deadline {
+                    // SAFETY: the context is alive while its slot is registered (see RawContext).
+                    unsafe { z3_sys::Z3_interrupt(slot.context.0) };
+                    slot.fired = true;
+                }
+            }
+        }
+    }
+}
+
+/// Runs Z3 checks of one worker under the watchdog.
+pub(super) struct Limiter<'a> {
+    watchdog: &'a Watchdog,
+    worker: usize,
+    interrupted: Cell<bool>,
+}
+
+impl Limiter<'_> {
+    /// `solver.check()`, interrupted (giving `Unknown`) if it runs longer than `timeout_ms`.
+    pub(super) fn check(&self, solver: &Solver, timeout_ms: u32) -> SatResult {
+        let context = RawContext(solver.get_context().get_z3_context());
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+        self.set_slot(Some(Slot { context, deadline, fired: false }));
+        let result = solver.check();
+        if self.take_slot().is_some_and(|s| s.fired) {
+            self.interrupted.set(true);
+        }
+        result
+    }
+
+    fn set_slot(&self, slot: Option<Slot>) {
+        let mut slots = self.watchdog.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots[self.worker] = slot;
+    }
+
+    fn take_slot(&self) -> Option<Slot> {
+        let mut slots = self.watchdog.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots[self.worker].take()
+    }
+}
+
+/// Maps `f` over `items` on up to `threads` scoped threads, each with its own Z3 context (a fresh one after a
+/// query was interrupted); results in item order, `None` where a worker panicked.
+pub(super) fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T, &Limiter<'_>) -> R + Sync,
+) -> Vec<Option<R>> {
+    let workers = threads.max(1).min(items.len());
+    if workers == 0 {
+        return Vec::new();
+    }
+    let next = AtomicUsize::new(0);
+    let watchdog = Watchdog { slots: Mutex::new((0..workers).map(|_| None).collect()), stop: AtomicBool::new(false) };
+    let done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watchdog.run());
+        let handles: Vec<_> = (0..workers)
+            .map(|worker| {
+                let (next, watchdog, f) = (&next, &watchdog, &f);
+                scope.spawn(move || {
+                    let out = Mutex::new(Vec::new());
+                    // Each round runs in a fresh context and ends early when a query of it was interrupted.
+                    loop {
+                        let finished = z3::with_z3_config(&z3::Config::new(), || {
+                            let limiter = Limiter { watchdog, worker, interrupted: Cell::new(false) };
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(item) = items.get(i) else { return true };
+                                let r = f(item, &limiter);
+                                out.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+                                if limiter.interrupted.get() {
+                                    return false;
+                                }
+                            }
+                        });
+                        if finished {
+                            break;
+                        }
+                    }
+                    out.into_inner().unwrap_or_else(|p| p.into_inner())
+                })
+            })
+            .collect();
+        let results = handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    tracing::error!("a solver thread panicked");
+                    Vec::new()
+                })
+            })
+            .collect();
+        watchdog.stop.store(true, Ordering::Release);
+        watcher.thread().unpark();
+        results
+    });
+    let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for (i, r) in done {
+        results[i] = Some(r);
+    }
+    results
+}

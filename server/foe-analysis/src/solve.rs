@@ -68,8 +68,8 @@ struct RealResult {
 /// parallel on `cfg.threads` threads. With `domain` the declared parameter ranges are added to every query.
 ///
 /// Two phases: every formula over the reals; then, with `cfg.fp_theory_fallback`, the formulae whose rounded
-/// model misses the exception in IEEE arithmetic again in the FP theory, all of them within one more query time
-/// limit.
+/// model misses the exception in IEEE arithmetic again in the FP theory, all of them within half the time the
+/// first phase took (at most one query time limit).
 pub fn solve(
     sig: &FunctionSignature,
     queries_p: &[Query],
@@ -86,18 +86,6 @@ pub fn solve(
     let real: Vec<Option<RealResult>> =
         limit::parallel(&jobs, cfg.threads, |q, limiter| solve_real(sig, &q.formula, domain, timeout_ms, limiter));
     let real_done = started.elapsed();
-    if std::env::var_os("FOE_SOLVE_DEBUG").is_some() {
-        let sat = real.iter().flatten().filter(|r| r.verdict == Verdict::Sat).count();
-        let misses = real.iter().flatten().filter(|r| r.misses).count();
-        eprintln!("REAL PHASE {:?}: sat {sat} misses {misses}", real_done);
-        for (q, r) in jobs.iter().zip(&real) {
-            if let Some(r) = r.as_ref().filter(|r| r.misses) {
-                let text = q.formula.to_string();
-                eprintln!("MISS {} {} {:?}: {:?} {}", q.kind, q.operation, q.build, r.input.as_ref().map(|i| &i.0), &text[..text.len().min(150)]);
-            }
-        }
-    }
-
     let mut fp: HashMap<usize, Input> = HashMap::new();
     if cfg.fp_theory_fallback {
         let retries: Vec<(usize, &Query, &Input)> = real
@@ -108,7 +96,10 @@ pub fn solve(
                 _ => None,
             })
             .collect();
-        let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+        // The retries get half the time the real phase took (at least 50 ms, at most one query time limit): most
+        // misses are cancellations or exact results that no float input turns into the exception.
+        let budget = (real_done / 2).clamp(Duration::from_millis(50), Duration::from_millis(timeout_ms as u64));
+        let deadline = Instant::now() + budget;
         let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
             solve_fp(&q.formula, domain, timeout_ms, deadline, input, limiter)
         });
@@ -149,7 +140,15 @@ pub fn solve(
 /// A solver without Z3 timers (see [`limit`]): nlsat (with its preprocessing) for pure real queries, several
 /// times faster on these than the default portfolio; the SMT core when integers occur.
 fn solver(reals_only: bool) -> Solver {
-    z3::Tactic::new(if reals_only { "qfnra-nlsat" } else { "smt" }).solver()
+    if !reals_only {
+        return z3::Tactic::new("smt").solver();
+    }
+    let solver = z3::Tactic::new("qfnra-nlsat").solver();
+    // Factoring polynomials with the huge coefficients of Ω and λ costs more than it saves (about 2x here).
+    let mut params = z3::Params::new();
+    params.set_bool("factor", false);
+    solver.set_params(&params);
+    solver
 }
 
 /// Solves one formula over the reals and rounds its model; a model that misses the exception in IEEE arithmetic
@@ -293,9 +292,6 @@ fn solve_part(
         SatResult::Unknown => Verdict::Unknown,
     };
     tracing::trace!(ms = started.elapsed().as_millis() as u64, ?verdict, reals_only, "real query part");
-    if std::env::var_os("FOE_SOLVE_DEBUG").is_some() {
-        eprintln!("[part {:?} {:?} nra={reals_only}] {:?}", started.elapsed(), verdict, part.conjuncts);
-    }
     let model = match verdict {
         Verdict::Sat => solver.get_model(),
         _ => None,
@@ -534,3 +530,4 @@ fn param_values(sig: &FunctionSignature, model: &z3::Model, params: &[usize]) ->
         })
         .collect()
 }
+

@@ -866,8 +866,8 @@ fn rational_f64(v: f64) -> BigRational {
 }
 
 /// The condition over the reals under which `site` raises `kind` (false when it cannot). Overflow, underflow and
-/// division by zero also require the results the operands are computed from to be finite (|r| ≤ Ω): an operation
-/// on an infinity raises none of them. (Earlier exceptions are not otherwise excluded.)
+/// division by zero also require the operands to be finite (|a| ≤ Ω): an operation on an infinity raises none of
+/// them.
 pub fn real_condition(kind: ExceptionKind, site: &Site) -> Formula {
     let core = operation_condition(kind, site);
     let needs_finite = match kind {
@@ -879,24 +879,18 @@ pub fn real_condition(kind: ExceptionKind, site: &Site) -> Formula {
     if !needs_finite || core.is_false() {
         return core;
     }
-    // Every floating-point result feeding the operation is finite (Ω of its own format); parameters already are.
+    // The operands are finite (Ω of their own format); parameters already are. Earlier operations are not
+    // constrained: that would be the negation of earlier exception conditions, which makes formulae large.
     let mut finite = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let direct_only = std::env::var_os("FOE_DIRECT_ONLY").is_some();
     for arg in &site.args {
-        let nodes = if direct_only { vec![arg.clone()] } else { arg.postorder() };
-        for node in nodes {
-            let fmt = match node.kind() {
-                Kind::Arith { fmt, .. } | Kind::Fma { fmt, .. } | Kind::Convert { fmt, .. } => *fmt,
-                Kind::Math { func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan, fmt, .. } => *fmt,
-                _ => continue,
-            };
-            if seen.insert(node.fingerprint()) {
-                let max = max_finite(fmt);
-                finite.push(le(node.clone(), real(max.clone())));
-                finite.push(ge(node, real(-max)));
-            }
-        }
+        let fmt = match arg.kind() {
+            Kind::Arith { fmt, .. } | Kind::Fma { fmt, .. } | Kind::Convert { fmt, .. } => *fmt,
+            Kind::Math { func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan, fmt, .. } => *fmt,
+            _ => continue,
+        };
+        let max = max_finite(fmt);
+        finite.push(le(arg.clone(), real(max.clone())));
+        finite.push(ge(arg.clone(), real(-max)));
     }
     and(finite.into_iter().chain([core]))
 }

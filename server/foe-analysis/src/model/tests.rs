@@ -130,7 +130,6 @@ fn turbine1_counts_and_speed() {
     assert!(a.outcome.formulae.unique < 58);
     assert!(a.outcome.satisfiable >= 40, "{:?}", a.outcome);
     assert!(a.outcome.candidates.len() >= 20);
-    assert!(a.outcome.candidates.len() >= r.outcome.candidates.len());
     assert_eq!(a.outcome.timeouts, 0);
     // The FP-theory fallback adds at most one query time limit.
     let limit = r.solve_time + Duration::from_millis(AnalysisConfig::default().solver_timeout_ms) + Duration::from_secs(1);
@@ -383,9 +382,13 @@ double odometer(double sl) {
 
 #[test]
 fn odometer_two_iterations_solves_quickly() {
+    let real_only = AnalysisConfig { fp_theory_fallback: false, ..AnalysisConfig::default() };
+    let r = analyse_with(ODOMETER, "odometer", &real_only, None);
+    assert!(r.outcome.formulae.p > 80, "{:?}", r.outcome.formulae);
+    assert!(r.outcome.satisfiable > 50);
+    assert_eq!(r.outcome.timeouts, 0);
+    assert!(r.solve_time < Duration::from_secs(10), "real phase took {:?}", r.solve_time);
     let a = analyse(ODOMETER, "odometer");
-    assert!(a.outcome.formulae.p > 80, "{:?}", a.outcome.formulae);
-    assert!(a.outcome.satisfiable > 0);
-    assert!(a.solve_time < Duration::from_secs(8), "took {:?}", a.solve_time);
-    let _ = &a.sig;
+    assert!(a.solve_time < r.solve_time * 2 + Duration::from_secs(1), "took {:?}", a.solve_time);
+    assert_eq!(a.sig.params.len(), 1);
 }

@@ -5,7 +5,7 @@ use crate::round::{round_rational, FloatFormat};
 use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, Sort, VarType};
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, Signed};
+use num_traits::One;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::str::FromStr;
@@ -38,48 +38,7 @@ pub(super) fn param_name(index: u32, ty: VarType) -> String {
 }
 
 fn rational(q: &BigRational) -> Real {
-    Real::from_big_rational(&solver_constant(q))
-}
-
-/// The constant handed to Z3 for `q`: program constants such as 0.1 are binary fractions with 55-bit
-/// denominators that blow up nlsat's polynomial arithmetic, so a constant of moderate magnitude is replaced by the
-/// simplest rational within 2^-56 relative of it (1/10 for 0.1) — far below the rounding error of the double.
-/// Thresholds (Ω, λ, powers of two) and integers are kept exact.
-fn solver_constant(q: &BigRational) -> BigRational {
-    let bits = |n: &BigInt| n.bits();
-    if q.is_integer() || bits(q.denom()) <= 16 {
-        return q.clone();
-    }
-    let magnitude = q.abs();
-    let lower = BigRational::new(BigInt::one(), BigInt::one() << 60usize);
-    let upper = BigRational::from_integer(BigInt::one() << 60usize);
-    if magnitude < lower || magnitude > upper {
-        return q.clone();
-    }
-    let eps = BigRational::new(BigInt::one(), BigInt::one() << 56usize);
-    let lo = &magnitude - &magnitude * &eps;
-    let hi = &magnitude + &magnitude * &eps;
-    let simple = simplest_between(&lo, &hi);
-    if q.is_negative() {
-        -simple
-    } else {
-        simple
-    }
-}
-
-/// The rational with the smallest denominator in [lo, hi] (0 < lo ≤ hi), by continued fractions.
-fn simplest_between(lo: &BigRational, hi: &BigRational) -> BigRational {
-    let floor = lo.floor();
-    if floor == *lo {
-        return lo.clone();
-    }
-    let next = &floor + BigRational::one();
-    if next <= *hi {
-        return next;
-    }
-    // Both lie in (floor, floor + 1): recurse on the reciprocals of the fractional parts (order flips).
-    let inner = simplest_between(&(BigRational::one() / (hi - &floor)), &(BigRational::one() / (lo - &floor)));
-    floor + BigRational::one() / inner
+    Real::from_big_rational(q)
 }
 
 fn int_const(i: &BigInt) -> Int {
@@ -329,18 +288,6 @@ pub(super) fn model_integer(v: &Int) -> Option<BigInt> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn simplifies_program_constants_only() {
-        let q = |v: f64| crate::round::f64_to_rational(v);
-        assert_eq!(solver_constant(&q(0.1)), BigRational::new(1.into(), 10.into()));
-        assert_eq!(solver_constant(&q(-12.34)), BigRational::new((-617).into(), 50.into()));
-        assert_eq!(solver_constant(&q(0.5)), q(0.5));
-        assert_eq!(solver_constant(&q(f64::MAX)), q(f64::MAX));
-        assert_eq!(solver_constant(&q(f64::MIN_POSITIVE)), q(f64::MIN_POSITIVE));
-        let v = solver_constant(&q(9.69181333631898));
-        assert_eq!(crate::round::round_rational(&v, FloatFormat::Double), 9.69181333631898);
-    }
 
     #[test]
     fn parses_numerals() {

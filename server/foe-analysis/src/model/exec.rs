@@ -50,6 +50,12 @@ enum Flow<'m> {
     End,
 }
 
+/// A binary operation applied lane by lane.
+pub(super) type LaneFn2<'a, 'm> =
+    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value, Value) -> Result<Value, String> + 'a;
+/// A unary operation applied lane by lane.
+pub(super) type LaneFn1<'a, 'm> = dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, String> + 'a;
+
 /// The operation and source location queries of the current instruction are attributed to.
 #[derive(Clone)]
 pub(super) struct At {
@@ -718,7 +724,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         a: Value,
         b: Value,
-        f: &mut dyn FnMut(&mut Self, &mut State<'m>, Value, Value) -> Result<Value, String>,
+        f: &mut LaneFn2<'_, 'm>,
     ) -> Result<Value, String> {
         match (a, b) {
             (Value::Lanes(xs), Value::Lanes(ys)) => Ok(Value::Lanes(
@@ -740,7 +746,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         a: Value,
-        f: &mut dyn FnMut(&mut Self, &mut State<'m>, Value) -> Result<Value, String>,
+        f: &mut LaneFn1<'_, 'm>,
     ) -> Result<Value, String> {
         match a {
             Value::Lanes(xs) => Ok(Value::Lanes(xs.into_iter().map(|x| f(self, st, x)).collect::<Result<_, _>>()?)),

@@ -113,7 +113,7 @@ fn flatten_into(ty: Ty<'_>, layout: Layout<'_>, base: u64, out: &mut Vec<(u64, S
             let n = if ty.kind() == LLVMTypeKind::LLVMArrayTypeKind { ty.array_len() } else { ty.vector_len() as u64 };
             if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind
                 && elem.kind() == LLVMTypeKind::LLVMIntegerTypeKind
-                && elem.int_width() % 8 != 0
+                && !elem.int_width().is_multiple_of(8)
             {
                 return Err(format!("uses the bit-packed vector type `{}`", ty.text()));
             }

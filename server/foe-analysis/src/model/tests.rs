@@ -376,7 +376,7 @@ double odometer(double sl) {
     sr = (j == 50) ? tmp : sr;
     j = (j == 50) ? 0 : j + 1;
   }
-  return x + y * 0.0;
+  return x;
 }
 ";
 

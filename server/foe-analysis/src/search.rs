@@ -1,1 +1,1 @@
-//! TODO
+//! Neighbourhood search and trace comparison (in progress).

@@ -1,0 +1,121 @@
+//! Tests of the runner on real clang builds executed natively: traces, locations, FTZ, types, crashes, hangs.
+
+use super::testutil::runner;
+use super::*;
+use crate::report::RunEnd;
+
+fn kinds(o: &RunOutcome) -> Vec<ExceptionKind> {
+    o.trace.iter().map(|e| e.kind).collect()
+}
+
+fn f64s(vs: &[f64]) -> Input {
+    Input(vs.iter().map(|&v| ArgValue::F64(v)).collect())
+}
+
+const IDENTITY: &str = "double identity(double x){double a=2*x; double b=a*0.5; return b;}\n";
+
+#[test]
+fn identity_overflows_in_p_only() {
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(IDENTITY, &cfg);
+    let out = r.run("identity", &[f64s(&[1e308]), f64s(&[1.5])]).unwrap();
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    assert_eq!(out[0].p.trace[0].line, Some(1));
+    assert_eq!(out[0].p.trace[0].operation, "fmul");
+    assert!(kinds(&out[0].pp).is_empty(), "P' folds the identity: {:?}", out[0].pp);
+    // P computes inf * 0.5 = inf; P' returns x.
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some(format_return(ReturnType::F64, f64::INFINITY.to_bits()).unwrap()) });
+    assert_eq!(out[0].pp.end, RunEnd::Returned { value: format_return(ReturnType::F64, 1e308f64.to_bits()) });
+    assert!(out[1].p.trace.is_empty() && out[1].pp.trace.is_empty());
+    assert!(r.stats().build_time < Duration::from_secs(10));
+}
+
+#[test]
+fn locations_follow_the_source() {
+    let src = "double f(double x, double y) {\n  double a = x * y;\n  double b = a / y;\n  return b;\n}\n";
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(src, &cfg);
+    // x*y overflows on line 2; inf/0 is fine (no exception), so use y = 1e300: a = inf, b = inf/1e300 = inf (no new flag).
+    let out = r.run("f", &[f64s(&[1e300, 1e300]), f64s(&[1.0, 0.0])]).unwrap();
+    let e = &out[0].p.trace[0];
+    assert_eq!((e.kind, e.line, e.column), (ExceptionKind::Overflow, Some(2), Some(16)));
+    // 0/0 on line 3 is invalid.
+    let e = &out[1].p.trace[0];
+    assert_eq!((e.kind, e.line, e.column, e.operation.as_str()), (ExceptionKind::Invalid, Some(3), Some(16), "fdiv"));
+}
+
+#[test]
+fn float_int_and_out_pointer_parameters() {
+    let src = r#"
+float fl(float x) { return x * x; }
+int scaled(double x, int n, double *out) { *out = x * n; return (int)(x / n); }
+unsigned char uc(unsigned char c) { return c + 1; }
+void nothing(double x) { volatile double y = x * 1e300; (void)y; }
+"#;
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(src, &cfg);
+    let out = r.run("fl", &[Input(vec![ArgValue::F32(3e38)]), Input(vec![ArgValue::F32(3.0)])]).unwrap();
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    assert_eq!(kinds(&out[0].pp), vec![ExceptionKind::Overflow]);
+    assert_eq!(out[1].p.end, RunEnd::Returned { value: format_return(ReturnType::F32, 9.0f32.to_bits() as u64) });
+    let ins = [
+        Input(vec![ArgValue::F64(7.0), ArgValue::Int(-2), ArgValue::OutPtr]),
+        Input(vec![ArgValue::F64(1.0), ArgValue::Int(0), ArgValue::OutPtr]),
+    ];
+    let out = r.run("scaled", &ins).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("-3".into()) });
+    assert!(out[0].p.trace.is_empty());
+    // 1/0 = inf: divide-by-zero, then (int)inf is invalid.
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::DivideByZero, ExceptionKind::Invalid]);
+    let out = r.run("uc", &[Input(vec![ArgValue::Int(255)])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("0".into()) });
+    let out = r.run("nothing", &[f64s(&[1e10])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: None });
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    // Inputs that do not fit are errors, not panics.
+    assert!(matches!(r.run("uc", &[Input(vec![ArgValue::Int(256)])]), Err(ExecError::BadInput { .. })));
+    assert!(matches!(r.run("uc", &[f64s(&[1.0])]), Err(ExecError::BadInput { .. })));
+    assert!(matches!(r.run("nope", &[]), Err(ExecError::UnknownFunction(_))));
+}
+
+#[test]
+fn crashes_hangs_and_huge_allocations_are_contained() {
+    let src = r#"
+#include <stdlib.h>
+#include <string.h>
+double crash(double x) { if (x > 1.0) *(volatile int *)0 = 0; return x * 2; }
+double hang(double x) { volatile double y = x; while (y > 1.0) { y = y + 1.0; } return y; }
+double hog(double x) { if (x > 1.0) { char *p = malloc((size_t)1 << 40); p[12345] = 1; memset(p, 1, (size_t)1 << 40); return p[0]; } return x; }
+double quit(double x) { if (x > 1.0) exit(3); return x; }
+int idiv(int a, int b) { return a / b; }
+"#;
+    let cfg = AnalysisConfig { exec_timeout_ms: 200, ..AnalysisConfig::default() };
+    let (mut r, _) = runner(src, &cfg);
+    let ins = [f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25]), f64s(&[3.0]), f64s(&[1e308])];
+    let out = r.run("crash", &ins).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[1].p.end);
+    assert!(matches!(&out[1].pp.end, RunEnd::Crashed { .. }), "{:?}", out[1].pp.end);
+    assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
+    assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
+
+    let out = r.run("hang", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[-1.0])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 200 });
+    assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 200 });
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("hog", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(out[1].p.end, RunEnd::Crashed { .. }), "{:?}", out[1].p.end);
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("quit", &[f64s(&[2.0]), f64s(&[0.5])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Crashed { signal: 0, name: "exit(3)".into() });
+    assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("idiv", &[Input(vec![ArgValue::Int(1), ArgValue::Int(0)]), Input(vec![ArgValue::Int(6), ArgValue::Int(3)])]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
+    assert_eq!(out[1].pp.end, RunEnd::Returned { value: Some("2".into()) });
+}

@@ -33,6 +33,8 @@ pub struct Site {
     pub function: String,
     /// The opcode or callee (`fmul`, `fcmp olt`, `call exp`, `fdiv <2 x double>`).
     pub operation: String,
+    /// From the debug info; for an instruction the optimiser left without a location, the line of the nearest
+    /// located instruction of its block (usually the same statement) and no column.
     pub line: Option<u32>,
     pub column: Option<u32>,
 }
@@ -126,13 +128,13 @@ pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTabl
         }
         for inst in targets {
             let Some(next) = inst.get_next_instruction() else { continue };
-            let loc = inst.get_debug_location();
+            let loc = source_position(inst);
             let id = sites.push(Site {
                 build,
                 function: fname.clone(),
                 operation: operation_text(inst),
-                line: loc.map(|l| l.get_line()).filter(|&l| l > 0),
-                column: loc.map(|l| l.get_column()).filter(|_| loc.map(|l| l.get_line() > 0).unwrap_or(false)),
+                line: loc.map(|l| l.0),
+                column: loc.map(|l| l.1).filter(|&c| c > 0),
             })?;
             let md = ctx.metadata_node(&[i32t.const_int(id as u64, false).into()]);
             inst.set_metadata(md, kind).map_err(|e| InstrumentError::Builder {
@@ -150,6 +152,22 @@ pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTabl
         }
     }
     Ok(inserted)
+}
+
+/// The instruction's line and column (column 0 when unknown); when the optimiser dropped its location (it does
+/// for reassociated operations), the line of the nearest following instruction of the block that has one, else
+/// of the nearest preceding one, with column 0.
+fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
+    let own = |i: InstructionValue<'_>| {
+        i.get_debug_location().filter(|l| l.get_line() > 0).map(|l| (l.get_line(), l.get_column()))
+    };
+    // A borrowed position keeps only the line: its column belongs to another operation.
+    let line_only = |i: InstructionValue<'_>| own(i).map(|(line, _)| (line, 0));
+    own(inst)
+        .or_else(|| std::iter::successors(inst.get_next_instruction(), |i| i.get_next_instruction()).find_map(line_only))
+        .or_else(|| {
+            std::iter::successors(inst.get_previous_instruction(), |i| i.get_previous_instruction()).find_map(line_only)
+        })
 }
 
 /// Whether `inst` is a floating-point operation that can set an IEEE exception flag.

@@ -146,6 +146,12 @@ static void foe_die(uint32_t status, uint32_t detail, int code) {
     _exit(code);
 }
 
+void __foe_undefined(uint32_t index) {
+    if (g_running)
+        foe_die(FOE_STATUS_UNDEFINED, index, 77);
+    _exit(77);
+}
+
 static void foe_on_crash(int sig) {
     if (g_running)
         foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);

@@ -17,6 +17,10 @@
 /* Called by instrumented code after every floating-point instruction. */
 void __foe_check(uint32_t site);
 
+/* Called by the generated stub of a function the analysed file uses but does not define (index into foe's
+ * list of such functions); ends the execution. */
+void __foe_undefined(uint32_t index) __attribute__((noreturn));
+
 /* Generated per analysed function and build: reads the argument bits, calls the build's function,
  * returns the result bits (double/float bit pattern, sign- or zero-extended integer, 0 for void). */
 typedef uint64_t (*foe_entry_fn)(const uint64_t *args);
@@ -61,6 +65,7 @@ struct foe_batch_header {
 #define FOE_STATUS_TIMED_OUT 2u /* detail = limit in ms */
 #define FOE_STATUS_EXITED 3u    /* the code called exit(); detail = status */
 #define FOE_STATUS_ERROR 4u     /* protocol error; detail = reason code */
+#define FOE_STATUS_UNDEFINED 5u /* the code called a function the file does not define; detail = its stub index */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
 

@@ -64,6 +64,8 @@ pub enum RawEnd {
     TimedOut,
     /// The code called `exit` (or died with this status).
     Exited(i32),
+    /// The code called a function the file does not define (index into the runner's stubbed symbols).
+    Undefined(u32),
 }
 
 /// One run as the worker reports it: trace words `(site << 3) | kind`.
@@ -120,6 +122,8 @@ pub struct Runner {
     limits: ExecLimits,
     worker: Option<Worker>,
     stats: RunnerStats,
+    /// Symbols the file uses but does not define, stubbed (index = stub index).
+    undefined: Vec<String>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -146,6 +150,7 @@ impl Runner {
         let runtime = toolchain::runtime_object(&cfg.clang, dir.path())?;
         let module_obj = dir.path().join("builds.o");
         let mut sites = SiteTable::default();
+        let data_decls;
         let mut entries: Vec<Entry> = functions.iter().map(|sig| Entry { sig: sig.clone(), unavailable: None }).collect();
         {
             let ctx = Context::create();
@@ -176,11 +181,28 @@ impl Runner {
                 })
                 .collect();
             instrument::add_entry_table(&p, &table);
+            data_decls = instrument::data_declarations(&p);
             instrument::finish_module(&p)?;
             instrument::emit_object(&p, &module_obj)?;
         }
         let exe = dir.path().join("foe-worker");
-        toolchain::link_worker(&cfg.clang, dir.path(), &runtime, &module_obj, &exe)?;
+        let mut undefined = Vec::new();
+        if let Err(missing) = toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj], &exe)? {
+            // Functions and data of other files: stub them so only the inputs that reach them fail.
+            let stubs = dir.path().join("stubs.o");
+            {
+                let ctx = Context::create();
+                let module = instrument::stub_module(&ctx, &missing, &data_decls)?;
+                instrument::emit_object(&module, &stubs)?;
+            }
+            if let Err(still) =
+                toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj, &stubs], &exe)?
+            {
+                return Err(ExecError::Toolchain(format!("cannot link the worker: undefined {}", still.join(", "))));
+            }
+            tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
+            undefined = missing;
+        }
         let by_name = entries.iter().enumerate().map(|(i, e)| (e.sig.name.clone(), i)).collect();
         let limits = ExecLimits {
             timeout_ms: cfg.exec_timeout_ms.max(1),
@@ -190,7 +212,7 @@ impl Runner {
         };
         let stats = RunnerStats { build_time: started.elapsed(), ..RunnerStats::default() };
         tracing::debug!(ms = stats.build_time.as_millis() as u64, sites = sites.len(), "runner built");
-        Ok(Runner { dir, exe, sites, entries, by_name, limits, worker: None, stats })
+        Ok(Runner { dir, exe, sites, entries, by_name, limits, worker: None, stats, undefined })
     }
 
     /// Runs both builds on each input (in order), batching many inputs per worker start.
@@ -259,6 +281,13 @@ impl Runner {
             RawEnd::Crashed(signal) => RunEnd::Crashed { signal, name: signal_name(signal) },
             RawEnd::TimedOut => RunEnd::TimedOut { limit_ms: self.limits.timeout_ms },
             RawEnd::Exited(status) => RunEnd::Crashed { signal: 0, name: format!("exit({status})") },
+            RawEnd::Undefined(i) => RunEnd::Crashed {
+                signal: 0,
+                name: match self.undefined.get(i as usize) {
+                    Some(f) => format!("call to {f}, which this file does not define"),
+                    None => "call to a function this file does not define".into(),
+                },
+            },
         }
     }
 

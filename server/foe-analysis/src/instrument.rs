@@ -7,6 +7,7 @@
 //! would let the optimiser move floating-point operations across the checks.
 
 use crate::types::{Build, FunctionSignature, ParamType, ReturnType};
+use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::types::{AnyType, AnyTypeEnum, BasicTypeEnum};
@@ -236,10 +237,10 @@ fn operation_text(inst: InstructionValue<'_>) -> String {
         .map(|v| v.get_type().as_any_type_enum());
     if inst.get_opcode() != Call {
         if vector_ty(inst.get_type()) {
-            return format!("{base} {}", inst.get_type().print_to_string());
+            return format!("{base} {}", inst.get_type().print_to_string().to_string_lossy());
         }
         if let Some(t) = operand_ty.filter(|t| vector_ty(*t)) {
-            return format!("{base} {}", t.print_to_string());
+            return format!("{base} {}", t.print_to_string().to_string_lossy());
         }
     }
     base
@@ -433,7 +434,7 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
             _ => false,
         };
         if !ok {
-            return Err(format!("parameter {} has type {} in this build", i + 1, llvm.print_to_string()));
+            return Err(format!("parameter {} has type {} in this build", i + 1, llvm.print_to_string().to_string_lossy()));
         }
     }
     let ret = ty.get_return_type();
@@ -470,6 +471,43 @@ pub fn add_entry_table<'ctx>(module: &Module<'ctx>, entries: &[(Option<FunctionV
     count.set_linkage(Linkage::External);
 }
 
+/// Names of the data (not functions) `module` declares without defining, for [`stub_module`].
+pub fn data_declarations(module: &Module<'_>) -> Vec<String> {
+    module
+        .get_globals()
+        .filter(|g| g.is_declaration())
+        .map(|g| g.get_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("llvm."))
+        .collect()
+}
+
+/// Bytes of the zeroed stand-in for undefined data.
+const DATA_STUB_BYTES: u32 = 1 << 16;
+
+/// A module defining the symbols the linker found undefined: data in `data` as zeroed 64 KiB blocks, the rest
+/// as functions that call `__foe_undefined(index)` (the runtime ends the execution and reports the name).
+pub fn stub_module<'ctx>(ctx: &'ctx Context, missing: &[String], data: &[String]) -> Result<Module<'ctx>, InstrumentError> {
+    let module = ctx.create_module("foe-stubs");
+    let i32t = ctx.i32_type();
+    let report = module.add_function("__foe_undefined", ctx.void_type().fn_type(&[i32t.into()], false), None);
+    let builder = ctx.create_builder();
+    for (i, name) in missing.iter().enumerate() {
+        if data.contains(name) {
+            let ty = ctx.i8_type().array_type(DATA_STUB_BYTES);
+            let g = module.add_global(ty, None, name);
+            g.set_initializer(&ty.const_zero());
+            g.set_alignment(64);
+            continue;
+        }
+        let f = module.add_function(name, ctx.void_type().fn_type(&[], false), None);
+        builder.position_at_end(ctx.append_basic_block(f, "entry"));
+        let what = format!("the stub of {name}");
+        builder.build_call(report, &[i32t.const_int(i as u64, false).into()], "").map_err(builder_error(what.clone()))?;
+        builder.build_unreachable().map_err(builder_error(what))?;
+    }
+    Ok(module)
+}
+
 /// Writes `module` as an object file with instruction selection at `-O0` (no re-optimisation: at higher levels
 /// the backend may move floating-point operations across the checks). Debug info should be stripped first.
 pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentError> {
@@ -494,4 +532,90 @@ pub fn finish_module(module: &Module<'_>) -> Result<(), InstrumentError> {
 
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LL: &str = r#"
+define double @f(double %x, <2 x double> %v, float %y) {
+  %a = fadd double %x, 1.0
+  %b = fneg double %a
+  %c = fcmp olt double %b, 0.0
+  %d = fmul <2 x double> %v, %v
+  %e = call double @llvm.sqrt.f64(double %a)
+  %f = fptosi double %e to i32
+  %g = fpext float %y to double
+  %h = call double @exp(double %g)
+  %i = call double @g(double %h)
+  %j = sitofp i32 %f to double
+  ret double %i
+}
+define internal double @g(double %x) {
+  %r = fdiv double %x, 3.0
+  ret double %r
+}
+@counter = global i32 0
+declare double @exp(double)
+declare double @llvm.sqrt.f64(double)
+"#;
+
+    #[test]
+    fn instruments_fp_operations_once() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+        let mut sites = SiteTable::default();
+        assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 9);
+        let ops: Vec<_> = sites.iter().map(|(_, s)| (s.function.as_str(), s.operation.as_str())).collect();
+        assert_eq!(
+            ops,
+            vec![
+                ("f", "fadd"),
+                ("f", "fcmp olt"),
+                ("f", "fmul <2 x double>"),
+                ("f", "call sqrt"),
+                ("f", "fptosi"),
+                ("f", "fpext"),
+                ("f", "call exp"),
+                ("f", "sitofp"),
+                ("g", "fdiv"),
+            ]
+        );
+        assert!(sites.iter().all(|(_, s)| s.build == Build::PPrime && s.line.is_none()));
+        // Idempotent: a second pass finds everything marked.
+        assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 0);
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        assert_eq!(text.matches("call void @__foe_check(i32").count(), 9);
+        // The check follows its instruction.
+        assert!(text.contains("%a = fadd double %x, 1.000000e+00, !foe.site !0\n  call void @__foe_check(i32 0)"), "{text}");
+    }
+
+    #[test]
+    fn prefixes_definitions_and_builds_entries() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+        prefix_symbols(&m, Build::P);
+        assert!(m.get_function("__foe_p.f").is_some());
+        assert!(m.get_function("__foe_p.g").is_some());
+        assert!(m.get_function("exp").is_some(), "declarations keep their names");
+        assert_eq!(m.get_global("__foe_p.counter").map(|g| g.get_linkage()), Some(Linkage::Internal));
+        let sig = FunctionSignature {
+            name: "f".into(),
+            params: vec![],
+            ret: ReturnType::F64,
+        };
+        // The interface does not match: unavailable, not an error.
+        assert!(add_entry(&m, Build::P, 0, &sig).unwrap().is_err());
+        let g = FunctionSignature {
+            name: "g".into(),
+            params: vec![crate::types::Param { name: "x".into(), ty: ParamType::F64 }],
+            ret: ReturnType::F64,
+        };
+        let entry = add_entry(&m, Build::P, 1, &g).unwrap().unwrap();
+        add_entry_table(&m, &[(None, None), (Some(entry), Some(entry))]);
+        finish_module(&m).unwrap();
+        assert!(m.get_global(ENTRY_TABLE).is_some());
+    }
 }

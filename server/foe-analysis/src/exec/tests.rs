@@ -119,3 +119,80 @@ int idiv(int a, int b) { return a / b; }
     assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
     assert_eq!(out[1].pp.end, RunEnd::Returned { value: Some("2".into()) });
 }
+
+#[test]
+fn hostile_code_cannot_break_the_worker() {
+    let src = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern double not_in_this_file(double);
+__attribute__((constructor)) static void noisy(void) { printf("constructor output\n"); }
+double chatty(double x) { printf("%g\n", x); fflush(stdout); fprintf(stderr, "err\n"); return x * 2; }
+double deep(double x) { volatile char pad[256]; pad[0] = 1; return x > 0 ? deep(x + 1) + pad[0] : x * 3; }
+double aborts(double x) { if (x > 1) abort(); return x; }
+double missing(double x) { if (x > 1) return not_in_this_file(x); return x; }
+double stubborn(double x) {
+  sigset_t all; sigfillset(&all); sigprocmask(SIG_BLOCK, &all, 0);
+  volatile double y = x; while (y > 1.0) y += 1.0;
+  sigprocmask(SIG_UNBLOCK, &all, 0);
+  return y;
+}
+"#;
+    let cfg = AnalysisConfig { exec_timeout_ms: 100, ..AnalysisConfig::default() };
+    let (mut r, _) = runner(src, &cfg);
+    let out = r.run("chatty", &[f64s(&[1.5]), f64s(&[1e308])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 3.0f64.to_bits()) });
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow]);
+
+    let out = r.run("deep", &[f64s(&[1.0]), f64s(&[-1.0])]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[0].p.end);
+    assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("aborts", &[f64s(&[2.0]), f64s(&[0.0])]).unwrap();
+    assert!(matches!(&out[0].pp.end, RunEnd::Crashed { name, .. } if name == "SIGABRT"));
+    assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
+
+    // A function of another file is stubbed: only the inputs that reach it fail.
+    let out = r.run("missing", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25])]).unwrap();
+    assert!(matches!(out[0].pp.end, RunEnd::Returned { .. }));
+    let stubbed = RunEnd::Crashed { signal: 0, name: "call to not_in_this_file, which this file does not define".into() };
+    assert_eq!(out[1].p.end, stubbed);
+    assert_eq!(out[1].pp.end, stubbed);
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    // Signals blocked: only the parent's deadline can stop it.
+    let t = Instant::now();
+    let out = r.run("stubborn", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 100 });
+    assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 100 });
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+    eprintln!("stubborn took {:?} with {} worker starts", t.elapsed(), r.stats().worker_starts);
+}
+
+#[test]
+fn statics_globals_and_unavailable_functions() {
+    let src = r#"
+static int calls;
+static double helper(double x) { calls++; return x * x; }
+double twice(double x) { return helper(x) + helper(x); }
+int count(void) { return calls; }
+static double unused_by_others(double x) { return x / 3; }
+double user(double x) { return unused_by_others(x); }
+"#;
+    let cfg = AnalysisConfig::default();
+    let (p, pp) = super::testutil::compile_pair(src);
+    let sigs = super::testutil::signatures(&p);
+    let mut r = Runner::build(&p, &pp, &sigs, &cfg).unwrap();
+    let out = r.run("twice", &[f64s(&[3.0]), f64s(&[1e200])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 18.0f64.to_bits()) });
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow, ExceptionKind::Overflow]);
+    // Each build has its own copy of `calls` (P' may have folded it away entirely).
+    let out = r.run("count", &[Input(vec![])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_) }));
+    // P' inlined the static helpers and dropped them.
+    assert!(r.unavailable("helper").is_some(), "{:?}", r.unavailable("helper"));
+    assert!(matches!(r.run("helper", &[f64s(&[1.0])]), Err(ExecError::Unavailable { .. })));
+    assert!(r.sites().iter().any(|(_, s)| s.build == Build::PPrime && s.function == "twice"));
+}

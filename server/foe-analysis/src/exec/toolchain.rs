@@ -67,24 +67,33 @@ fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<()
     Ok(())
 }
 
-/// Links the worker: runtime + instrumented builds + libm. Symbols the analysed file uses but does not define
-/// (functions of other files) are left unresolved and bound lazily, so only inputs that reach them fail.
-pub fn link_worker(clang: &Path, dir: &Path, runtime: &Path, module_obj: &Path, exe: &Path) -> Result<(), ExecError> {
+/// Links the worker: runtime + instrumented builds (+ stubs) + libm. On failure returns the symbols the linker
+/// reported undefined (functions or data of other files), so the caller can stub them and link again.
+pub fn link_worker(
+    clang: &Path,
+    dir: &Path,
+    objects: &[&Path],
+    exe: &Path,
+) -> Result<Result<(), Vec<String>>, ExecError> {
     let mut cmd = process::command(clang, dir);
-    cmd.arg("-o")
-        .arg(exe)
-        .arg(runtime)
-        .arg(module_obj)
-        .args(["-lm", "-Wl,--unresolved-symbols=ignore-all", "-Wl,-z,lazy"]);
+    cmd.arg("-o").arg(exe).args(objects).arg("-lm");
     let result = process::run_tool(cmd, None, TOOL_TIMEOUT)
         .map_err(|e| ExecError::Toolchain(format!("cannot run {}: {e}", clang.display())))?;
-    if result.status != Some(0) || !exe.is_file() {
+    if result.status == Some(0) && exe.is_file() {
+        return Ok(Ok(()));
+    }
+    static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = UNDEFINED.get_or_init(|| regex::Regex::new(r"undefined reference to [`']([^`']+)'").expect("valid regex"));
+    let mut missing: Vec<String> = re.captures_iter(&result.stderr).map(|c| c[1].to_string()).collect();
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() || result.timed_out {
         return Err(ExecError::Toolchain(format!(
             "cannot link the worker: {}",
             first_error(&result.stderr, result.timed_out)
         )));
     }
-    Ok(())
+    Ok(Err(missing))
 }
 
 fn first_error(stderr: &str, timed_out: bool) -> String {

@@ -22,6 +22,7 @@ const STATUS_CRASHED: u8 = 1;
 const STATUS_TIMED_OUT: u8 = 2;
 const STATUS_EXITED: u8 = 3;
 const STATUS_ERROR: u8 = 4;
+const STATUS_UNDEFINED: u8 = 5;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 1;
@@ -43,9 +44,11 @@ pub struct ExecLimits {
 }
 
 impl ExecLimits {
-    /// How long the parent waits for any reply byte before it kills the worker.
+    /// How long the parent waits for any reply byte before it kills the worker. The worker flushes at least
+    /// every 50 ms while records complete and reports its own time-outs after at most 1.25 × the limit, so
+    /// silence this long means it is stuck (signals blocked by the user's code, say).
     fn stall_limit(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms.saturating_mul(2).saturating_add(2000))
+        Duration::from_millis(self.timeout_ms.saturating_mul(3) / 2 + 1000)
     }
 }
 
@@ -308,6 +311,7 @@ pub fn run_batches(
                         STATUS_CRASHED => RawEnd::Crashed(rec.detail as i32),
                         STATUS_TIMED_OUT => RawEnd::TimedOut,
                         STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
+                        STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
                         other => {
                             kill(slot);
                             return Err(ExecError::Worker(format!("unknown record status {other}")));
@@ -371,7 +375,7 @@ fn store(p: &mut [Option<RawRun>], pp: &mut [Option<RawRun>], next: &mut (usize,
 
 /// The worker died without a terminal record. With buffered replies the culprit is unknown, so the rest is
 /// re-run flushing after every record; when that mode is already on, the next expected run is the culprit
-/// (and the mode goes back to buffered).
+/// (and the mode goes back to buffered unless the worker was stuck).
 fn unexplained_death(
     p: &mut [Option<RawRun>],
     pp: &mut [Option<RawRun>],
@@ -394,7 +398,8 @@ fn unexplained_death(
         }
     };
     store(p, pp, next, RawRun { events: vec![], truncated: false, end });
-    *flush_each = false;
+    // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.
+    *flush_each = stalled;
 }
 
 fn describe_status(status: Option<std::process::ExitStatus>, stalled: bool) -> String {

@@ -114,13 +114,14 @@ pub struct RunnerStats {
 
 /// Both instrumented builds linked into a worker program, and the worker process.
 pub struct Runner {
+    /// Declared first so the worker is killed before its directory goes.
+    worker: Option<Worker>,
     dir: tempfile::TempDir,
     exe: PathBuf,
     sites: SiteTable,
     entries: Vec<Entry>,
     by_name: HashMap<String, usize>,
     limits: ExecLimits,
-    worker: Option<Worker>,
     stats: RunnerStats,
     /// Symbols the file uses but does not define, stubbed (index = stub index).
     undefined: Vec<String>,

@@ -511,7 +511,10 @@ pub fn stub_module<'ctx>(ctx: &'ctx Context, missing: &[String], data: &[String]
 /// Writes `module` as an object file with instruction selection at `-O0` (no re-optimisation: at higher levels
 /// the backend may move floating-point operations across the checks). Debug info should be stripped first.
 pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentError> {
-    Target::initialize_native(&InitializationConfig::default()).map_err(InstrumentError::Codegen)?;
+    static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
+        .clone()
+        .map_err(InstrumentError::Codegen)?;
     let triple = module.get_triple();
     let triple = if triple.as_str().to_bytes().is_empty() { TargetMachine::get_default_triple() } else { triple };
     let target = Target::from_triple(&triple).map_err(|e| InstrumentError::Codegen(e.to_string()))?;

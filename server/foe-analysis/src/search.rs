@@ -20,7 +20,8 @@ pub struct SearchOutcome {
     pub divergences: Vec<Divergence>,
     /// Candidates whose neighbourhood held at least one divergent input.
     pub diff_producing: usize,
-    /// Distinct inputs run (each on both builds).
+    /// Inputs run (each on both builds); an input shared by the neighbourhoods of candidates far apart in the
+    /// candidate list may run twice.
     pub executions: usize,
     /// Distinct (kind, line, column) P raised on in-domain inputs, with one witness each.
     pub plain_exceptions: Vec<PlainException>,
@@ -66,7 +67,11 @@ fn counts(kinds: impl Iterator<Item = u8>) -> [usize; 8] {
 /// `cfg.neighbourhood_budget`; otherwise the candidate, the axis-aligned points and diagonals of each shell,
 /// and a seeded sample of the rest, by increasing L∞ distance. Neighbourhoods are run in rounds of growing
 /// size, all candidates' points in one batch per round; a candidate stops once an `appears` divergence within
-/// the declared domain (or with no domain declared) was found.
+/// the declared domain (or with no domain declared) was found. Runs that crashed, timed out or overflowed the
+/// trace buffer are not compared (their traces are incomplete).
+///
+/// The best input of a candidate is the first by (inside the domain, class, search order); divergences are
+/// sorted the same way across candidates.
 pub fn search(
     runner: &mut Runner,
     sig: &FunctionSignature,
@@ -75,25 +80,81 @@ pub fn search(
     cfg: &AnalysisConfig,
 ) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
-    let in_domain = |input: &Input| domain.map_or(true, |d| d.contains(input));
-
     // Distinct, well-formed candidates.
     let mut seen = HashSet::new();
-    let mut cands: Vec<CandidateState> = Vec::new();
+    let mut cands: Vec<&Input> = Vec::new();
     for c in candidates {
-        if let Err(reason) = fits(sig, c) {
-            tracing::warn!(function = %sig.name, %reason, "candidate skipped");
-            continue;
-        }
-        if seen.insert(c.key()) {
-            cands.push(CandidateState { points: neighbourhood(sig, c, cfg), next: 0, best: None, done: false });
+        match fits(sig, c) {
+            Err(reason) => tracing::warn!(function = %sig.name, %reason, "candidate skipped"),
+            Ok(()) if seen.insert(c.key()) => cands.push(c),
+            Ok(()) => {}
         }
     }
+    // Candidates are searched in groups so memory stays bounded however many there are; all points of a
+    // group's round go to the worker in one batch.
+    let per_candidate = neighbourhood_size(sig, cfg).max(1);
+    let group = (GROUP_POINTS / per_candidate).max(1);
+    let mut state = SearchState { domain, plain: vec![], plain_seen: HashSet::new(), found: vec![], executions: 0 };
+    for (g, chunk) in cands.chunks(group).enumerate() {
+        search_group(runner, sig, chunk, g * group, cfg, &mut state)?;
+    }
+    let diff_producing = state.found.len();
+    state.found.sort_by_key(|f| f.0);
+    let mut reported = HashSet::new();
+    let divergences = state
+        .found
+        .into_iter()
+        .filter(|(_, key, _)| reported.insert(key.clone()))
+        .map(|(_, _, d)| d)
+        .collect();
+    tracing::debug!(candidates = cands.len(), executions = state.executions, diff_producing, "search done");
+    Ok(SearchOutcome { divergences, diff_producing, executions: state.executions, plain_exceptions: state.plain })
+}
 
+/// Points of all candidates of one group held at once.
+const GROUP_POINTS: usize = 1 << 18;
+
+/// The number of points [`neighbourhood`] gives at most.
+fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
+    let side = 2 * cfg.radius as u128 + 1;
+    let cube = sig.searchable_params().try_fold(1u128, |acc, _| acc.checked_mul(side)).unwrap_or(u128::MAX);
+    cube.min(cfg.neighbourhood_budget.max(1) as u128) as usize
+}
+
+/// (outside the domain, class, candidate index), input key, report.
+type Found = ((bool, DivergenceClass, usize), Vec<u64>, Divergence);
+
+struct SearchState<'a> {
+    domain: Option<&'a Domain>,
+    plain: Vec<PlainException>,
+    plain_seen: HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
+    /// Per diff-producing candidate: its rank, input key and report.
+    found: Vec<Found>,
+    executions: usize,
+}
+
+impl SearchState<'_> {
+    fn in_domain(&self, input: &Input) -> bool {
+        self.domain.is_none_or(|d| d.contains(input))
+    }
+}
+
+/// Runs the neighbourhoods of one group of candidates in rounds of growing size (1, 8, 64, ... points per
+/// candidate), dropping candidates whose search is over.
+fn search_group(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    group: &[&Input],
+    first_index: usize,
+    cfg: &AnalysisConfig,
+    state: &mut SearchState<'_>,
+) -> Result<(), ExecError> {
+    let mut cands: Vec<CandidateState> = group
+        .iter()
+        .map(|c| CandidateState { points: neighbourhood(sig, c, cfg), next: 0, best: None, done: false })
+        .collect();
     let mut runs: Vec<(Input, RawPair)> = Vec::new();
     let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
-    let mut plain: Vec<PlainException> = Vec::new();
-    let mut plain_seen: HashSet<(ExceptionKind, Option<u32>, Option<u32>)> = HashSet::new();
     let mut round_end = 1usize;
     loop {
         // Gather this round's new inputs from every active candidate.
@@ -109,9 +170,10 @@ pub fn search(
         }
         if !batch.is_empty() {
             let results = runner.run_raw(&sig.name, &batch)?;
+            state.executions += results.len();
             for (input, pair) in batch.into_iter().zip(results) {
-                if in_domain(&input) {
-                    collect_plain(runner, sig, &input, &pair, &mut plain, &mut plain_seen);
+                if state.in_domain(&input) {
+                    collect_plain(runner, sig, &input, &pair, &mut state.plain, &mut state.plain_seen);
                 }
                 index.insert(input.key(), runs.len());
                 runs.push((input, pair));
@@ -122,7 +184,7 @@ pub fn search(
         for c in cands.iter_mut().filter(|c| !c.done) {
             let hi = round_end.min(c.points.len());
             for pos in c.next..hi {
-                let run = index[&c.points[pos].key()];
+                let Some(&run) = index.get(&c.points[pos].key()) else { continue };
                 let (input, pair) = &runs[run];
                 if !pair.p.returned() || !pair.pp.returned() || pair.p.truncated || pair.pp.truncated {
                     continue;
@@ -130,11 +192,12 @@ pub fn search(
                 let kp: Vec<u8> = pair.p.kinds().collect();
                 let kpp: Vec<u8> = pair.pp.kinds().collect();
                 let Some((first, class)) = compare_kinds(&kp, &kpp) else { continue };
-                let rank = (!in_domain(input), class, pos);
-                if c.best.as_ref().map_or(true, |b| rank < b.rank) {
+                let inside = state.in_domain(input);
+                let rank = (!inside, class, pos);
+                if c.best.as_ref().is_none_or(|b| rank < b.rank) {
                     c.best = Some(Best { rank, run, first, class });
                 }
-                if class == DivergenceClass::Appears && in_domain(input) {
+                if class == DivergenceClass::Appears && inside {
                     c.done = true;
                     break;
                 }
@@ -150,21 +213,14 @@ pub fn search(
         }
         round_end = round_end.saturating_mul(8);
     }
-
-    let diff_producing = cands.iter().filter(|c| c.best.is_some()).count();
-    let mut bests: Vec<(usize, &Best)> = cands.iter().enumerate().filter_map(|(i, c)| Some((i, c.best.as_ref()?))).collect();
-    bests.sort_by_key(|(i, b)| (b.rank.0, b.rank.1, *i));
-    let mut reported = HashSet::new();
-    let mut divergences = Vec::new();
-    for (_, b) in bests {
-        if !reported.insert(b.run) {
-            continue;
-        }
+    for (i, c) in cands.iter().enumerate() {
+        let Some(b) = &c.best else { continue };
         let (input, pair) = &runs[b.run];
-        divergences.push(divergence(runner, sig, input, pair, b.first, b.class, in_domain(input)));
+        let inside = state.in_domain(input);
+        let d = divergence(runner, sig, input, pair, b.first, b.class, inside);
+        state.found.push(((!inside, b.class, first_index + i), input.key(), d));
     }
-    tracing::debug!(candidates = cands.len(), executions = runs.len(), diff_producing, "search done");
-    Ok(SearchOutcome { divergences, diff_producing, executions: runs.len(), plain_exceptions: plain })
+    Ok(())
 }
 
 struct CandidateState {

@@ -149,6 +149,7 @@ fn kinds(t: &[TraceEvent]) -> Vec<ExceptionKind> {
 fn turbine1_paper_input_and_a_divergent_one() {
     let cfg = AnalysisConfig::default();
     let (mut r, sigs) = runner(TURBINE1, &cfg);
+    #[allow(clippy::excessive_precision)] // the paper's digits
     let paper = f64s(&[-0.25, 1.34078079299425970996e154, -0.125]);
     let pair = &r.run("turbine1", std::slice::from_ref(&paper)).unwrap()[0];
     let show = |t: &[TraceEvent]| t.iter().map(|e| format!("{} {}:{} {}", e.kind, e.line.unwrap_or(0), e.column.unwrap_or(0), e.operation)).collect::<Vec<_>>();
@@ -228,4 +229,21 @@ fn domain_and_plain_exceptions() {
         assert_eq!(d.in_domain, y >= 1.0);
     }
     assert_eq!(out.executions, 49 * 2);
+}
+
+#[test]
+fn count_divergence_from_real_builds() {
+    let src = "double two(double x, double y) {\n  return (x * 2) * 0.5 + y * y;\n}\n";
+    let cfg = AnalysisConfig::default();
+    let (mut r, sigs) = runner(src, &cfg);
+    let out = search(&mut r, &sigs[0], &[f64s(&[1e308, 1e200]), f64s(&[1.0, 2.0])], None, &cfg).unwrap();
+    assert_eq!(out.diff_producing, 1);
+    let d = &out.divergences[0];
+    assert_eq!(d.class, DivergenceClass::Count);
+    assert_eq!(kinds(&d.trace_p), vec![ExceptionKind::Overflow, ExceptionKind::Overflow]);
+    assert_eq!(kinds(&d.trace_p_prime), vec![ExceptionKind::Overflow]);
+    assert_eq!(d.summary, "fast-math build raises overflow once, plain build 2 times");
+    assert_eq!(d.first_divergence, 1);
+    // Count divergences do not stop the search: the whole cube of the first candidate ran.
+    assert_eq!(out.executions, 49 + 49);
 }

@@ -406,22 +406,14 @@ pub(crate) mod testutil {
     //! Compiling C snippets into the two builds for tests, as the pipeline does.
     use super::*;
 
-    /// clang's textual IR of `src` for P and P' with the default flags.
+    /// clang's textual IR of `src` for P and P' with the default flags, as the pipeline compiles it.
     pub fn compile_pair(src: &str) -> (String, String) {
         let cfg = AnalysisConfig::default();
         let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("t.c"), src).expect("write source");
-        let build = |flags: &[&str]| {
-            let mut cmd = crate::process::command(&cfg.clang, dir.path());
-            cmd.args(["-S", "-emit-llvm", "-g", "-o", "-", "t.c"]).args(flags);
-            let out = crate::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
-            assert_eq!(out.status, Some(0), "clang failed: {}", out.stderr);
-            String::from_utf8(out.stdout).expect("utf-8 IR")
-        };
-        (
-            build(&["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"]),
-            build(&["-O2", "-ffast-math"]),
-        )
+        let file = dir.path().join("t.c");
+        std::fs::write(&file, src).expect("write source");
+        let pair = crate::compile::compile_pair(&cfg, &file, src).expect("compile");
+        (pair.p_ll, pair.pp_ll)
     }
 
     /// The signatures of the functions P defines.

@@ -196,3 +196,48 @@ double user(double x) { return unused_by_others(x); }
     assert!(matches!(r.run("helper", &[f64s(&[1.0])]), Err(ExecError::Unavailable { .. })));
     assert!(r.sites().iter().any(|(_, s)| s.build == Build::PPrime && s.function == "twice"));
 }
+
+/// Every function of every fixture builds and runs on ordinary and extreme inputs without an error.
+#[test]
+fn fixtures_build_and_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let cfg = AnalysisConfig { exec_timeout_ms: 300, ..AnalysisConfig::default() };
+    let mut files: Vec<_> = ["bench", "constructs", "robustness"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).into_iter().flatten().flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    let mut ran = 0;
+    for file in files {
+        let src = std::fs::read_to_string(&file).unwrap();
+        let Ok(pair) = crate::compile::compile_pair(&cfg, &file, &src) else { continue };
+        let sigs = super::testutil::signatures(&pair.p_ll);
+        let mut r = Runner::build(&pair.p_ll, &pair.pp_ll, &sigs, &cfg).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for sig in &sigs {
+            if r.unavailable(&sig.name).is_some() {
+                continue;
+            }
+            let inputs: Vec<Input> = [1.5, -1e308, 1e-310]
+                .iter()
+                .map(|&v| {
+                    Input(
+                        sig.params
+                            .iter()
+                            .map(|p| match p.ty {
+                                ParamType::F64 => ArgValue::F64(v),
+                                ParamType::F32 => ArgValue::F32(v as f32),
+                                ParamType::Int { .. } => ArgValue::Int(3),
+                                ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+            let out = r.run(&sig.name, &inputs).unwrap_or_else(|e| panic!("{}: {}: {e}", file.display(), sig.name));
+            assert_eq!(out.len(), 3);
+            ran += 1;
+        }
+    }
+    assert!(ran > 20, "ran {ran} functions");
+}

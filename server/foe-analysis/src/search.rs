@@ -327,7 +327,7 @@ fn category(d: &[i64]) -> u8 {
 }
 
 /// For cubes larger than the budget: per shell the axis points and (a sample of) the diagonals, then seeded
-/// random points of each shell sharing what is left of the budget; ordered by shell and category.
+/// random points of the shells in turn for what is left of the budget; ordered by shell and category.
 fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Vec<i64>> {
     let mut rng = SplitMix(candidate.key().iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
         h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
@@ -340,7 +340,8 @@ fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Ve
         }
     };
     push(vec![0; m], &mut out);
-    let structured_cap = (budget / 2).max(1);
+    // One dimension has nothing but axis points; otherwise they and the diagonals get half the budget.
+    let structured_cap = if m <= 1 { budget } else { (budget / 2).max(1) };
     for k in 1..=r {
         for i in 0..m {
             for s in [-k, k] {
@@ -366,19 +367,17 @@ fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Ve
             break;
         }
     }
-    // The rest of the budget: random points of each shell (one coordinate at ±k, the others in [-k, k]).
-    let left = budget.saturating_sub(out.len());
-    let per_shell = left / r.max(1) as usize;
-    for k in 1..=r {
-        let target = if k == r { budget } else { out.len() + per_shell };
-        let mut tries = 0;
-        while out.len() < target.min(budget) && tries < per_shell * 4 + 16 {
-            tries += 1;
-            let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
-            let i = (rng.next() % m as u64) as usize;
-            d[i] = if rng.next() & 1 == 1 { k } else { -k };
-            push(d, &mut out);
-        }
+    // The rest of the budget: random points, shells taken in turn (one coordinate at ±k, the others in
+    // [-k, k]), so every distance gets an equal share.
+    let mut tries = 0usize;
+    let mut k = 0;
+    while out.len() < budget && tries < budget.saturating_mul(4) {
+        tries += 1;
+        k = k % r + 1;
+        let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
+        let i = (rng.next() % m as u64) as usize;
+        d[i] = if rng.next() & 1 == 1 { k } else { -k };
+        push(d, &mut out);
     }
     out.sort_by_key(|d| (shell(d), category(d)));
     out.truncate(budget);

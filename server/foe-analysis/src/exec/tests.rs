@@ -241,3 +241,10 @@ fn fixtures_build_and_run() {
     }
     assert!(ran > 20, "ran {ran} functions");
 }
+
+#[test]
+fn runner_can_move_to_another_thread() {
+    fn send<T: Send>() {}
+    send::<Runner>();
+    send::<PairOutcome>();
+}

@@ -27,7 +27,7 @@ const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 1;
 const RECORD_BYTES: usize = 24;
-/// Largest batch sent at once (inputs); bounds the worker's input buffer.
+/// Most argument words sent in one batch (4 MiB); bounds the worker's input buffer.
 const MAX_BATCH_WORDS: usize = 1 << 19;
 /// A worker older than this is replaced before the next batch (its CPU-time limit is cumulative).
 const MAX_WORKER_AGE: Duration = Duration::from_secs(1200);

@@ -247,3 +247,17 @@ fn count_divergence_from_real_builds() {
     // Count divergences do not stop the search: the whole cube of the first candidate ran.
     assert_eq!(out.executions, 49 + 49);
 }
+
+#[test]
+fn budget_larger_radius_one_dimension() {
+    let s = sig(vec![ParamType::F32]);
+    let cfg = AnalysisConfig { radius: 10_000, neighbourhood_budget: 100, ..AnalysisConfig::default() };
+    let pts = neighbourhood(&s, &Input(vec![ArgValue::F32(1.0)]), &cfg);
+    assert_eq!(pts.len(), 100);
+    // The nearest 99 neighbours: ±1 .. ±49 and one of ±50.
+    assert!(pts.contains(&Input(vec![ArgValue::F32(step_f32(1.0, -49))])));
+    assert!(pts.contains(&Input(vec![ArgValue::F32(step_f32(1.0, 49))])));
+    // No searchable parameter: the candidate alone.
+    let none = sig(vec![]);
+    assert_eq!(neighbourhood(&none, &Input(vec![]), &cfg).len(), 1);
+}

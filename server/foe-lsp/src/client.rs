@@ -129,31 +129,30 @@ impl LspClient {
         }
     }
 
-    /// The next message that is not a response to one of our requests: server requests are answered and
-    /// recorded, notifications are recorded and queued. Responses are returned as they are.
+    /// The next message from the server, after bookkeeping: server requests are answered and recorded,
+    /// notifications are recorded and queued for `wait_for`.
     fn next(&mut self, deadline: Instant) -> Option<Received> {
-        loop {
-            let wait = deadline.checked_duration_since(Instant::now())?;
-            let r = self.incoming.recv_timeout(wait).ok()?;
-            match (r.method(), r.message.get("id")) {
-                (Some(method), Some(id)) => {
-                    let result = match method {
-                        "workspace/configuration" => {
-                            let n = r.params()["items"].as_array().map_or(1, Vec::len);
-                            Value::Array(vec![self.settings.clone(); n])
-                        }
-                        _ => Value::Null,
-                    };
-                    let _ = self.write(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
-                    self.history.push(r);
-                }
-                (Some(_), None) => {
-                    self.history.push(r.clone());
-                    self.pending.push_back(r);
-                }
-                _ => return Some(r),
+        let wait = deadline.checked_duration_since(Instant::now())?;
+        let r = self.incoming.recv_timeout(wait).ok()?;
+        match (r.method(), r.message.get("id")) {
+            (Some(method), Some(id)) => {
+                let result = match method {
+                    "workspace/configuration" => {
+                        let n = r.params()["items"].as_array().map_or(1, Vec::len);
+                        Value::Array(vec![self.settings.clone(); n])
+                    }
+                    _ => Value::Null,
+                };
+                let _ = self.write(&json!({ "jsonrpc": "2.0", "id": id, "result": result }));
+                self.history.push(r.clone());
             }
+            (Some(_), None) => {
+                self.history.push(r.clone());
+                self.pending.push_back(r.clone());
+            }
+            _ => {}
         }
+        Some(r)
     }
 
     /// Waits for the first unconsumed notification with `method` that satisfies `pred`; it and the

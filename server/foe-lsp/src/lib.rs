@@ -66,7 +66,42 @@ where
     .custom_method("foe/stats", Backend::stats)
     .custom_method("foe/trace", Backend::trace)
     .finish();
+    // tower-lsp notices `exit` only when the next message arrives; stop as soon as it is handled.
+    let exited = Arc::new(tokio::sync::Notify::new());
+    let service = ExitWatch { inner: service, exited: exited.clone() };
     // Requests wait on fix verification; keep room so notifications are never stuck behind them.
-    Server::new(input, output, socket).concurrency_level(64).serve(service).await;
+    let server = Server::new(input, output, socket).concurrency_level(64).serve(service);
+    tokio::select! {
+        _ = server => {}
+        _ = exited.notified() => {}
+    }
     state.get().is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
+}
+
+/// Passes requests through to the service and signals when `exit` has been handled.
+struct ExitWatch<S> {
+    inner: S,
+    exited: Arc<tokio::sync::Notify>,
+}
+
+impl<S> tower_service::Service<tower_lsp::jsonrpc::Request> for ExitWatch<S>
+where
+    S: tower_service::Service<tower_lsp::jsonrpc::Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: tower_lsp::jsonrpc::Request) -> Self::Future {
+        let exit = request.method() == "exit";
+        let future = self.inner.call(request);
+        if exit {
+            self.exited.notify_one();
+        }
+        future
+    }
 }

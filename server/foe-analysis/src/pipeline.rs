@@ -4,7 +4,9 @@
 //! caller's thread (LLVM and Z3 contexts stay on the threads that create them); only plain values come out.
 
 use crate::config::AnalysisConfig;
-use crate::report::{FileReport, FunctionReport};
+use crate::fpfmt;
+use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, RunEnd, TraceEvent};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -121,4 +123,71 @@ pub fn analyse(
 ) -> Result<FileReport, AnalysisError> {
     let _ = (request, cache, progress, cancel);
     Err(AnalysisError::Internal("pipeline not yet assembled".into()))
+}
+
+/// The result of running both builds on one user-given input (`foe replay`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReplayReport {
+    pub function: String,
+    pub inputs: Vec<NamedValue>,
+    pub trace_p: Vec<TraceEvent>,
+    pub trace_p_prime: Vec<TraceEvent>,
+    pub result_p: String,
+    pub result_p_prime: String,
+    /// Index of the first differing event and how the traces differ; None when they are equal.
+    pub first_divergence: Option<usize>,
+    pub class: Option<DivergenceClass>,
+    pub flags_p: Vec<String>,
+    pub flags_p_prime: Vec<String>,
+}
+
+/// Builds and runs both versions of `function` on exactly the given inputs (`NAME=VALUE` pairs).
+pub fn replay(
+    request: &AnalysisRequest<'_>,
+    function: &str,
+    assignments: &[(String, String)],
+) -> Result<ReplayReport, AnalysisError> {
+    let _ = (request, function, assignments);
+    Err(AnalysisError::Internal("replay not yet assembled".into()))
+}
+
+/// How a run ended, in words (the return value or the crash).
+pub fn describe_end(end: &RunEnd) -> String {
+    match end {
+        RunEnd::Returned { value: Some(v) } => v.clone(),
+        RunEnd::Returned { value: None } => "(no value)".into(),
+        RunEnd::Crashed { name, .. } => format!("crashed ({name})"),
+        RunEnd::TimedOut { limit_ms } => format!("did not return within {limit_ms} ms"),
+    }
+}
+
+/// Parses `NAME=VALUE` pairs into an input for `sig`; every searchable parameter needs a value.
+pub fn parse_assignments(sig: &FunctionSignature, assignments: &[(String, String)]) -> Result<Input, String> {
+    let mut values = Vec::new();
+    for p in &sig.params {
+        if !p.ty.is_searchable() {
+            values.push(ArgValue::OutPtr);
+            continue;
+        }
+        let (_, text) = assignments
+            .iter()
+            .find(|(n, _)| *n == p.name)
+            .ok_or_else(|| format!("missing a value for `{}` (give --input {}=VALUE)", p.name, p.name))?;
+        let value = match p.ty {
+            ParamType::F64 => ArgValue::F64(fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?),
+            ParamType::F32 => {
+                let v = fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?;
+                ArgValue::F32(v as f32)
+            }
+            ParamType::Int { .. } => {
+                ArgValue::Int(text.trim().parse::<i64>().map_err(|_| format!("`{text}` is not an integer"))?)
+            }
+            ParamType::OutPtr { .. } => ArgValue::OutPtr,
+        };
+        values.push(value);
+    }
+    if let Some((unknown, _)) = assignments.iter().find(|(n, _)| !sig.params.iter().any(|p| &p.name == n)) {
+        return Err(format!("`{}` has no parameter `{unknown}`", sig.name));
+    }
+    Ok(Input(values))
 }

@@ -19,8 +19,8 @@ pub struct ServerConfig {
     pub debounce: Duration,
     /// Publish a Hint on the declaration of each function the engine skipped, with its reason; default false.
     pub report_skipped: bool,
-    /// Take `-I`, `-D`, `-U`, `-std`, `-include`, `-isystem`, `-iquote` from the nearest
-    /// `compile_commands.json` that lists the file; default true.
+    /// Add the include paths, defines and language flags of the file's entry in the nearest
+    /// `compile_commands.json` (found as clangd finds it) to both builds; default true.
     pub compile_commands: bool,
     /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default a `file://`
     /// URL of `docs/diagnostics.md` in the source tree the server was built from.

@@ -96,9 +96,9 @@ impl Scheduler {
         let result = blocking(move || {
             let mut config = j.config.analysis.clone();
             if j.config.compile_commands {
-                if let Some(found) = state.compdb.flags_for(&j.path) {
-                    tracing::debug!("flags from {}: {:?}", found.database.display(), found.flags);
-                    config.extra_flags.extend(found.flags);
+                if let Some((database, flags)) = foe_analysis::compile::flags_from_compile_commands(&j.path) {
+                    tracing::debug!("flags from {}: {flags:?}", database.display());
+                    config.extra_flags.extend(flags);
                 }
             }
             let request = AnalysisRequest { path: &j.path, text: &j.text, config: &config, only_function: None };

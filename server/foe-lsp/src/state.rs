@@ -4,7 +4,6 @@
 //! for the current generation may store its analysis (so only the latest version's results are published);
 //! starting a job cancels the previous job's token. No lock is held across an `.await`.
 
-use crate::compdb::CompileCommands;
 use crate::config::ServerConfig;
 use dashmap::DashMap;
 use foe_analysis::config::AnalysisConfig;
@@ -154,7 +153,6 @@ impl FunctionCache for SharedCache {
 pub struct State {
     pub docs: DashMap<Url, Document>,
     pub cache: Arc<SharedCache>,
-    pub compdb: CompileCommands,
     config: RwLock<Arc<ServerConfig>>,
     pub caps: OnceLock<ClientCaps>,
     /// Set by `initialized`: no analysis runs before.
@@ -170,7 +168,6 @@ impl Default for State {
         State {
             docs: DashMap::new(),
             cache: Arc::new(SharedCache::default()),
-            compdb: CompileCommands::default(),
             config: RwLock::new(Arc::new(ServerConfig::default())),
             caps: OnceLock::new(),
             initialized: AtomicBool::new(false),

@@ -33,6 +33,7 @@ function settings(): Record<string, unknown> {
     "reportPlainExceptions",
     "reportSkipped",
     "debounceMs",
+    "docsUrl",
   ];
   const out: Record<string, unknown> = {};
   for (const key of keys) {

@@ -588,6 +588,21 @@ mod tests {
     }
 
     #[test]
+    fn every_code_has_a_heading_in_the_docs() {
+        let docs = include_str!("../../../docs/diagnostics.md");
+        let mut codes = vec!["fast-math-exception-order".to_string(), "compile-error".into(), "function-skipped".into()];
+        for k in ExceptionKind::ALL {
+            for how in ["appears", "disappears", "count"] {
+                codes.push(format!("fast-math-{k}-{how}"));
+            }
+            codes.push(format!("plain-{k}"));
+        }
+        for code in codes {
+            assert!(docs.contains(&format!("\n### {code}\n")), "docs/diagnostics.md has no heading for {code}");
+        }
+    }
+
+    #[test]
     fn compile_errors_lose_the_file_prefix() {
         assert_eq!(strip_file_prefix("/tmp/a.c:3:7: error: expected ';'"), "error: expected ';'");
     }

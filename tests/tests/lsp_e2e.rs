@@ -121,7 +121,7 @@ impl Session {
     }
 
     fn finish(self) {
-        let status = self.client.shutdown(Duration::from_secs(10)).expect("shutdown and exit");
+        let status = self.client.shutdown(Duration::from_secs(10)).expect("shutdown and exit").expect("a process");
         assert!(status.success(), "foe lsp exited with {status}");
     }
 }

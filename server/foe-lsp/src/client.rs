@@ -1,4 +1,4 @@
-//! A minimal blocking LSP client over a child process's stdio (Content-Length framing, serde_json), used by
+//! A minimal blocking LSP client over a child process's stdio (or any pair of streams) (Content-Length framing, serde_json), used by
 //! the latency benchmark and the end-to-end tests to drive the real `foe lsp` binary.
 //!
 //! A reader thread stamps every message with its arrival time. Requests from the server are answered at
@@ -30,8 +30,9 @@ impl Received {
 }
 
 pub struct LspClient {
-    child: Child,
-    stdin: Option<ChildStdin>,
+    /// The server process, when the client started one.
+    child: Option<Child>,
+    writer: Option<Box<dyn Write + Send>>,
     incoming: mpsc::Receiver<Received>,
     next_id: i64,
     /// Notifications not yet consumed by a `wait_*` call, in arrival order.
@@ -57,26 +58,33 @@ impl LspClient {
     /// Starts the server; its stdin and stdout are taken over, stderr is left as `command` sets it.
     pub fn spawn(mut command: Command) -> std::io::Result<LspClient> {
         let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
-        let stdin = child.stdin.take();
+        let stdin: ChildStdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
+        let mut client = LspClient::connect(stdout, stdin);
+        client.child = Some(child);
+        Ok(client)
+    }
+
+    /// A client over any pair of streams (e.g. one end of a socket pair whose other end a server serves).
+    pub fn connect(reader: impl std::io::Read + Send + 'static, writer: impl Write + Send + 'static) -> LspClient {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
+            let mut reader = BufReader::new(reader);
             while let Some(message) = read_message(&mut reader) {
                 if tx.send(Received { at: Instant::now(), message }).is_err() {
                     break;
                 }
             }
         });
-        Ok(LspClient {
-            child,
-            stdin,
+        LspClient {
+            child: None,
+            writer: Some(Box::new(writer)),
             incoming: rx,
             next_id: 1,
             pending: VecDeque::new(),
             history: vec![],
             settings: Value::Null,
-        })
+        }
     }
 
     /// The value returned to `workspace/configuration` requests (the `foe` section).
@@ -86,9 +94,9 @@ impl LspClient {
 
     fn write(&mut self, message: &Value) -> std::io::Result<()> {
         let body = serde_json::to_string(message)?;
-        let stdin = self.stdin.as_mut().ok_or_else(|| std::io::Error::other("stdin closed"))?;
-        write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len())?;
-        stdin.flush()
+        let writer = self.writer.as_mut().ok_or_else(|| std::io::Error::other("the server's input is closed"))?;
+        write!(writer, "Content-Length: {}\r\n\r\n{body}", body.len())?;
+        writer.flush()
     }
 
     /// Sends a notification; returns the time it was written.
@@ -217,15 +225,16 @@ impl LspClient {
         )
     }
 
-    /// `shutdown` then `exit`; waits for the process to end.
-    pub fn shutdown(mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+    /// `shutdown` then `exit`; waits for the server process to end (None when the client started none).
+    pub fn shutdown(mut self, timeout: Duration) -> anyhow::Result<Option<ExitStatus>> {
         self.request("shutdown", None, timeout)?;
         self.notify("exit", Value::Null)?;
-        self.stdin = None;
+        self.writer = None;
+        let Some(child) = self.child.as_mut() else { return Ok(None) };
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(status) = self.child.try_wait()? {
-                return Ok(status);
+            if let Some(status) = child.try_wait()? {
+                return Ok(Some(status));
             }
             if Instant::now() > deadline {
                 anyhow::bail!("the server did not exit within {timeout:?} of `exit`");
@@ -237,9 +246,11 @@ impl LspClient {
 
 impl Drop for LspClient {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
     }
 }

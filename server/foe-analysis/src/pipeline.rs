@@ -3,9 +3,12 @@
 //! This is the engine's entry point for the CLI and the language server. It is synchronous and runs on the
 //! caller's thread (LLVM and Z3 contexts stay on the threads that create them); only plain values come out.
 
+use crate::compile::{self, CompileError};
 use crate::config::AnalysisConfig;
+use crate::{exec, ir, search};
+use inkwell::context::Context;
 use crate::fpfmt;
-use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, RunEnd, TraceEvent};
+use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,6 +117,24 @@ impl CancelToken {
     }
 }
 
+/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration.
+fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
+    let mut config = request.config.clone();
+    if let Some((_, flags)) = compile::flags_from_compile_commands(request.path) {
+        config.extra_flags.extend(flags);
+    }
+    config
+}
+
+fn compile_error(e: CompileError) -> AnalysisError {
+    match e {
+        CompileError::Rejected { first_error, line, column, stderr } => {
+            AnalysisError::Compile { message: first_error, line, column, stderr }
+        }
+        CompileError::Unavailable { .. } => AnalysisError::Environment(e.to_string()),
+    }
+}
+
 /// Analyses one file.
 pub fn analyse(
     request: &AnalysisRequest<'_>,
@@ -147,18 +168,44 @@ pub fn replay(
     function: &str,
     assignments: &[(String, String)],
 ) -> Result<ReplayReport, AnalysisError> {
-    let _ = (request, function, assignments);
-    Err(AnalysisError::Internal("replay not yet assembled".into()))
-}
-
-/// How a run ended, in words (the return value or the crash).
-pub fn describe_end(end: &RunEnd) -> String {
-    match end {
-        RunEnd::Returned { value: Some(v) } => v.clone(),
-        RunEnd::Returned { value: None } => "(no value)".into(),
-        RunEnd::Crashed { name, .. } => format!("crashed ({name})"),
-        RunEnd::TimedOut { limit_ms } => format!("did not return within {limit_ms} ms"),
-    }
+    let config = effective_config(request);
+    let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    let context = Context::create();
+    let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
+    let sig = ir::describe_functions(&p_module, &pair.p_ll)
+        .into_iter()
+        .find_map(|e| match e {
+            Ok(info) if info.signature.name == function => Some(Ok(info.signature)),
+            Err((name, reason)) if name == function => Some(Err(reason)),
+            _ => None,
+        })
+        .ok_or_else(|| AnalysisError::Environment(format!("no function `{function}` is defined in {}", request.path.display())))?
+        .map_err(|reason| AnalysisError::Environment(format!("cannot run `{function}`: {reason}")))?;
+    let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
+    let mut runner = exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config)
+        .map_err(|e| AnalysisError::Environment(format!("cannot build the instrumented program: {e}")))?;
+    let outcome = runner
+        .run(&sig.name, std::slice::from_ref(&input))
+        .map_err(|e| AnalysisError::Environment(format!("cannot run both builds: {e}")))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| AnalysisError::Internal("the runner returned no outcome".into()))?;
+    let divergence = search::compare_traces(&outcome.p.trace, &outcome.pp.trace);
+    Ok(ReplayReport {
+        function: sig.name.clone(),
+        inputs: sig
+            .searchable_params()
+            .map(|(i, p)| NamedValue::new(&p.name, input.0[i]))
+            .collect(),
+        result_p: exec::describe_end(&outcome.p.end),
+        result_p_prime: exec::describe_end(&outcome.pp.end),
+        trace_p: outcome.p.trace,
+        trace_p_prime: outcome.pp.trace,
+        first_divergence: divergence.map(|d| d.0),
+        class: divergence.map(|d| d.1),
+        flags_p: config.flags_p.clone(),
+        flags_p_prime: config.flags_p_prime.clone(),
+    })
 }
 
 /// Parses `NAME=VALUE` pairs into an input for `sig`; every searchable parameter needs a value.

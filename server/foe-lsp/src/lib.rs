@@ -16,7 +16,7 @@ pub mod server;
 pub mod state;
 pub mod to_proto;
 
-pub use bench::{latency_benchmark, LatencyReport};
+pub use bench::{latency_benchmark, LatencyOptions, LatencyReport};
 
 use engine::{Engine, FoeEngine};
 use server::Backend;

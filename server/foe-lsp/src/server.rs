@@ -46,7 +46,7 @@ impl Backend {
     pub async fn trace(&self, params: TextDocumentPositionParams) -> Result<Option<Value>> {
         let state = self.state.clone();
         guarded(async move {
-            let Some(analysis) = state.current_analysis(&params.text_document.uri) else { return None };
+            let analysis = state.current_analysis(&params.text_document.uri)?;
             let markdown = to_proto::site_markdown(&analysis, from_proto::line(params.position), true)?;
             Some(serde_json::json!({ "markdown": markdown }))
         })

@@ -1,1 +1,153 @@
-//! TODO
+//! Modelling a build's LLVM IR: symbolic execution over the reals that turns every floating-point operation
+//! on every explored path into exception conditions ([`Query`]), following Ariadne (POPL'13) and the FOE paper.
+//!
+//! Entry points: [`prepare_for_modelling`] (cleans a module copy up so that one IR operation stands for one C
+//! operator) and [`model_function`]. Submodules: [`llvm`] (read-only IR access), `memory` (values and
+//! memory), `exec` (the executor), `calls` (callees and elementary functions).
+
+mod calls;
+mod exec;
+mod llvm;
+mod memory;
+#[cfg(test)]
+mod tests;
+
+use crate::config::AnalysisConfig;
+use crate::sym::Formula;
+use crate::types::{Build, ExceptionKind, FunctionSignature, SourceLoc};
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::OptimizationLevel;
+use llvm::{LLVMOpcode, LLVMTypeKind, Val};
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+/// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Query {
+    pub build: Build,
+    pub kind: ExceptionKind,
+    /// The LLVM opcode or callee (`fmul`, `call exp`, `fptosi`).
+    pub operation: String,
+    pub loc: Option<SourceLoc>,
+    /// Path condition ∧ assumptions ∧ the exception condition; the constant `false` when it cannot hold.
+    pub formula: Formula,
+}
+
+/// The passes run on each build before modelling. P (`-O0 -Xclang -disable-O0-optnone`): promote memory to
+/// registers, nothing that rewrites FP arithmetic. P' (`-O2 -ffast-math`): split the SLP vectors into scalars.
+fn pipeline(build: Build) -> &'static str {
+    match build {
+        Build::P => "function(sroa,mem2reg)",
+        Build::PPrime => "function(scalarizer)",
+    }
+}
+
+fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachine, String> {
+    static INIT: OnceLock<Result<(), String>> = OnceLock::new();
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone()?;
+    let target = Target::from_triple(triple).map_err(|e| format!("no LLVM target for {triple}: {e}"))?;
+    target
+        .create_target_machine(triple, "generic", "", OptimizationLevel::None, RelocMode::Default, CodeModel::Default)
+        .ok_or_else(|| format!("cannot create a target machine for {triple}"))
+}
+
+/// Runs on the analysis copy of a build's module (it mutates it): for P `sroa` + `mem2reg`, for P' the
+/// `scalarizer` (P' has `<2 x double>` SLP vector operations).
+pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), String> {
+    let mut triple = module.get_triple();
+    if triple.as_str().to_bytes().is_empty() {
+        triple = TargetMachine::get_default_triple();
+    }
+    let machine = target_machine(&triple)?;
+    module
+        .run_passes(pipeline(build), &machine, PassBuilderOptions::create())
+        .map_err(|e| format!("LLVM passes `{}` failed: {e}", pipeline(build)))
+}
+
+/// All exception queries of one function of a prepared module. `Err(reason)` when the function uses something
+/// that cannot be modelled.
+pub fn model_function(
+    module: &Module<'_>,
+    sig: &FunctionSignature,
+    build: Build,
+    cfg: &AnalysisConfig,
+) -> Result<Vec<Query>, String> {
+    let function = llvm::function(module, &sig.name)
+        .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
+    if function.entry_block().is_none() {
+        return Err(format!("`{}` has no body in the {} build", sig.name, build.label()));
+    }
+    check_supported(function)?;
+    let mut executor = exec::Executor::new(llvm::Layout::of(module), build, cfg.unroll_bound, cfg.max_paths);
+    executor.run(function, sig)?;
+    tracing::debug!(
+        function = %sig.name,
+        build = build.label(),
+        queries = executor.queries.len(),
+        truncated = executor.truncated,
+        "modelled"
+    );
+    Ok(executor.queries)
+}
+
+/// Fails with a reason when `function` or a function it calls uses an instruction, callee or type that the
+/// model does not handle, so that the reason does not depend on which paths get explored.
+fn check_supported(function: Val<'_>) -> Result<(), String> {
+    let mut seen = HashSet::new();
+    let mut todo = vec![function];
+    while let Some(f) = todo.pop() {
+        if !seen.insert(f.id()) {
+            continue;
+        }
+        let Some(entry) = f.entry_block() else { continue };
+        let mut blocks = vec![entry];
+        let mut seen_blocks = HashSet::new();
+        while let Some(b) = blocks.pop() {
+            if !seen_blocks.insert(b.id()) {
+                continue;
+            }
+            for inst in b.instructions() {
+                let opcode = inst.opcode().ok_or("internal: not an instruction")?;
+                check_type(inst.ty())?;
+                if opcode == LLVMOpcode::LLVMCall {
+                    if let calls::Callee::Defined(callee) = calls::classify(inst)? {
+                        todo.push(callee);
+                    }
+                } else if !SUPPORTED.contains(&opcode) {
+                    return Err(format!("uses the `{}` instruction", exec::opcode_name(opcode)));
+                }
+                if matches!(opcode, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
+                    blocks.extend((0..inst.num_successors()).map(|i| inst.successor(i)));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_type(ty: llvm::Ty<'_>) -> Result<(), String> {
+    use LLVMTypeKind::*;
+    match ty.kind() {
+        LLVMX86_FP80TypeKind => Err("uses `long double` (x86_fp80)".into()),
+        LLVMHalfTypeKind | LLVMBFloatTypeKind | LLVMFP128TypeKind | LLVMPPC_FP128TypeKind => {
+            Err(format!("uses the `{}` floating-point type", ty.text()))
+        }
+        LLVMScalableVectorTypeKind => Err("uses scalable vectors".into()),
+        LLVMVectorTypeKind | LLVMArrayTypeKind => check_type(ty.element()),
+        _ => Ok(()),
+    }
+}
+
+const SUPPORTED: &[LLVMOpcode] = {
+    use LLVMOpcode::*;
+    &[
+        LLVMRet, LLVMBr, LLVMSwitch, LLVMUnreachable, LLVMFNeg, LLVMAdd, LLVMFAdd, LLVMSub, LLVMFSub, LLVMMul, LLVMFMul,
+        LLVMUDiv, LLVMSDiv, LLVMFDiv, LLVMURem, LLVMSRem, LLVMFRem, LLVMShl, LLVMLShr, LLVMAShr, LLVMAnd, LLVMOr,
+        LLVMXor, LLVMAlloca, LLVMLoad, LLVMStore, LLVMGetElementPtr, LLVMTrunc, LLVMZExt, LLVMSExt, LLVMFPToUI,
+        LLVMFPToSI, LLVMUIToFP, LLVMSIToFP, LLVMFPTrunc, LLVMFPExt, LLVMBitCast, LLVMAddrSpaceCast, LLVMICmp,
+        LLVMFCmp, LLVMPHI, LLVMSelect, LLVMExtractElement, LLVMInsertElement, LLVMShuffleVector, LLVMExtractValue,
+        LLVMInsertValue, LLVMFreeze,
+    ]
+};

@@ -1,0 +1,297 @@
+//! Concrete IEEE evaluation of a query on an input: each operation in its own format, and each exception atom
+//! decided by what the hardware raises (x86 SSE, round to nearest, tininess after rounding). A candidate whose
+//! query does not hold here is retried with Z3's floating-point theory.
+
+use crate::round::{f64_to_rational, FloatFormat};
+use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, MathFn, Site, SiteOp};
+use crate::types::{ArgValue, ExceptionKind};
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{One, ToPrimitive, Zero};
+use std::collections::HashMap;
+
+#[derive(Debug, Clone)]
+enum V {
+    F(f64),
+    I(BigInt),
+    B(bool),
+}
+
+fn in_format(v: f64, fmt: FloatFormat) -> f64 {
+    match fmt {
+        FloatFormat::Double => v,
+        FloatFormat::Single => v as f32 as f64,
+    }
+}
+
+fn ieee_arith(op: ArithOp, fmt: FloatFormat, a: f64, b: f64) -> f64 {
+    match fmt {
+        FloatFormat::Double => match op {
+            ArithOp::Add => a + b,
+            ArithOp::Sub => a - b,
+            ArithOp::Mul => a * b,
+            ArithOp::Div => a / b,
+        },
+        FloatFormat::Single => {
+            let (a, b) = (a as f32, b as f32);
+            (match op {
+                ArithOp::Add => a + b,
+                ArithOp::Sub => a - b,
+                ArithOp::Mul => a * b,
+                ArithOp::Div => a / b,
+            }) as f64
+        }
+    }
+}
+
+fn min_normal(fmt: FloatFormat) -> f64 {
+    match fmt {
+        FloatFormat::Double => f64::MIN_POSITIVE,
+        FloatFormat::Single => f32::MIN_POSITIVE as f64,
+    }
+}
+
+/// Whether a rounded result `r` of the exact value `exact` signals underflow: tiny and inexact.
+fn underflows(exact: &BigRational, r: f64, fmt: FloatFormat) -> bool {
+    r.is_finite() && r.abs() < min_normal(fmt) && f64_to_rational(r) != *exact
+}
+
+/// Whether the formula holds when the program runs on `input`; `None` when it cannot be decided concretely.
+pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
+    let mut memo: HashMap<u128, V> = HashMap::new();
+    for node in formula.postorder() {
+        let v = eval_node(&node, input, &memo)?;
+        memo.insert(node.fingerprint(), v);
+    }
+    match memo.get(&formula.fingerprint())? {
+        V::B(b) => Some(*b),
+        _ => None,
+    }
+}
+
+fn eval_node(e: &Expr, input: &[ArgValue], memo: &HashMap<u128, V>) -> Option<V> {
+    let f = |x: &Expr| match memo.get(&x.fingerprint()) {
+        Some(V::F(v)) => Some(*v),
+        Some(V::I(i)) => i.to_f64(),
+        _ => None,
+    };
+    let i = |x: &Expr| match memo.get(&x.fingerprint()) {
+        Some(V::I(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let b = |x: &Expr| match memo.get(&x.fingerprint()) {
+        Some(V::B(v)) => Some(*v),
+        _ => None,
+    };
+    Some(match e.kind() {
+        Kind::RealConst(q) => V::F(sym::const_f64(q)),
+        Kind::IntConst(n) => V::I(n.clone()),
+        Kind::BoolConst(v) => V::B(*v),
+        Kind::Param { index, ty } => match input.get(*index as usize)? {
+            ArgValue::F64(v) => V::F(*v),
+            ArgValue::F32(v) => V::F(*v as f64),
+            ArgValue::Int(v) => match ty {
+                // Integer terms hold the signed reading of the bits.
+                sym::VarType::Int { bits, .. } if *bits > 1 => V::I(sym::wrap_signed(&BigInt::from(*v), *bits)),
+                _ => V::I(BigInt::from(*v)),
+            },
+            ArgValue::OutPtr => return None,
+        },
+        Kind::Arith { op, fmt, a, b } => V::F(ieee_arith(*op, *fmt, f(a)?, f(b)?)),
+        Kind::Neg(a) => V::F(-f(a)?),
+        Kind::Abs(a) => V::F(f(a)?.abs()),
+        Kind::Fma { fmt, a, b, c } => V::F(match fmt {
+            FloatFormat::Double => f(a)?.mul_add(f(b)?, f(c)?),
+            FloatFormat::Single => (f(a)? as f32).mul_add(f(b)? as f32, f(c)? as f32) as f64,
+        }),
+        Kind::Convert { fmt, a } => match memo.get(&a.fingerprint())? {
+            V::F(v) => V::F(in_format(*v, *fmt)),
+            V::I(n) => V::F(match fmt {
+                FloatFormat::Double => n.to_i128()? as f64,
+                FloatFormat::Single => n.to_i128()? as f32 as f64,
+            }),
+            V::B(_) => return None,
+        },
+        Kind::Math { func, fmt, args } => {
+            let xs: Option<Vec<f64>> = args.iter().map(f).collect();
+            V::F(sym::ieee_math(*func, *fmt, &xs?))
+        }
+        Kind::ToIntegral { mode, a, .. } => {
+            let x = f(a)?;
+            V::F(match mode {
+                Integral::Floor => x.floor(),
+                Integral::Ceil => x.ceil(),
+                Integral::Trunc => x.trunc(),
+                Integral::Round => x.round(),
+            })
+        }
+        Kind::FpToInt { bits, signed, a } => {
+            let x = f(a)?;
+            let (lo, hi) = int_range(*bits, *signed);
+            let t = x.trunc();
+            let in_range = t.is_finite() && {
+                let q = f64_to_rational(t).to_integer();
+                q >= lo && q <= hi
+            };
+            if in_range {
+                V::I(sym::wrap_signed(&f64_to_rational(t).to_integer(), *bits))
+            } else {
+                // x86's "integer indefinite" value.
+                V::I(-(BigInt::one() << (*bits as usize - 1)))
+            }
+        }
+        Kind::IntToReal(a) => V::F(i(a)?.to_f64()?),
+        Kind::IntArith { op, a, b } => {
+            let (x, y) = (i(a)?, i(b)?);
+            V::I(match op {
+                IntOp::Add => x + y,
+                IntOp::Sub => x - y,
+                IntOp::Mul => x * y,
+            })
+        }
+        Kind::Unsigned { bits, a } => V::I(sym::to_unsigned_value(&i(a)?, *bits)),
+        Kind::Opaque { .. } => return None,
+        Kind::IsInt(a) => V::B(f(a)?.fract() == 0.0),
+        Kind::Ite { c, a, b: other } => {
+            if b(c)? {
+                memo.get(&a.fingerprint())?.clone()
+            } else {
+                memo.get(&other.fingerprint())?.clone()
+            }
+        }
+        Kind::Cmp { op, a, b: y } => match (memo.get(&a.fingerprint())?, memo.get(&y.fingerprint())?) {
+            (V::I(p), V::I(q)) => V::B(match op {
+                CmpOp::Lt => p < q,
+                CmpOp::Le => p <= q,
+                CmpOp::Eq => p == q,
+            }),
+            (V::B(p), V::B(q)) if *op == CmpOp::Eq => V::B(p == q),
+            _ => {
+                let (p, q) = (f(a)?, f(y)?);
+                V::B(match op {
+                    CmpOp::Lt => p < q,
+                    CmpOp::Le => p <= q,
+                    CmpOp::Eq => p == q,
+                })
+            }
+        },
+        Kind::Not(a) => V::B(!b(a)?),
+        Kind::And(xs) => {
+            let mut all = true;
+            for x in xs {
+                all &= b(x)?;
+            }
+            V::B(all)
+        }
+        Kind::Or(xs) => {
+            let mut any = false;
+            for x in xs {
+                any |= b(x)?;
+            }
+            V::B(any)
+        }
+        Kind::Exception { kind, site } => {
+            let args: Option<Vec<f64>> = site.args.iter().map(f).collect();
+            V::B(raises(*kind, site, &args?)?)
+        }
+    })
+}
+
+fn int_range(bits: u32, signed: bool) -> (BigInt, BigInt) {
+    if signed {
+        let half = BigInt::one() << (bits as usize - 1);
+        (-half.clone(), half - 1)
+    } else {
+        (BigInt::zero(), (BigInt::one() << bits as usize) - 1)
+    }
+}
+
+/// Whether the operation at `site` raises `kind` on these operand values.
+fn raises(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<bool> {
+    use ExceptionKind::*;
+    let fmt = site.fmt;
+    let x = *args.first()?;
+    if args.iter().any(|v| !v.is_finite()) {
+        // Operations on infinities or NaN: only the signalling cases matter, which the real model never reaches.
+        return Some(false);
+    }
+    let exact = |v: f64| f64_to_rational(v);
+    Some(match site.op {
+        SiteOp::Arith(op) => {
+            let y = *args.get(1)?;
+            let r = ieee_arith(op, fmt, x, y);
+            match (op, kind) {
+                (ArithOp::Div, Invalid) => x == 0.0 && y == 0.0,
+                (ArithOp::Div, DivideByZero) => x != 0.0 && y == 0.0,
+                (ArithOp::Div, Overflow) => y != 0.0 && r.is_infinite(),
+                (ArithOp::Div, Underflow) => y != 0.0 && underflows(&(exact(x) / exact(y)), r, fmt),
+                (_, Overflow) => r.is_infinite(),
+                (ArithOp::Add, Underflow) => underflows(&(exact(x) + exact(y)), r, fmt),
+                (ArithOp::Sub, Underflow) => underflows(&(exact(x) - exact(y)), r, fmt),
+                (ArithOp::Mul, Underflow) => underflows(&(exact(x) * exact(y)), r, fmt),
+                _ => false,
+            }
+        }
+        SiteOp::Fma => {
+            let (y, z) = (*args.get(1)?, *args.get(2)?);
+            let r = match fmt {
+                FloatFormat::Double => x.mul_add(y, z),
+                FloatFormat::Single => (x as f32).mul_add(y as f32, z as f32) as f64,
+            };
+            match kind {
+                Overflow => r.is_infinite(),
+                Underflow => underflows(&(exact(x) * exact(y) + exact(z)), r, fmt),
+                _ => false,
+            }
+        }
+        SiteOp::Narrow => {
+            let r = x as f32 as f64;
+            match kind {
+                Overflow => r.is_infinite(),
+                Underflow => underflows(&exact(x), r, FloatFormat::Single),
+                _ => false,
+            }
+        }
+        SiteOp::FpToInt { bits, signed } => {
+            let (lo, hi) = int_range(bits, signed);
+            let t = exact(x.trunc()).to_integer();
+            kind == Invalid && (t < lo || t > hi)
+        }
+        SiteOp::Math(func) => {
+            let y = args.get(1).copied().unwrap_or(0.0);
+            let r = sym::ieee_math(func, fmt, args);
+            let tiny = r.abs() < min_normal(fmt);
+            match (func, kind) {
+                (MathFn::Sqrt, Invalid) => x < 0.0,
+                (MathFn::Fmod, Invalid) => y == 0.0,
+                (MathFn::Exp | MathFn::Exp2, Overflow) => r.is_infinite(),
+                (MathFn::Exp | MathFn::Exp2, Underflow) => tiny && x != 0.0,
+                (MathFn::Log | MathFn::Log2 | MathFn::Log10, Invalid) => x < 0.0,
+                (MathFn::Log | MathFn::Log2 | MathFn::Log10, DivideByZero) => x == 0.0,
+                (MathFn::Pow, Invalid) => x < 0.0 && y.fract() != 0.0,
+                (MathFn::Pow, DivideByZero) => x == 0.0 && y < 0.0,
+                (MathFn::Pow, Overflow) => x != 0.0 && r.is_infinite(),
+                (MathFn::Pow, Underflow) => tiny && x != 0.0 && y != 0.0 && r.is_finite(),
+                _ => false,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sym::{param, VarType};
+
+    #[test]
+    fn decides_overflow_and_underflow_of_a_product() {
+        let x = param(0, VarType::Float(FloatFormat::Double));
+        let site = Site { op: SiteOp::Arith(ArithOp::Mul), fmt: FloatFormat::Double, args: vec![x.clone(), x] };
+        let overflow = sym::exception(ExceptionKind::Overflow, site.clone());
+        let underflow = sym::exception(ExceptionKind::Underflow, site);
+        assert_eq!(holds(&overflow, &[ArgValue::F64(1.5e154)]), Some(true));
+        assert_eq!(holds(&overflow, &[ArgValue::F64(1e154)]), Some(false));
+        assert_eq!(holds(&underflow, &[ArgValue::F64(1e-160)]), Some(true));
+        assert_eq!(holds(&underflow, &[ArgValue::F64(0.0)]), Some(false));
+    }
+}

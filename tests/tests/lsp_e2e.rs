@@ -4,11 +4,11 @@
 //! Fixture lines carry their expectation as a trailing `// expect: CODE` comment (`*` for any divergence
 //! code); the diagnostics published must be exactly on those lines.
 
+use foe_e2e::foe_binary;
 use foe_lsp::client::{apply_text_edits, LspClient};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Longest wait for one analysis (the engine solves and runs both builds).
@@ -31,38 +31,7 @@ double turbine1(double v, double w, double r) {
 }
 ";
 
-/// The `foe` binary next to this test's profile directory, built first (a no-op when it is up to date) so
-/// the session runs the current code.
-fn foe_binary() -> &'static Path {
-    static FOE: OnceLock<PathBuf> = OnceLock::new();
-    FOE.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
-        let target_dir = profile_dir.parent().expect("target dir");
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
-        let mut build = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-        build.current_dir(workspace).args(["build", "-p", "foe-cli", "--target-dir"]).arg(target_dir);
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") | None => {}
-            Some("release") => {
-                build.arg("--release");
-            }
-            Some(other) => {
-                build.args(["--profile", other]);
-            }
-        }
-        let status = build.status().expect("run cargo build -p foe-cli");
-        assert!(status.success(), "cargo build -p foe-cli failed");
-        let foe = profile_dir.join("foe");
-        assert!(foe.is_file(), "no foe binary at {}", foe.display());
-        foe
-    })
-}
-
 fn server_command() -> Command {
-    if let Ok(dev) = std::env::var("FOE_LSP_DEV_SERVER") {
-        return Command::new(dev); // TEMPORARY until the engine lands
-    }
     let mut c = Command::new(foe_binary());
     c.arg("lsp");
     c

@@ -1,8 +1,8 @@
 //! The core LSP scenario through a real client: headless Neovim (0.7+) with the foe plugin and the real
 //! `foe lsp`, scripted by tests/nvim/init.lua. Skipped, with a message, only when `nvim` is not installed.
 
+use foe_e2e::{foe_binary, repo_root};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,29 +27,6 @@ double turbine1(double v, double w, double r) {
 }
 ";
 
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root")
-}
-
-/// The `foe` binary of this test's profile, built first (a no-op when up to date).
-fn foe_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
-    let mut build = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    build.current_dir(workspace()).args(["build", "-p", "foe-cli", "--target-dir"]).arg(profile_dir.parent().unwrap());
-    match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => {}
-        Some("release") => {
-            build.arg("--release");
-        }
-        Some(other) => {
-            build.args(["--profile", other]);
-        }
-    }
-    assert!(build.status().expect("run cargo build -p foe-cli").success(), "cargo build -p foe-cli failed");
-    profile_dir.join("foe")
-}
-
 fn nvim_available() -> bool {
     Command::new("nvim").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
 }
@@ -60,10 +37,7 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
         eprintln!("SKIPPED: nvim is not installed (apt-get install neovim), so the headless Neovim test did not run");
         return;
     }
-    let foe = match std::env::var("FOE_LSP_DEV_SERVER") {
-        Ok(dev) => PathBuf::from(dev), // TEMPORARY until the engine lands
-        Err(_) => foe_binary(),
-    };
+    let foe = foe_binary();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("flagged.c");
     std::fs::write(&file, FIXTURE).unwrap();
@@ -71,8 +45,8 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
 
     let mut child = Command::new("nvim")
         .args(["--headless", "--clean", "-u"])
-        .arg(workspace().join("tests/nvim/init.lua"))
-        .env("FOE_NVIM_PLUGIN", workspace().join("editors/nvim"))
+        .arg(repo_root().join("tests/nvim/init.lua"))
+        .env("FOE_NVIM_PLUGIN", repo_root().join("editors/nvim"))
         .env("FOE_BIN", &foe)
         .env("FOE_NVIM_FILE", &file)
         .env("FOE_NVIM_OUT", &out)

@@ -25,7 +25,6 @@ function settings(): Record<string, unknown> {
     "flagsP",
     "flagsPPrime",
     "extraFlags",
-    "compileCommands",
     "radius",
     "solverTimeoutMs",
     "execTimeoutMs",

@@ -19,9 +19,6 @@ pub struct ServerConfig {
     pub debounce: Duration,
     /// Publish a Hint on the declaration of each function the engine skipped, with its reason; default false.
     pub report_skipped: bool,
-    /// Add the include paths, defines and language flags of the file's entry in the nearest
-    /// `compile_commands.json` (found as clangd finds it) to both builds; default true.
-    pub compile_commands: bool,
     /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default a `file://`
     /// URL of `docs/diagnostics.md` in the source tree the server was built from.
     pub docs_url: String,
@@ -35,7 +32,6 @@ impl Default for ServerConfig {
             enable: true,
             debounce: Duration::from_millis(300),
             report_skipped: false,
-            compile_commands: true,
             docs_url: default_docs_url(),
             analysis: AnalysisConfig::default(),
         }
@@ -77,9 +73,6 @@ impl ServerConfig {
         }
         if let Some(v) = r.bool(obj, "reportSkipped") {
             self.report_skipped = v;
-        }
-        if let Some(v) = r.bool(obj, "compileCommands") {
-            self.compile_commands = v;
         }
         if let Some(v) = r.string(obj, "docsUrl") {
             self.docs_url = v;

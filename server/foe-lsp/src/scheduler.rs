@@ -91,21 +91,19 @@ impl Scheduler {
         }
 
         let started = Instant::now();
-        let progress = self.start_progress(&job);
+        let (progress, progress_done) = self.start_progress(&job);
         let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
         let result = blocking(move || {
-            let mut config = j.config.analysis.clone();
-            if j.config.compile_commands {
-                if let Some((database, flags)) = foe_analysis::compile::flags_from_compile_commands(&j.path) {
-                    tracing::debug!("flags from {}: {flags:?}", database.display());
-                    config.extra_flags.extend(flags);
-                }
-            }
+            // The engine adds the flags of the file's compile_commands.json entry itself.
+            let config = j.config.analysis.clone();
             let request = AnalysisRequest { path: &j.path, text: &j.text, config: &config, only_function: None };
             let result = engine.analyse(&request, &*state.cache, &*progress, &j.cancel);
             (config, result)
         })
         .await;
+
+        // The observer was dropped with the closure: let `$/progress` end before the results are published.
+        let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
 
         let name = file_name(&job);
         let (analysis_config, outcome) = match result {
@@ -153,8 +151,8 @@ impl Scheduler {
     }
 
     /// Creates a `$/progress` token (when the client supports it) and forwards the engine's phases to it, in
-    /// order, until the returned observer is dropped.
-    fn start_progress(&self, job: &Job) -> Arc<dyn Progress> {
+    /// order, until the returned observer is dropped; the returned task ends after the `end` notification.
+    fn start_progress(&self, job: &Job) -> (Arc<dyn Progress>, tokio::task::JoinHandle<()>) {
         let (tx, mut rx) = mpsc::unbounded_channel::<(Phase, String)>();
         let client = self.inner.client.clone();
         let supported = self.inner.state.caps().work_done_progress;
@@ -163,7 +161,7 @@ impl Scheduler {
             self.inner.progress_ids.fetch_add(1, Ordering::Relaxed)
         ));
         let title = format!("foe: analysing {} (v{})", file_name(job), job.version);
-        tokio::spawn(async move {
+        let forwarder = tokio::spawn(async move {
             let send = |value: WorkDoneProgress| {
                 let params =
                     ProgressParams { token: token.clone(), value: ProgressParamsValue::WorkDone(value) };
@@ -198,7 +196,7 @@ impl Scheduler {
                 send(WorkDoneProgress::End(WorkDoneProgressEnd { message: None })).await;
             }
         });
-        Arc::new(ChannelProgress(tx))
+        (Arc::new(ChannelProgress(tx)), forwarder)
     }
 
     /// The verdict on the fast-math-off fix of `function` in `analysis`, computed once (on the first request)

@@ -69,7 +69,7 @@ pub struct Analysis {
     pub text: Arc<str>,
     pub path: PathBuf,
     pub config: Arc<ServerConfig>,
-    /// The engine settings actually used (with `compile_commands.json` flags), reused to verify fixes.
+    /// The engine settings used, reused to verify fixes.
     pub analysis_config: AnalysisConfig,
     pub cancel: CancelToken,
     pub outcome: Outcome,

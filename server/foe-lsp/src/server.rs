@@ -47,7 +47,7 @@ impl Backend {
         let state = self.state.clone();
         guarded(async move {
             let analysis = state.current_analysis(&params.text_document.uri)?;
-            let markdown = to_proto::site_markdown(&analysis, from_proto::line(params.position), true)?;
+            let markdown = to_proto::trace_markdown(&analysis, params.position)?;
             Some(serde_json::json!({ "markdown": markdown }))
         })
         .await
@@ -175,7 +175,7 @@ impl LanguageServer for Backend {
         guarded(async move {
             let p = params.text_document_position_params;
             let analysis = state.current_analysis(&p.text_document.uri)?;
-            to_proto::hover(&analysis, from_proto::line(p.position))
+            to_proto::hover(&analysis, p.position)
         })
         .await
     }

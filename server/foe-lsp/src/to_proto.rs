@@ -328,20 +328,41 @@ fn describe(code: &str) -> String {
     }
 }
 
-/// The hover of a line holding flagged sites.
-pub fn hover(analysis: &Analysis, line: u32) -> Option<Hover> {
-    let markdown = site_markdown(analysis, line, false)?;
+/// The hover at a position on a line holding flagged sites.
+pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
     let report = analysis.report()?;
     let idx = LineIndex::new(&analysis.text);
-    let range = sites(report).iter().find(|s| s.loc.line == line).map(|s| idx.token_range(s.loc));
+    let here = sites_at(report, &idx, position);
+    let range = here.first().map(|s| idx.token_range(s.loc));
+    let markdown = site_markdown(analysis, report, &here, false)?;
     Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }), range })
 }
 
-/// Markdown for the sites of a 1-based line: the inputs (up to five), both traces, both results and the flags of
-/// both builds. `all_traces` lists the traces of every shown input, not just the first.
-pub fn site_markdown(analysis: &Analysis, line: u32, all_traces: bool) -> Option<String> {
+/// The markdown of `foe/trace` at a position: like the hover, with the traces of every shown input.
+pub fn trace_markdown(analysis: &Analysis, position: Position) -> Option<String> {
     let report = analysis.report()?;
-    let sites: Vec<Site<'_>> = sites(report).into_iter().filter(|s| s.loc.line == line).collect();
+    let here = sites_at(report, &LineIndex::new(&analysis.text), position);
+    site_markdown(analysis, report, &here, true)
+}
+
+/// The sites of the position's line whose flagged range holds the position, or every site of the line when
+/// none does.
+fn sites_at<'r>(report: &'r FileReport, idx: &LineIndex<'_>, position: Position) -> Vec<Site<'r>> {
+    let on_line: Vec<Site<'r>> = sites(report).into_iter().filter(|s| s.loc.line == position.line + 1).collect();
+    let contains = |s: &Site<'_>| {
+        let r = idx.token_range(s.loc);
+        r.start.character <= position.character && position.character < r.end.character.max(r.start.character + 1)
+    };
+    if on_line.iter().any(contains) {
+        on_line.into_iter().filter(contains).collect()
+    } else {
+        on_line
+    }
+}
+
+/// Markdown for sites: the inputs (up to five), both traces, both results and the flags of both builds.
+/// `all_traces` lists the traces of every shown input, not just the first.
+fn site_markdown(analysis: &Analysis, report: &FileReport, sites: &[Site<'_>], all_traces: bool) -> Option<String> {
     if sites.is_empty() {
         return None;
     }

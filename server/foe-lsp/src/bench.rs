@@ -19,12 +19,12 @@ double turbine1(double v, double w, double r) {
 }
 ";
 
-/// A file of `n` small independent functions (`f00` … ) with a few multiplications and divisions each.
+/// A file of `n` small independent functions (`f00` … ), each a product, a sum and a division.
 pub fn many_functions(n: usize) -> String {
     let mut s = String::new();
     for i in 0..n {
         s.push_str(&format!(
-            "double f{i:02}(double x, double y) {{\n    double a = x * y + {c}.5;\n    double b = a / (y - {c}.25);\n    return a * b - x;\n}}\n\n",
+            "double f{i:02}(double x, double y) {{\n    double a = x * y + {c}.5;\n    return a / (y - {c}.25);\n}}\n\n",
             c = i + 1
         ));
     }
@@ -46,7 +46,7 @@ pub fn edit_function(text: &str, i: usize) -> String {
 pub struct LatencyOptions {
     /// Functions in the many-function file; default 24.
     pub functions: usize,
-    /// Repetitions of each measurement (cold ones start a fresh server each time); default 3.
+    /// Repetitions of each measurement (cold ones start a fresh server each time); default 1.
     pub runs: usize,
     /// The server's debounce delay, which every didChange measurement includes; default 300 ms (the server's).
     pub debounce_ms: u64,
@@ -58,7 +58,7 @@ pub struct LatencyOptions {
 
 impl Default for LatencyOptions {
     fn default() -> Self {
-        LatencyOptions { functions: 24, runs: 3, debounce_ms: 300, timeout: Duration::from_secs(600), settings: json!({}) }
+        LatencyOptions { functions: 24, runs: 1, debounce_ms: 300, timeout: Duration::from_secs(600), settings: json!({}) }
     }
 }
 

@@ -95,10 +95,9 @@ impl Scheduler {
         let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
         let result = blocking(move || {
             // The engine adds the flags of the file's compile_commands.json entry itself.
-            let config = j.config.analysis.clone();
-            let request = AnalysisRequest { path: &j.path, text: &j.text, config: &config, only_function: None };
-            let result = engine.analyse(&request, &*state.cache, &*progress, &j.cancel);
-            (config, result)
+            let request =
+                AnalysisRequest { path: &j.path, text: &j.text, config: &j.config.analysis, only_function: None };
+            engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
         })
         .await;
 
@@ -106,13 +105,11 @@ impl Scheduler {
         let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
 
         let name = file_name(&job);
-        let (analysis_config, outcome) = match result {
-            Ok((config, Ok(report))) => (config, Outcome::Report(report)),
-            Ok((config, Err(AnalysisError::Compile { message, line, column, .. }))) => {
-                (config, Outcome::CompileError { message, line, column })
-            }
-            Ok((_, Err(AnalysisError::Cancelled))) => return,
-            Ok((_, Err(e @ AnalysisError::Environment(_)))) => {
+        let outcome = match result {
+            Ok(Ok(report)) => Outcome::Report(report),
+            Ok(Err(AnalysisError::Compile { message, line, column, .. })) => Outcome::CompileError { message, line, column },
+            Ok(Err(AnalysisError::Cancelled)) => return,
+            Ok(Err(e @ AnalysisError::Environment(_))) => {
                 let message = format!("foe: cannot analyse {name}: {e}");
                 if !inner.environment_error_shown.swap(true, Ordering::SeqCst) {
                     inner.client.show_message(MessageType::ERROR, &message).await;
@@ -120,7 +117,7 @@ impl Scheduler {
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
-            Ok((_, Err(e))) => {
+            Ok(Err(e)) => {
                 inner.client.log_message(MessageType::ERROR, format!("foe: analysis of {name} failed: {e}")).await;
                 return;
             }
@@ -136,7 +133,6 @@ impl Scheduler {
             text: job.text.clone(),
             path: job.path.clone(),
             config: job.config.clone(),
-            analysis_config,
             cancel: job.cancel.clone(),
             outcome,
             elapsed: started.elapsed(),
@@ -240,7 +236,7 @@ impl Scheduler {
             (analysis.clone(), self.inner.engine.clone(), self.inner.state.cache.clone(), function.to_string());
         let result = blocking(move || {
             let request =
-                AnalysisRequest { path: &a.path, text: &fixed, config: &a.analysis_config, only_function: Some(&name) };
+                AnalysisRequest { path: &a.path, text: &fixed, config: &a.config.analysis, only_function: Some(&name) };
             engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
         })
         .await;

@@ -6,7 +6,6 @@
 
 use crate::config::ServerConfig;
 use dashmap::DashMap;
-use foe_analysis::config::AnalysisConfig;
 use foe_analysis::fix::SourceEdit;
 use foe_analysis::pipeline::{CancelToken, FunctionCache};
 use foe_analysis::report::{FileReport, FunctionReport};
@@ -68,9 +67,8 @@ pub struct Analysis {
     /// The text that was analysed (positions in the report refer to it).
     pub text: Arc<str>,
     pub path: PathBuf,
+    /// The settings it ran with (reused to verify fixes).
     pub config: Arc<ServerConfig>,
-    /// The engine settings used, reused to verify fixes.
-    pub analysis_config: AnalysisConfig,
     pub cancel: CancelToken,
     pub outcome: Outcome,
     pub elapsed: Duration,

@@ -224,7 +224,7 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
         Outcome::Report(r) => r,
     };
     let mut out: Vec<Diagnostic> = sites(report).iter().map(|s| site_diagnostic(s, &idx, uri, docs)).collect();
-    if analysis.analysis_config.report_plain_exceptions {
+    if analysis.config.analysis.report_plain_exceptions {
         for f in &report.functions {
             for e in &f.plain_exceptions {
                 let Some(line) = e.line else { continue };

@@ -189,12 +189,16 @@ impl LanguageServer for Backend {
         let uri = params.text_document.uri.clone();
         let Some(analysis) = self.state.current_analysis(&uri) else { return Ok(None) };
         let document_changes = self.state.caps().document_changes;
-        let mut actions = vec![];
-        for (function, diagnostics) in from_proto::code_action_functions(&analysis, &params) {
-            let check = self.scheduler.fix_check(&analysis, &function).await;
-            actions.extend(to_proto::code_action(&uri, &analysis, &function, &check, diagnostics, document_changes));
-        }
-        Ok(Some(actions))
+        let scheduler = self.scheduler.clone();
+        guarded(async move {
+            let mut actions = vec![];
+            for (function, diagnostics) in from_proto::code_action_functions(&analysis, &params) {
+                let check = scheduler.fix_check(&analysis, &function).await;
+                actions.extend(to_proto::code_action(&uri, &analysis, &function, &check, diagnostics, document_changes));
+            }
+            Some(actions)
+        })
+        .await
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {

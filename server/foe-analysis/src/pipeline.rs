@@ -320,7 +320,22 @@ pub fn analyse(
                         report.divergences = found.divergences;
                         report.diff_producing = found.diff_producing;
                         report.executions = found.executions;
-                        report.plain_exceptions = found.plain_exceptions;
+                        if config.report_plain_exceptions {
+                            report.plain_exceptions = found.plain_exceptions;
+                        }
+                        if found.crashed > 0 {
+                            let first = found.first_crash.as_deref().unwrap_or("crashed");
+                            let note = format!("{} executions did not return normally (first: {first})", found.crashed);
+                            report.reason = join_reason(&report.reason, &note);
+                        }
+                        if found.timed_out > 0 {
+                            let stopped = if found.stopped_early { "; search stopped early" } else { "" };
+                            let note = format!(
+                                "{} executions did not return within {} ms{stopped}",
+                                found.timed_out, config.exec_timeout_ms
+                            );
+                            report.reason = join_reason(&report.reason, &note);
+                        }
                         cache.put(item.key.clone(), report.clone());
                     }
                     Err(e) => {

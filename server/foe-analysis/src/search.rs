@@ -25,7 +25,17 @@ pub struct SearchOutcome {
     pub executions: usize,
     /// Distinct (kind, line, column) P raised on in-domain inputs, with one witness each.
     pub plain_exceptions: Vec<PlainException>,
+    /// Executions (of either build) that did not return within the time limit.
+    pub timed_out: usize,
+    /// Executions (of either build) that crashed, with the first crash's description.
+    pub crashed: usize,
+    pub first_crash: Option<String>,
+    /// Whether the search stopped early because too many executions timed out.
+    pub stopped_early: bool,
 }
+
+/// Executions that may time out in one function's search before it stops: each costs the whole time limit.
+pub const MAX_TIMEOUTS: usize = 2;
 
 /// Compares two traces as the paper defines (sequence of kinds, order kept, locations ignored): `None` when
 /// equal, else the index of the first difference and the class.
@@ -94,10 +104,23 @@ pub fn search(
     // group's round go to the worker in one batch.
     let per_candidate = neighbourhood_size(sig, cfg).max(1);
     let group = (GROUP_POINTS / per_candidate).max(1);
-    let mut state = SearchState { domain, plain: vec![], plain_seen: HashSet::new(), found: vec![], executions: 0 };
+    let mut state = SearchState {
+        domain,
+        plain: vec![],
+        plain_seen: HashSet::new(),
+        found: vec![],
+        executions: 0,
+        timed_out: 0,
+        crashed: 0,
+        first_crash: None,
+    };
     for (g, chunk) in cands.chunks(group).enumerate() {
+        if state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
         search_group(runner, sig, chunk, g * group, cfg, &mut state)?;
     }
+    let stopped_early = state.timed_out >= MAX_TIMEOUTS;
     let diff_producing = state.found.len();
     state.found.sort_by_key(|f| f.0);
     let mut reported = HashSet::new();
@@ -108,7 +131,16 @@ pub fn search(
         .map(|(_, _, d)| d)
         .collect();
     tracing::debug!(candidates = cands.len(), executions = state.executions, diff_producing, "search done");
-    Ok(SearchOutcome { divergences, diff_producing, executions: state.executions, plain_exceptions: state.plain })
+    Ok(SearchOutcome {
+        divergences,
+        diff_producing,
+        executions: state.executions,
+        plain_exceptions: state.plain,
+        timed_out: state.timed_out,
+        crashed: state.crashed,
+        first_crash: state.first_crash,
+        stopped_early,
+    })
 }
 
 /// Points of all candidates of one group held at once.
@@ -131,6 +163,9 @@ struct SearchState<'a> {
     /// Per diff-producing candidate: its rank, input key and report.
     found: Vec<Found>,
     executions: usize,
+    timed_out: usize,
+    crashed: usize,
+    first_crash: Option<String>,
 }
 
 impl SearchState<'_> {
@@ -172,6 +207,18 @@ fn search_group(
             let results = runner.run_raw(&sig.name, &batch)?;
             state.executions += results.len();
             for (input, pair) in batch.into_iter().zip(results) {
+                for run in [&pair.p, &pair.pp] {
+                    match run.end {
+                        crate::exec::RawEnd::TimedOut => state.timed_out += 1,
+                        crate::exec::RawEnd::Returned(_) => {}
+                        other => {
+                            state.crashed += 1;
+                            if state.first_crash.is_none() {
+                                state.first_crash = Some(describe_end(&runner.end(sig, other)));
+                            }
+                        }
+                    }
+                }
                 if state.in_domain(&input) {
                     collect_plain(runner, sig, &input, &pair, &mut state.plain, &mut state.plain_seen);
                 }
@@ -208,7 +255,7 @@ fn search_group(
             }
             active |= !c.done;
         }
-        if !active {
+        if !active || state.timed_out >= MAX_TIMEOUTS {
             break;
         }
         round_end = round_end.saturating_mul(8);

@@ -94,7 +94,7 @@ struct Settings {
     /// Per-query solver time limit in ms (default 2000).
     #[arg(long)]
     solver_timeout_ms: Option<u64>,
-    /// Per-execution time limit in ms (default 1000).
+    /// Per-execution time limit in ms (default 500).
     #[arg(long)]
     exec_timeout_ms: Option<u64>,
     /// Flush-to-zero/denormals-are-zero for P': auto (follow its flags), on, off.

@@ -3,8 +3,8 @@
 //! Code map: [`server`] (the `LanguageServer` handlers), [`state`] (documents, versions, analyses, the
 //! per-function cache), [`scheduler`] (debounce, jobs off the protocol loop, cancellation, fix verification),
 //! [`to_proto`] / [`from_proto`] (every conversion between engine values and LSP types), [`config`] (the `foe`
-//! settings section ↔ `AnalysisConfig`), [`engine`] (the seam
-//! to the engine), [`client`] and [`bench`] (a minimal stdio client and the latency benchmark built on it).
+//! settings section ↔ `AnalysisConfig`), [`engine`] (the seam to the engine), [`client`] and [`bench`] (a
+//! minimal stdio client and the latency benchmark built on it).
 
 pub mod bench;
 pub mod client;

@@ -229,7 +229,7 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
             for e in &f.plain_exceptions {
                 let Some(line) = e.line else { continue };
                 let range = idx.token_range(SourceLoc { line, column: e.column.unwrap_or(0) });
-                let message = format!("the plain build raises {} here too ({})", e.kind, short_inputs(&e.inputs));
+                let message = format!("the plain build raises {} here ({})", e.kind, short_inputs(&e.inputs));
                 let mut d = diagnostic(range, DiagnosticSeverity::INFORMATION, format!("plain-{}", e.kind), message, docs);
                 d.data = Some(json!({ "function": f.name }));
                 out.push(d);

@@ -11,21 +11,7 @@ const SESSION: Duration = Duration::from_secs(900);
 /// Longest wait for one analysis inside it.
 const ANALYSIS_MS: u64 = 300_000;
 
-const FIXTURE: &str = "\
-// identity: fast-math folds it to `return x`, so the plain build's overflow disappears
-double identity(double x) {
-    double a = 2 * x; // expect: fast-math-overflow-disappears
-    double b = a * 0.5;
-    return b;
-}
-
-// foe: assume -4.5 <= v <= -0.3
-// foe: assume 0.4 <= w <= 0.9
-// foe: assume 3.8 <= r <= 7.8
-double turbine1(double v, double w, double r) {
-    return 3 + 2/(r*r) - 0.125*(3-2*v)*(w*w*r*r)/(1-v) - 4.5; // expect: *
-}
-";
+const FIXTURE: &str = include_str!("../nvim/flagged.c");
 
 fn nvim_available() -> bool {
     Command::new("nvim").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
@@ -78,9 +64,9 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
     assert_eq!(r["filetype"], "c");
     assert_eq!(r["attached"], true, "the foe client attached to the buffer");
 
-    // Diagnostics exactly on the fixture's `// expect:` lines.
+    // Diagnostics exactly on the fixture's `// foe: divergence` lines.
     let expected: Vec<u64> =
-        FIXTURE.lines().enumerate().filter(|(_, l)| l.contains("// expect: ")).map(|(i, _)| i as u64).collect();
+        FIXTURE.lines().enumerate().filter(|(_, l)| l.contains("// foe: divergence ")).map(|(i, _)| i as u64).collect();
     let diags = r["diagnostics"].as_array().cloned().unwrap_or_default();
     let mut lines: Vec<u64> = diags.iter().filter_map(|d| d["lnum"].as_u64()).collect();
     lines.dedup();

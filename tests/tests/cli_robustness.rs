@@ -10,7 +10,11 @@ fn check_json(path: &std::path::Path, extra: &[&str]) -> (i32, Value, String) {
     args.push(p);
     let out = foe(&args);
     let json = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (out.status.code().unwrap_or(-1), json, String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -37,14 +41,20 @@ fn a_thousand_functions_are_all_reported() {
     let file = dir.path().join("many.c");
     let mut text = String::new();
     for i in 0..1000 {
-        text.push_str(&format!("double f{i}(double x) {{ return x * {}.5; }}\n", i % 7 + 1));
+        text.push_str(&format!(
+            "double f{i}(double x) {{ return x * {}.5; }}\n",
+            i % 7 + 1
+        ));
     }
     std::fs::write(&file, text).unwrap();
     let (code, json, stderr) = check_json(&file, &["--radius", "1"]);
     assert!(code == 0 || code == 1, "status {code}: {stderr}");
     let functions = json["functions"].as_array().expect("a report");
     assert_eq!(functions.len(), 1000);
-    assert!(functions.iter().all(|f| f["status"] == "analysed"), "every function is analysed");
+    assert!(
+        functions.iter().all(|f| f["status"] == "analysed"),
+        "every function is analysed"
+    );
 }
 
 #[test]
@@ -76,5 +86,10 @@ fn sarif_output_is_valid_shape() {
     assert_eq!(sarif["version"], "2.1.0");
     let results = sarif["runs"][0]["results"].as_array().unwrap();
     assert!(!results.is_empty());
-    assert!(results[0]["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64().unwrap() >= 3);
+    assert!(
+        results[0]["locations"][0]["physicalLocation"]["region"]["startLine"]
+            .as_u64()
+            .unwrap()
+            >= 3
+    );
 }

@@ -14,7 +14,12 @@ const ANALYSIS_MS: u64 = 300_000;
 const FIXTURE: &str = include_str!("../nvim/flagged.c");
 
 fn nvim_available() -> bool {
-    Command::new("nvim").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("nvim")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -57,35 +62,67 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
     };
     let text = std::fs::read_to_string(&out).unwrap_or_default();
     let r: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    println!("neovim session result: {}", serde_json::to_string_pretty(&r).unwrap());
-    assert!(status.is_some(), "nvim did not finish within {SESSION:?}; steps done: {}", r["steps"]);
-    assert!(r["error"].is_null(), "the Lua script failed: {}", r["error"].as_str().unwrap_or(""));
+    println!(
+        "neovim session result: {}",
+        serde_json::to_string_pretty(&r).unwrap()
+    );
+    assert!(
+        status.is_some(),
+        "nvim did not finish within {SESSION:?}; steps done: {}",
+        r["steps"]
+    );
+    assert!(
+        r["error"].is_null(),
+        "the Lua script failed: {}",
+        r["error"].as_str().unwrap_or("")
+    );
     assert_eq!(r["done"], true, "{text}");
     assert_eq!(r["filetype"], "c");
     assert_eq!(r["attached"], true, "the foe client attached to the buffer");
 
     // Diagnostics exactly on the fixture's `// foe: divergence` lines.
-    let expected: Vec<u64> =
-        FIXTURE.lines().enumerate().filter(|(_, l)| l.contains("// foe: divergence ")).map(|(i, _)| i as u64).collect();
+    let expected: Vec<u64> = FIXTURE
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("// foe: divergence "))
+        .map(|(i, _)| i as u64)
+        .collect();
     let diags = r["diagnostics"].as_array().cloned().unwrap_or_default();
     let mut lines: Vec<u64> = diags.iter().filter_map(|d| d["lnum"].as_u64()).collect();
     lines.dedup();
     assert_eq!(lines, expected, "flagged lines: {diags:#?}");
     assert!(diags.iter().all(|d| d["source"] == "foe"));
-    assert!(diags.iter().any(|d| d["function"] == "identity" && d["code"] == "fast-math-overflow-disappears"));
+    assert!(diags
+        .iter()
+        .any(|d| d["function"] == "identity" && d["code"] == "fast-math-overflow-disappears"));
 
     let hover = r["hover"].as_str().unwrap_or("");
     for needle in ["Plain build P", "Fast-math build P'", "-ffast-math", "0x"] {
         assert!(hover.contains(needle), "hover lacks {needle:?}: {hover}");
     }
-    assert!(r["trace"].as_str().unwrap_or("").contains("**Input 1**"), ":FoeTrace markdown: {}", r["trace"]);
+    assert!(
+        r["trace"].as_str().unwrap_or("").contains("**Input 1**"),
+        ":FoeTrace markdown: {}",
+        r["trace"]
+    );
 
     let titles = r["code_actions"].as_array().cloned().unwrap_or_default();
-    assert!(titles.iter().any(|t| t.as_str().unwrap_or("").contains("(verified")), "{titles:?}");
-    assert!(r["fixed_text"].as_str().unwrap_or("").contains("#pragma float_control(precise, on)"));
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.as_str().unwrap_or("").contains("(verified")),
+        "{titles:?}"
+    );
+    assert!(r["fixed_text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("#pragma float_control(precise, on)"));
 
     let after = r["after_fix"].as_array().cloned().unwrap_or_default();
     assert!(!after.is_empty(), "no diagnostics after the fix: {text}");
-    assert!(after.iter().all(|d| d["function"] != "identity"), "identity still flagged: {after:#?}");
+    assert!(
+        after.iter().all(|d| d["function"] != "identity"),
+        "identity still flagged: {after:#?}"
+    );
     assert!(after.iter().any(|d| d["function"] == "turbine1"));
 }

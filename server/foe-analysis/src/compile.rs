@@ -1,1 +1,265 @@
-//! TODO
+//! Compiling the C file twice with clang, to textual LLVM IR with debug info: the reference build P and the
+//! fast-math build P'. Include paths and defines come from `compile_commands.json` when one is found.
+
+use crate::config::AnalysisConfig;
+use crate::process;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The two builds of one file, as clang's textual IR.
+#[derive(Debug, Clone)]
+pub struct CompiledPair {
+    pub p_ll: String,
+    pub pp_ll: String,
+}
+
+/// Why a file did not compile.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CompileError {
+    /// clang rejected the file: its first error and everything it printed.
+    #[error("{first_error}")]
+    Rejected { first_error: String, line: Option<u32>, column: Option<u32>, stderr: String },
+    /// clang could not be run at all.
+    #[error("cannot run {clang}: {reason}")]
+    Unavailable { clang: String, reason: String },
+}
+
+const CLANG_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The complete argument lists for P and P' (without input and output).
+pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<String>) {
+    let mut base = vec!["-S".to_string(), "-emit-llvm".into(), "-g".into(), "-gcolumn-info".into()];
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // the text arrives on stdin, so quoted includes need the file's own directory
+        base.push("-iquote".into());
+        base.push(dir.display().to_string());
+    }
+    base.extend(config.extra_flags.iter().cloned());
+    let mut p = base.clone();
+    p.extend(config.flags_p.iter().cloned());
+    if optimisation_level(&config.flags_p) == "0" {
+        // -O0 marks functions optnone, which would stop the analysis copy's mem2reg; code generation is
+        // unaffected because foe generates code at -O0 anyway
+        p.extend(["-Xclang".into(), "-disable-O0-optnone".into()]);
+    }
+    let mut pp = base;
+    pp.extend(config.flags_p_prime.iter().cloned());
+    (p, pp)
+}
+
+/// The last `-O` level among `flags` ("0" when none).
+fn optimisation_level(flags: &[String]) -> String {
+    flags
+        .iter()
+        .filter_map(|f| f.strip_prefix("-O"))
+        .last()
+        .map(|l| if l.is_empty() { "1".to_string() } else { l.to_string() })
+        .unwrap_or_else(|| "0".into())
+}
+
+/// Compiles `text` (the content of `file`) as P and P', in parallel.
+pub fn compile_pair(config: &AnalysisConfig, file: &Path, text: &str) -> Result<CompiledPair, CompileError> {
+    let (p_flags, pp_flags) = build_flags(config, file);
+    let (p, pp) = std::thread::scope(|s| {
+        let p = s.spawn(|| compile_one(config, file, text, &p_flags));
+        let pp = compile_one(config, file, text, &pp_flags);
+        (p.join().expect("clang thread does not panic"), pp)
+    });
+    Ok(CompiledPair { p_ll: p?, pp_ll: pp? })
+}
+
+fn compile_one(config: &AnalysisConfig, file: &Path, text: &str, flags: &[String]) -> Result<String, CompileError> {
+    let cwd = file.parent().filter(|d| d.is_dir()).map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+    let mut cmd = process::command(&config.clang, &cwd);
+    cmd.args(flags).args(["-x", "c", "-", "-o", "-"]);
+    let out = process::run_tool(cmd, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| CompileError::Unavailable {
+        clang: config.clang.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let name = file.display().to_string();
+    let stderr = out.stderr.replace("<stdin>", &name);
+    if out.timed_out {
+        return Err(CompileError::Rejected {
+            first_error: format!("{name}: clang did not finish within {} s", CLANG_TIMEOUT.as_secs()),
+            line: None,
+            column: None,
+            stderr,
+        });
+    }
+    if out.status != Some(0) {
+        let (first_error, line, column) = first_error(&stderr, &name);
+        return Err(CompileError::Rejected { first_error, line, column, stderr });
+    }
+    String::from_utf8(out.stdout).map_err(|_| CompileError::Rejected {
+        first_error: "clang produced IR that is not UTF-8".into(),
+        line: None,
+        column: None,
+        stderr,
+    })
+}
+
+/// clang's first `error:` line, with its line and column when it is in the analysed file.
+fn first_error(stderr: &str, name: &str) -> (String, Option<u32>, Option<u32>) {
+    let Some(line) = stderr.lines().find(|l| l.contains("error:")) else {
+        let fallback = stderr.lines().next().unwrap_or("clang failed without a message").to_string();
+        return (fallback, None, None);
+    };
+    let mut pos = (None, None);
+    if let Some(rest) = line.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
+        let mut parts = rest.splitn(3, ':');
+        pos = (parts.next().and_then(|s| s.parse().ok()), parts.next().and_then(|s| s.parse().ok()));
+    }
+    (line.trim().to_string(), pos.0, pos.1)
+}
+
+/// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
+/// `build/` subdirectories) and returns the include paths, defines and language flags of its entry.
+pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)> {
+    let file = std::fs::canonicalize(file).ok().unwrap_or_else(|| file.to_path_buf());
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        for candidate in [d.join("compile_commands.json"), d.join("build").join("compile_commands.json")] {
+            if let Some(flags) = entry_flags(&candidate, &file) {
+                return Some((candidate, flags));
+            }
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+fn entry_flags(db: &Path, file: &Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(db).ok()?;
+    let entries: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
+    for entry in entries {
+        let directory = PathBuf::from(entry.get("directory")?.as_str()?);
+        let entry_file = directory.join(entry.get("file")?.as_str()?);
+        let same = std::fs::canonicalize(&entry_file).map(|p| p == file).unwrap_or(entry_file == file);
+        if !same {
+            continue;
+        }
+        let args: Vec<String> = if let Some(a) = entry.get("arguments").and_then(|a| a.as_array()) {
+            a.iter().filter_map(|s| s.as_str().map(String::from)).collect()
+        } else {
+            split_command(entry.get("command")?.as_str()?)
+        };
+        return Some(keep_preprocessor_flags(&args, &directory));
+    }
+    None
+}
+
+/// Keeps the flags that change what the file means (includes, defines, language standard), resolving relative
+/// paths against the entry's directory; drops optimisation and output flags, which foe sets itself.
+fn keep_preprocessor_flags(args: &[String], directory: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 1; // skip the compiler
+    let resolve = |p: &str| -> String {
+        let path = Path::new(p);
+        if path.is_absolute() {
+            p.to_string()
+        } else {
+            directory.join(path).display().to_string()
+        }
+    };
+    while i < args.len() {
+        let a = &args[i];
+        let with_value = ["-I", "-isystem", "-iquote", "-include", "-D", "-U", "-idirafter"];
+        if let Some(flag) = with_value.iter().find(|f| a == *f) {
+            if let Some(v) = args.get(i + 1) {
+                let v = if matches!(*flag, "-D" | "-U") { v.clone() } else { resolve(v) };
+                out.push(flag.to_string());
+                out.push(v);
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(p) = a.strip_prefix("-I") {
+            out.push(format!("-I{}", resolve(p)));
+        } else if a.starts_with("-D") || a.starts_with("-U") || a.starts_with("-std=") {
+            out.push(a.clone());
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Splits a shell-style command line (double and single quotes, backslash escapes).
+fn split_command(command: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut cur = String::new();
+    let mut in_arg = false;
+    let mut chars = command.chars();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            (Some(_), c) => cur.push(c),
+            (None, '"') | (None, '\'') => {
+                quote = Some(c);
+                in_arg = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_arg || !cur.is_empty() {
+                    args.push(std::mem::take(&mut cur));
+                    in_arg = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_arg = true;
+            }
+        }
+    }
+    if in_arg || !cur.is_empty() {
+        args.push(cur);
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_the_first_error() {
+        let config = AnalysisConfig::default();
+        let err = compile_pair(&config, Path::new("/tmp/broken.c"), "double f(double x) { return x +; }\n").unwrap_err();
+        match err {
+            CompileError::Rejected { first_error, line, column, .. } => {
+                assert!(first_error.starts_with("/tmp/broken.c:1:"), "{first_error}");
+                assert!(first_error.contains("error:"));
+                assert_eq!(line, Some(1));
+                assert!(column.is_some());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn compiles_both_builds() {
+        let config = AnalysisConfig::default();
+        let pair = compile_pair(&config, Path::new("/tmp/id.c"), "double id(double x) { double a = 2*x; return a*0.5; }\n").unwrap();
+        assert!(pair.p_ll.contains("fmul double"));
+        assert!(!pair.pp_ll.contains("fmul"), "fast-math folds 2*x*0.5");
+    }
+
+    #[test]
+    fn reads_compile_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        std::fs::write(&src, "int x;").unwrap();
+        std::fs::create_dir(dir.path().join("build")).unwrap();
+        let db = format!(
+            r#"[{{"directory": "{}", "command": "cc -Iinc -DN=3 -O3 -std=c11 -o a.o -c a.c", "file": "a.c"}}]"#,
+            dir.path().display()
+        );
+        std::fs::write(dir.path().join("build/compile_commands.json"), db).unwrap();
+        let (_, flags) = flags_from_compile_commands(&src).unwrap();
+        assert_eq!(flags, vec![format!("-I{}/inc", dir.path().display()), "-DN=3".into(), "-std=c11".into()]);
+    }
+}

@@ -38,7 +38,7 @@ pub struct AnalysisConfig {
     pub solver_timeout_ms: u64,
     /// Retry queries whose rounded real model does not raise the exception with Z3's floating-point theory; default true.
     pub fp_theory_fallback: bool,
-    /// Time limit of one execution of one build on one input, in milliseconds; default 1000.
+    /// Time limit of one execution of one build on one input, in milliseconds; default 500.
     pub exec_timeout_ms: u64,
     /// Address-space limit of the worker process in MiB; default 2048.
     pub memory_limit_mib: u64,
@@ -63,7 +63,7 @@ impl Default for AnalysisConfig {
             max_paths: 64,
             solver_timeout_ms: 2000,
             fp_theory_fallback: true,
-            exec_timeout_ms: 1000,
+            exec_timeout_ms: 500,
             memory_limit_mib: 2048,
             ftz_daz: FtzMode::Auto,
             report_plain_exceptions: false,

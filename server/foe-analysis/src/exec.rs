@@ -1,1 +1,434 @@
-//! TODO
+//! Native execution of both builds: [`Runner::build`] instruments P and P', generates code without
+//! re-optimising and links them with the C runtime into one worker program; [`Runner::run`] sends batches of
+//! inputs to the worker (sandboxed, restarted after crashes and time-outs) and returns both builds' exception
+//! traces and results per input.
+
+mod toolchain;
+mod worker;
+
+use crate::config::AnalysisConfig;
+use crate::instrument::{self, InstrumentError, SiteTable};
+use crate::report::{RunEnd, TraceEvent};
+use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, ReturnType};
+use inkwell::context::Context;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use worker::{ExecLimits, Worker};
+
+pub use toolchain::{RUNTIME_C, RUNTIME_H};
+
+/// Why the runner could not be built or could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("{0}")]
+    Ir(String),
+    #[error(transparent)]
+    Instrument(#[from] InstrumentError),
+    #[error("{0}")]
+    Toolchain(String),
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("function {0} is not in the runner")]
+    UnknownFunction(String),
+    #[error("function {function} cannot be run: {reason}")]
+    Unavailable { function: String, reason: String },
+    #[error("input does not fit {function}: {reason}")]
+    BadInput { function: String, reason: String },
+    #[error("worker failed: {0}")]
+    Worker(String),
+}
+
+/// How one execution of one build went, with its exception trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub trace: Vec<TraceEvent>,
+    pub end: RunEnd,
+    /// The trace held more events than the runtime records (4096); `trace` is the prefix.
+    pub truncated: bool,
+}
+
+/// Both builds on one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairOutcome {
+    pub p: RunOutcome,
+    pub pp: RunOutcome,
+}
+
+/// How a run ended, before formatting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawEnd {
+    /// The result bits (see [`instrument::add_entry`]).
+    Returned(u64),
+    Crashed(i32),
+    TimedOut,
+    /// The code called `exit` (or died with this status).
+    Exited(i32),
+    /// The code called a function the file does not define (index into the runner's stubbed symbols).
+    Undefined(u32),
+}
+
+/// One run as the worker reports it: trace words `(site << 3) | kind`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRun {
+    pub events: Vec<u32>,
+    pub truncated: bool,
+    pub end: RawEnd,
+}
+
+impl RawRun {
+    pub fn returned(&self) -> bool {
+        matches!(self.end, RawEnd::Returned(_))
+    }
+    /// The trace's exception kind codes ([`ExceptionKind::runtime_code`]).
+    pub fn kinds(&self) -> impl Iterator<Item = u8> + '_ {
+        self.events.iter().map(|e| (e & 7) as u8)
+    }
+}
+
+/// Both builds on one input, raw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawPair {
+    pub p: RawRun,
+    pub pp: RawRun,
+}
+
+struct Entry {
+    sig: FunctionSignature,
+    /// Why the function cannot run in one of the builds.
+    unavailable: Option<String>,
+}
+
+/// Counters for benchmarks and logs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunnerStats {
+    /// Time [`Runner::build`] took.
+    pub build_time: Duration,
+    /// Inputs run (each on both builds).
+    pub executions: u64,
+    /// Worker processes started (the first plus restarts).
+    pub worker_starts: u64,
+    /// Time spent in [`Runner::run`].
+    pub run_time: Duration,
+}
+
+/// Both instrumented builds linked into a worker program, and the worker process.
+pub struct Runner {
+    /// Declared first so the worker is killed before its directory goes.
+    worker: Option<Worker>,
+    dir: tempfile::TempDir,
+    exe: PathBuf,
+    sites: SiteTable,
+    entries: Vec<Entry>,
+    by_name: HashMap<String, usize>,
+    limits: ExecLimits,
+    stats: RunnerStats,
+    /// Symbols the file uses but does not define, stubbed (index = stub index).
+    undefined: Vec<String>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").field("exe", &self.exe).field("sites", &self.sites.len()).finish()
+    }
+}
+
+impl Runner {
+    /// Instruments P and P' (clang's textual IR of the whole file: P = `-O0 -Xclang -disable-O0-optnone
+    /// -ffp-contract=off -g`, P' = `-O2 -ffast-math -g`), generates code without re-optimising, and links them
+    /// with the runtime into one worker that can call every function of `functions` in both builds.
+    /// A function one build cannot call (P' inlined a static function away, or changed its interface) is
+    /// kept as unavailable: [`Runner::run`] reports why.
+    pub fn build(
+        p_ll: &str,
+        pp_ll: &str,
+        functions: &[FunctionSignature],
+        cfg: &AnalysisConfig,
+    ) -> Result<Runner, ExecError> {
+        let _span = tracing::debug_span!("build_runner").entered();
+        let started = Instant::now();
+        let dir = tempfile::Builder::new().prefix("foe-exec").tempdir()?;
+        let runtime = toolchain::runtime_object(&cfg.clang, dir.path())?;
+        let module_obj = dir.path().join("builds.o");
+        let mut sites = SiteTable::default();
+        let data_decls;
+        let mut entries: Vec<Entry> = functions.iter().map(|sig| Entry { sig: sig.clone(), unavailable: None }).collect();
+        {
+            let ctx = Context::create();
+            let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
+            let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
+            instrument::instrument_module(&p, Build::P, &mut sites)?;
+            instrument::instrument_module(&pp, Build::PPrime, &mut sites)?;
+            instrument::prefix_symbols(&p, Build::P);
+            instrument::prefix_symbols(&pp, Build::PPrime);
+            let mut names = Vec::with_capacity(functions.len());
+            for (i, entry) in entries.iter_mut().enumerate() {
+                let ep = instrument::add_entry(&p, Build::P, i, &entry.sig)?;
+                let epp = instrument::add_entry(&pp, Build::PPrime, i, &entry.sig)?;
+                match (ep, epp) {
+                    (Ok(a), Ok(b)) => names.push(Some((fn_name(a), fn_name(b)))),
+                    (Err(reason), _) | (_, Err(reason)) => {
+                        entry.unavailable = Some(reason);
+                        names.push(None);
+                    }
+                }
+            }
+            p.link_in_module(pp).map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
+            let table: Vec<_> = names
+                .iter()
+                .map(|n| match n {
+                    Some((a, b)) => (p.get_function(a), p.get_function(b)),
+                    None => (None, None),
+                })
+                .collect();
+            instrument::add_entry_table(&p, &table);
+            data_decls = instrument::data_declarations(&p);
+            instrument::finish_module(&p)?;
+            instrument::emit_object(&p, &module_obj)?;
+        }
+        let exe = dir.path().join("foe-worker");
+        let mut undefined = Vec::new();
+        if let Err(missing) = toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj], &exe)? {
+            // Functions and data of other files: stub them so only the inputs that reach them fail.
+            let stubs = dir.path().join("stubs.o");
+            {
+                let ctx = Context::create();
+                let module = instrument::stub_module(&ctx, &missing, &data_decls)?;
+                instrument::emit_object(&module, &stubs)?;
+            }
+            if let Err(still) =
+                toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj, &stubs], &exe)?
+            {
+                return Err(ExecError::Toolchain(format!("cannot link the worker: undefined {}", still.join(", "))));
+            }
+            tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
+            undefined = missing;
+        }
+        let by_name = entries.iter().enumerate().map(|(i, e)| (e.sig.name.clone(), i)).collect();
+        let limits = ExecLimits {
+            timeout_ms: cfg.exec_timeout_ms.max(1),
+            memory_mib: cfg.memory_limit_mib.max(64),
+            p_ftz: cfg.p_ftz(),
+            pp_ftz: cfg.p_prime_ftz(),
+        };
+        let stats = RunnerStats { build_time: started.elapsed(), ..RunnerStats::default() };
+        tracing::debug!(ms = stats.build_time.as_millis() as u64, sites = sites.len(), "runner built");
+        Ok(Runner { dir, exe, sites, entries, by_name, limits, worker: None, stats, undefined })
+    }
+
+    /// Runs both builds on each input (in order), batching many inputs per worker start.
+    pub fn run(&mut self, function: &str, inputs: &[Input]) -> Result<Vec<PairOutcome>, ExecError> {
+        let raw = self.run_raw(function, inputs)?;
+        let sig = &self.entries[self.by_name[function]].sig;
+        Ok(raw
+            .iter()
+            .map(|pair| PairOutcome { p: self.outcome(sig, &pair.p), pp: self.outcome(sig, &pair.pp) })
+            .collect())
+    }
+
+    /// As [`Runner::run`], with traces as raw site/kind words (what the search works on).
+    pub fn run_raw(&mut self, function: &str, inputs: &[Input]) -> Result<Vec<RawPair>, ExecError> {
+        let started = Instant::now();
+        let index = *self.by_name.get(function).ok_or_else(|| ExecError::UnknownFunction(function.to_string()))?;
+        let entry = &self.entries[index];
+        if let Some(reason) = &entry.unavailable {
+            return Err(ExecError::Unavailable { function: function.to_string(), reason: reason.clone() });
+        }
+        let nargs = entry.sig.params.len();
+        let mut words = Vec::with_capacity(inputs.len() * nargs);
+        for input in inputs {
+            encode_input(&entry.sig, input, &mut words)?;
+        }
+        if inputs.is_empty() {
+            return Ok(vec![]);
+        }
+        let out = worker::run_batches(
+            &mut self.worker,
+            &self.exe,
+            self.dir.path(),
+            &self.limits,
+            index as u32,
+            nargs,
+            inputs.len(),
+            &words,
+            &mut self.stats.worker_starts,
+        );
+        self.stats.run_time += started.elapsed();
+        let out = out?;
+        self.stats.executions += out.len() as u64;
+        Ok(out)
+    }
+
+    /// The public form of a raw run of `sig`.
+    pub fn outcome(&self, sig: &FunctionSignature, raw: &RawRun) -> RunOutcome {
+        RunOutcome {
+            trace: raw.events.iter().filter_map(|&e| self.event(e)).collect(),
+            end: self.end(sig, raw.end),
+            truncated: raw.truncated,
+        }
+    }
+
+    /// The trace event of a raw trace word.
+    pub fn event(&self, word: u32) -> Option<TraceEvent> {
+        let kind = ExceptionKind::from_runtime_code((word & 7) as u8)?;
+        let site = self.sites.get(word >> 3)?;
+        Some(TraceEvent { kind, line: site.line, column: site.column, operation: site.operation.clone() })
+    }
+
+    /// How a run ended, with the result formatted for `sig`'s return type.
+    pub fn end(&self, sig: &FunctionSignature, end: RawEnd) -> RunEnd {
+        match end {
+            RawEnd::Returned(bits) => RunEnd::Returned { value: format_return(sig.ret, bits) },
+            RawEnd::Crashed(signal) => RunEnd::Crashed { signal, name: signal_name(signal) },
+            RawEnd::TimedOut => RunEnd::TimedOut { limit_ms: self.limits.timeout_ms },
+            RawEnd::Exited(status) => RunEnd::Crashed { signal: 0, name: format!("exit({status})") },
+            RawEnd::Undefined(i) => RunEnd::Crashed {
+                signal: 0,
+                name: match self.undefined.get(i as usize) {
+                    Some(f) => format!("call to {f}, which this file does not define"),
+                    None => "call to a function this file does not define".into(),
+                },
+            },
+        }
+    }
+
+    pub fn signature(&self, function: &str) -> Option<&FunctionSignature> {
+        self.by_name.get(function).map(|&i| &self.entries[i].sig)
+    }
+
+    /// Why `function` cannot be run, if it cannot.
+    pub fn unavailable(&self, function: &str) -> Option<&str> {
+        self.by_name.get(function).and_then(|&i| self.entries[i].unavailable.as_deref())
+    }
+
+    pub fn sites(&self) -> &SiteTable {
+        &self.sites
+    }
+
+    pub fn stats(&self) -> RunnerStats {
+        self.stats
+    }
+}
+
+fn fn_name(f: inkwell::values::FunctionValue<'_>) -> String {
+    f.get_name().to_string_lossy().into_owned()
+}
+
+/// Appends one word per parameter, checking the values fit the signature.
+fn encode_input(sig: &FunctionSignature, input: &Input, words: &mut Vec<u64>) -> Result<(), ExecError> {
+    let bad = |reason: String| ExecError::BadInput { function: sig.name.clone(), reason };
+    if input.0.len() != sig.params.len() {
+        return Err(bad(format!("{} values for {} parameters", input.0.len(), sig.params.len())));
+    }
+    for (param, value) in sig.params.iter().zip(&input.0) {
+        let word = match (param.ty, *value) {
+            (ParamType::F64, ArgValue::F64(v)) => v.to_bits(),
+            (ParamType::F32, ArgValue::F32(v)) => v.to_bits() as u64,
+            (ParamType::Int { bits, signed }, ArgValue::Int(v)) => {
+                if !int_fits(v, bits, signed) {
+                    return Err(bad(format!("{v} does not fit parameter {}", param.name)));
+                }
+                v as u64
+            }
+            (ParamType::OutPtr { .. }, ArgValue::OutPtr) => 0,
+            (ty, v) => return Err(bad(format!("parameter {} is {ty:?}, got {v:?}", param.name))),
+        };
+        words.push(word);
+    }
+    Ok(())
+}
+
+/// Whether `v` is a value of the C integer type (a 64-bit unsigned value is given as its bit pattern).
+pub fn int_fits(v: i64, bits: u32, signed: bool) -> bool {
+    match (bits, signed) {
+        (64, _) => true,
+        (1, _) => (0..=1).contains(&v),
+        (b, true) if b < 64 => v >= -(1i64 << (b - 1)) && v < (1i64 << (b - 1)),
+        (b, false) if b < 64 => v >= 0 && v < (1i64 << b),
+        _ => false,
+    }
+}
+
+/// A returned value as `%a (decimal)`, or a decimal integer; `None` for void and untracked types.
+pub fn format_return(ret: ReturnType, bits: u64) -> Option<String> {
+    match ret {
+        ReturnType::F64 => {
+            let v = ArgValue::F64(f64::from_bits(bits));
+            Some(format!("{} ({})", v.hex(), v.decimal()))
+        }
+        ReturnType::F32 => {
+            let v = ArgValue::F32(f32::from_bits(bits as u32));
+            Some(format!("{} ({})", v.hex(), v.decimal()))
+        }
+        ReturnType::Int { bits: width, signed } => Some(if signed {
+            (bits as i64).to_string()
+        } else if width >= 64 {
+            bits.to_string()
+        } else {
+            (bits & ((1u64 << width) - 1)).to_string()
+        }),
+        ReturnType::Void | ReturnType::Other => None,
+    }
+}
+
+/// One line describing how a run ended (`0x1p+0 (1.0e0)`, `crashed (SIGSEGV)`, `timed out after 1000 ms`).
+pub fn describe_end(end: &RunEnd) -> String {
+    match end {
+        RunEnd::Returned { value: Some(v) } => v.clone(),
+        RunEnd::Returned { value: None } => "returned".into(),
+        RunEnd::Crashed { name, .. } => format!("crashed ({name})"),
+        RunEnd::TimedOut { limit_ms } => format!("timed out after {limit_ms} ms"),
+    }
+}
+
+/// `SIGSEGV` etc. for the signals user code dies of.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Compiling C snippets into the two builds for tests, as the pipeline does.
+    use super::*;
+
+    /// clang's textual IR of `src` for P and P' with the default flags, as the pipeline compiles it.
+    pub fn compile_pair(src: &str) -> (String, String) {
+        let cfg = AnalysisConfig::default();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("t.c");
+        std::fs::write(&file, src).expect("write source");
+        let pair = crate::compile::compile_pair(&cfg, &file, src).expect("compile");
+        (pair.p_ll, pair.pp_ll)
+    }
+
+    /// The signatures of the functions P defines.
+    pub fn signatures(p_ll: &str) -> Vec<FunctionSignature> {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, p_ll, "P").expect("parse P");
+        crate::ir::describe_functions(&m, p_ll).into_iter().filter_map(|r| r.ok()).map(|i| i.signature).collect()
+    }
+
+    pub fn runner(src: &str, cfg: &AnalysisConfig) -> (Runner, Vec<FunctionSignature>) {
+        let (p, pp) = compile_pair(src);
+        let sigs = signatures(&p);
+        (Runner::build(&p, &pp, &sigs, cfg).expect("build runner"), sigs)
+    }
+}
+
+#[cfg(test)]
+mod tests;

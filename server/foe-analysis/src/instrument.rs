@@ -1,1 +1,624 @@
-//! TODO
+//! Instrumentation of the two builds for native runs: a `__foe_check(site)` call after every floating-point
+//! instruction (with a site table mapping ids to build, function, operation and source position), per-build
+//! symbol prefixes so P and P' link into one program, typed entry wrappers, the entry table the batch driver
+//! calls through, and object-code generation without re-optimisation.
+//!
+//! The pass works on the IR as clang produced it (P' already optimised): instrumenting before optimisation
+//! would let the optimiser move floating-point operations across the checks.
+
+use crate::types::{Build, FunctionSignature, ParamType, ReturnType};
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::types::{AnyType, AnyTypeEnum, BasicTypeEnum};
+use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode, InstructionValue};
+use inkwell::{AddressSpace, FloatPredicate, OptimizationLevel};
+use std::path::Path;
+
+/// The runtime function called after every floating-point instruction.
+pub const CHECK_FN: &str = "__foe_check";
+/// Metadata kind marking an instrumented instruction (its operand is the site id); makes the pass idempotent.
+pub const SITE_MD: &str = "foe.site";
+/// The generated table of entry points (`[2N x ptr]`, P then P' for each function).
+pub const ENTRY_TABLE: &str = "__foe_entries";
+/// The generated number of functions in [`ENTRY_TABLE`] (`i32`).
+pub const ENTRY_COUNT: &str = "__foe_entry_count";
+/// Site ids share a 32-bit trace word with a 3-bit kind.
+pub const MAX_SITES: usize = 1 << 29;
+
+/// One instrumented instruction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Site {
+    pub build: Build,
+    /// The C name of the function holding the instruction (after inlining, the caller).
+    pub function: String,
+    /// The opcode or callee (`fmul`, `fcmp olt`, `call exp`, `fdiv <2 x double>`).
+    pub operation: String,
+    /// From the debug info; for an instruction the optimiser left without a location, the line of the nearest
+    /// located instruction of its block (usually the same statement) and no column.
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+}
+
+/// Site id → site, for both builds (ids are unique across them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteTable {
+    sites: Vec<Site>,
+}
+
+impl SiteTable {
+    pub fn get(&self, id: u32) -> Option<&Site> {
+        self.sites.get(id as usize)
+    }
+    pub fn len(&self) -> usize {
+        self.sites.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Site)> {
+        self.sites.iter().enumerate().map(|(i, s)| (i as u32, s))
+    }
+    fn push(&mut self, site: Site) -> Result<u32, InstrumentError> {
+        if self.sites.len() >= MAX_SITES {
+            return Err(InstrumentError::TooManySites(self.sites.len()));
+        }
+        self.sites.push(site);
+        Ok(self.sites.len() as u32 - 1)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstrumentError {
+    #[error("too many floating-point operations to instrument ({0})")]
+    TooManySites(usize),
+    #[error("cannot build IR for {what}: {message}")]
+    Builder { what: String, message: String },
+    #[error("the instrumented module is invalid: {0}")]
+    Verify(String),
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+}
+
+fn builder_error(what: impl Into<String>) -> impl FnOnce(inkwell::builder::BuilderError) -> InstrumentError {
+    let what = what.into();
+    move |e| InstrumentError::Builder { what, message: e.to_string() }
+}
+
+/// Symbol prefix of a build's definitions in the linked program.
+pub fn build_prefix(build: Build) -> &'static str {
+    match build {
+        Build::P => "__foe_p.",
+        Build::PPrime => "__foe_pp.",
+    }
+}
+
+/// Inserts `call void @__foe_check(i32 site)` after every floating-point instruction of every function defined
+/// in `module`, recording each site in `sites`. Already instrumented instructions are skipped. Returns the
+/// number of checks inserted.
+pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTable) -> Result<usize, InstrumentError> {
+    let ctx = module.get_context();
+    let i32t = ctx.i32_type();
+    let check = match module.get_function(CHECK_FN) {
+        Some(f) => f,
+        None => {
+            let f = module.add_function(CHECK_FN, ctx.void_type().fn_type(&[i32t.into()], false), None);
+            let nounwind = inkwell::attributes::Attribute::get_named_enum_kind_id("nounwind");
+            f.add_attribute(inkwell::attributes::AttributeLoc::Function, ctx.create_enum_attribute(nounwind, 0));
+            f
+        }
+    };
+    let kind = ctx.get_kind_id(SITE_MD);
+    let builder = ctx.create_builder();
+    let mut inserted = 0;
+    for function in module.get_functions() {
+        if function.count_basic_blocks() == 0 {
+            continue;
+        }
+        let fname = function.get_name().to_string_lossy().into_owned();
+        if fname.starts_with("__foe") {
+            continue;
+        }
+        let mut targets = Vec::new();
+        for block in function.get_basic_block_iter() {
+            for inst in block.get_instructions() {
+                if inst.get_metadata(kind).is_none() && raises_fp_exceptions(inst, check) {
+                    targets.push(inst);
+                }
+            }
+        }
+        for inst in targets {
+            let Some(next) = inst.get_next_instruction() else { continue };
+            let loc = source_position(inst);
+            let id = sites.push(Site {
+                build,
+                function: fname.clone(),
+                operation: operation_text(inst),
+                line: loc.map(|l| l.0),
+                column: loc.map(|l| l.1).filter(|&c| c > 0),
+            })?;
+            let md = ctx.metadata_node(&[i32t.const_int(id as u64, false).into()]);
+            inst.set_metadata(md, kind).map_err(|e| InstrumentError::Builder {
+                what: format!("the site mark in {fname}"),
+                message: e.to_string(),
+            })?;
+            builder.position_before(&next);
+            let call = builder
+                .build_call(check, &[i32t.const_int(id as u64, false).into()], "")
+                .map_err(builder_error(format!("the check in {fname}")))?;
+            if let Some(call_inst) = call.try_as_basic_value().instruction() {
+                let _ = call_inst.set_metadata(md, kind);
+            }
+            inserted += 1;
+        }
+    }
+    Ok(inserted)
+}
+
+/// The instruction's line and column (column 0 when unknown); when the optimiser dropped its location (it does
+/// for reassociated operations), the line of the nearest following instruction of the block that has one, else
+/// of the nearest preceding one, with column 0.
+fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
+    let own = |i: InstructionValue<'_>| {
+        i.get_debug_location().filter(|l| l.get_line() > 0).map(|l| (l.get_line(), l.get_column()))
+    };
+    // A borrowed position keeps only the line: its column belongs to another operation.
+    let line_only = |i: InstructionValue<'_>| own(i).map(|(line, _)| (line, 0));
+    own(inst)
+        .or_else(|| std::iter::successors(inst.get_next_instruction(), |i| i.get_next_instruction()).find_map(line_only))
+        .or_else(|| {
+            std::iter::successors(inst.get_previous_instruction(), |i| i.get_previous_instruction()).find_map(line_only)
+        })
+}
+
+/// Whether `inst` is a floating-point operation that can set an IEEE exception flag.
+fn raises_fp_exceptions(inst: InstructionValue<'_>, check: FunctionValue<'_>) -> bool {
+    use InstructionOpcode::*;
+    match inst.get_opcode() {
+        FAdd | FSub | FMul | FDiv | FRem | FCmp | FPToSI | FPToUI | SIToFP | UIToFP | FPExt | FPTrunc => true,
+        Call => {
+            let Ok(call) = CallSiteValue::try_from(inst) else { return false };
+            if let Some(callee) = call.get_called_fn_value() {
+                // Defined functions are instrumented themselves; the check itself raises nothing.
+                if callee == check || callee.count_basic_blocks() > 0 {
+                    return false;
+                }
+                let name = callee.get_name().to_bytes();
+                if name.starts_with(b"llvm.dbg.") || name.starts_with(b"llvm.lifetime.") {
+                    return false;
+                }
+            }
+            let returns_fp = crate::ir::is_fp_type(inst.get_type());
+            let takes_fp = (0..call.count_arguments()).any(|i| {
+                inst.get_operand(i)
+                    .and_then(|op| op.value())
+                    .map(|v| crate::ir::is_fp_type(v.get_type().as_any_type_enum()))
+                    .unwrap_or(false)
+            });
+            returns_fp || takes_fp
+        }
+        _ => false,
+    }
+}
+
+/// A short description of the operation for reports.
+fn operation_text(inst: InstructionValue<'_>) -> String {
+    use InstructionOpcode::*;
+    let base = match inst.get_opcode() {
+        FAdd => "fadd".to_string(),
+        FSub => "fsub".into(),
+        FMul => "fmul".into(),
+        FDiv => "fdiv".into(),
+        FRem => "frem".into(),
+        FPToSI => "fptosi".into(),
+        FPToUI => "fptoui".into(),
+        SIToFP => "sitofp".into(),
+        UIToFP => "uitofp".into(),
+        FPExt => "fpext".into(),
+        FPTrunc => "fptrunc".into(),
+        FCmp => format!("fcmp {}", inst.get_fcmp_predicate().map(predicate_name).unwrap_or("?")),
+        Call => {
+            let callee = CallSiteValue::try_from(inst)
+                .ok()
+                .and_then(|c| c.get_called_fn_value())
+                .map(|f| f.get_name().to_string_lossy().into_owned());
+            match callee {
+                Some(name) => format!("call {}", short_callee(&name)),
+                None => "call (indirect)".into(),
+            }
+        }
+        other => format!("{other:?}").to_lowercase(),
+    };
+    // Vector operations carry their type (`fmul <2 x double>`); conversions and compares to vectors too.
+    let vector_ty = |t: AnyTypeEnum<'_>| matches!(t, AnyTypeEnum::VectorType(_));
+    let operand_ty = inst
+        .get_operand(0)
+        .and_then(|o| o.value())
+        .map(|v| v.get_type().as_any_type_enum());
+    if inst.get_opcode() != Call {
+        if vector_ty(inst.get_type()) {
+            return format!("{base} {}", inst.get_type().print_to_string().to_string_lossy());
+        }
+        if let Some(t) = operand_ty.filter(|t| vector_ty(*t)) {
+            return format!("{base} {}", t.print_to_string().to_string_lossy());
+        }
+    }
+    base
+}
+
+/// `llvm.sqrt.f64` → `sqrt`, `llvm.maxnum.v2f64` → `maxnum`; other names unchanged.
+fn short_callee(name: &str) -> &str {
+    let Some(rest) = name.strip_prefix("llvm.") else { return name };
+    match rest.rsplit_once('.') {
+        Some((head, suffix))
+            if suffix.starts_with('f') || suffix.starts_with('v') || suffix.starts_with('i') =>
+        {
+            head
+        }
+        _ => rest,
+    }
+}
+
+fn predicate_name(p: FloatPredicate) -> &'static str {
+    match p {
+        FloatPredicate::OEQ => "oeq",
+        FloatPredicate::OGE => "oge",
+        FloatPredicate::OGT => "ogt",
+        FloatPredicate::OLE => "ole",
+        FloatPredicate::OLT => "olt",
+        FloatPredicate::ONE => "one",
+        FloatPredicate::ORD => "ord",
+        FloatPredicate::PredicateFalse => "false",
+        FloatPredicate::PredicateTrue => "true",
+        FloatPredicate::UEQ => "ueq",
+        FloatPredicate::UGE => "uge",
+        FloatPredicate::UGT => "ugt",
+        FloatPredicate::ULE => "ule",
+        FloatPredicate::ULT => "ult",
+        FloatPredicate::UNE => "une",
+        FloatPredicate::UNO => "uno",
+    }
+}
+
+/// Gives every definition of `module` the build's prefix and internal linkage, so two builds of one file link
+/// into one program; drops static constructors and destructors (they would run in the worker before its
+/// protocol is set up). Declarations (libc, libm) and intrinsics are left alone.
+pub fn prefix_symbols(module: &Module<'_>, build: Build) {
+    let prefix = build_prefix(build);
+    for function in module.get_functions() {
+        if function.count_basic_blocks() == 0 {
+            continue;
+        }
+        let name = function.get_name().to_string_lossy().into_owned();
+        if name.starts_with("__foe") || name.starts_with("llvm.") {
+            continue;
+        }
+        function.as_global_value().set_name(&format!("{prefix}{name}"));
+        function.set_linkage(Linkage::Internal);
+    }
+    let mut doomed = Vec::new();
+    for global in module.get_globals() {
+        let name = global.get_name().to_string_lossy().into_owned();
+        if name == "llvm.global_ctors" || name == "llvm.global_dtors" {
+            doomed.push(global);
+            continue;
+        }
+        if global.is_declaration() || name.starts_with("llvm.") || name.starts_with("__foe") {
+            continue;
+        }
+        if !name.is_empty() {
+            global.set_name(&format!("{prefix}{name}"));
+        }
+        global.set_linkage(Linkage::Internal);
+    }
+    for global in doomed {
+        // SAFETY: the appending ctor/dtor arrays have no users inside the module.
+        unsafe { global.delete() };
+    }
+}
+
+/// Why a function cannot be called in one build.
+pub type Unavailable = String;
+
+/// Adds `i64 @<entry name>(ptr %args)` to `module` (already prefixed): it reads one 64-bit word per parameter
+/// (double and float bit patterns, integers in the low bits, ignored for out-parameters, which get a zeroed
+/// stack buffer of their size), calls the build's function and returns the result's bits (floats as their bit
+/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types).
+pub fn add_entry<'ctx>(
+    module: &Module<'ctx>,
+    build: Build,
+    index: usize,
+    sig: &FunctionSignature,
+) -> Result<Result<FunctionValue<'ctx>, Unavailable>, InstrumentError> {
+    let Some(target) = module.get_function(&format!("{}{}", build_prefix(build), sig.name)) else {
+        return Ok(Err(match build {
+            Build::P => "it is not defined in the plain build".into(),
+            Build::PPrime => "the fast-math build no longer defines it (inlined or removed)".into(),
+        }));
+    };
+    if let Err(reason) = check_interface(target, sig) {
+        return Ok(Err(reason));
+    }
+    let ctx = module.get_context();
+    let i64t = ctx.i64_type();
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let name = match build {
+        Build::P => format!("__foe_entry_p_{index}"),
+        Build::PPrime => format!("__foe_entry_pp_{index}"),
+    };
+    let wrapper = module.add_function(&name, i64t.fn_type(&[ptr.into()], false), None);
+    let block = ctx.append_basic_block(wrapper, "entry");
+    let builder = ctx.create_builder();
+    builder.position_at_end(block);
+    let what = format!("the entry of {}", sig.name);
+    let args = wrapper.get_nth_param(0).expect("one parameter").into_pointer_value();
+    let mut call_args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::new();
+    for (i, param) in sig.params.iter().enumerate() {
+        // SAFETY: the driver passes one word per parameter.
+        let slot = unsafe { builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "") }
+            .map_err(builder_error(what.clone()))?;
+        let value: BasicMetadataValueEnum<'ctx> = match param.ty {
+            ParamType::F64 => builder.build_load(ctx.f64_type(), slot, "").map_err(builder_error(what.clone()))?.into(),
+            ParamType::F32 => {
+                let word = builder.build_load(i64t, slot, "").map_err(builder_error(what.clone()))?.into_int_value();
+                let low = builder.build_int_truncate(word, ctx.i32_type(), "").map_err(builder_error(what.clone()))?;
+                builder.build_bit_cast(low, ctx.f32_type(), "").map_err(builder_error(what.clone()))?.into()
+            }
+            ParamType::Int { bits, .. } => {
+                let word = builder.build_load(i64t, slot, "").map_err(builder_error(what.clone()))?.into_int_value();
+                if bits == 64 {
+                    word.into()
+                } else {
+                    let width = std::num::NonZeroU32::new(bits)
+                        .and_then(|b| ctx.custom_width_int_type(b).ok())
+                        .ok_or_else(|| InstrumentError::Builder { what: what.clone(), message: format!("no {bits}-bit integer type") })?;
+                    builder.build_int_truncate(word, width, "").map_err(builder_error(what.clone()))?.into()
+                }
+            }
+            ParamType::OutPtr { bytes } => {
+                let buf_ty = ctx.i8_type().array_type(bytes.max(1));
+                let buf = builder.build_alloca(buf_ty, "").map_err(builder_error(what.clone()))?;
+                if let Some(inst) = buf.as_instruction() {
+                    let _ = inst.set_alignment(16);
+                }
+                builder
+                    .build_memset(buf, 16, ctx.i8_type().const_zero(), i64t.const_int(bytes.max(1) as u64, false))
+                    .map_err(builder_error(what.clone()))?;
+                buf.into()
+            }
+        };
+        call_args.push(value);
+    }
+    let call = builder.build_call(target, &call_args, "").map_err(builder_error(what.clone()))?;
+    let result = call.try_as_basic_value().basic();
+    let bits = match (sig.ret, result) {
+        (ReturnType::F64, Some(v)) => {
+            builder.build_bit_cast(v, i64t, "").map_err(builder_error(what.clone()))?.into_int_value()
+        }
+        (ReturnType::F32, Some(v)) => {
+            let low = builder.build_bit_cast(v, ctx.i32_type(), "").map_err(builder_error(what.clone()))?;
+            builder.build_int_z_extend(low.into_int_value(), i64t, "").map_err(builder_error(what.clone()))?
+        }
+        (ReturnType::Int { bits, signed }, Some(BasicValueEnum::IntValue(v))) if bits <= 64 => {
+            if bits == 64 {
+                v
+            } else if signed && bits > 1 {
+                builder.build_int_s_extend(v, i64t, "").map_err(builder_error(what.clone()))?
+            } else {
+                builder.build_int_z_extend(v, i64t, "").map_err(builder_error(what.clone()))?
+            }
+        }
+        _ => i64t.const_zero(),
+    };
+    builder.build_return(Some(&bits)).map_err(builder_error(what))?;
+    Ok(Ok(wrapper))
+}
+
+/// Whether the LLVM function still has the C interface the signature describes (the optimiser may change the
+/// interface of static functions).
+fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), String> {
+    let ty = f.get_type();
+    if ty.is_var_arg() {
+        return Err("it is variadic".into());
+    }
+    let params: Vec<BasicTypeEnum<'_>> = f.get_param_iter().map(|p| p.get_type()).collect();
+    if params.len() != sig.params.len() {
+        return Err(format!("it takes {} parameters instead of {}", params.len(), sig.params.len()));
+    }
+    for (i, (llvm, param)) in params.iter().zip(&sig.params).enumerate() {
+        let ok = match (param.ty, llvm) {
+            (ParamType::F64, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 64,
+            (ParamType::F32, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 32,
+            (ParamType::Int { bits, .. }, BasicTypeEnum::IntType(t)) => t.get_bit_width() == bits && bits <= 64,
+            (ParamType::OutPtr { .. }, BasicTypeEnum::PointerType(_)) => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("parameter {} has type {} in this build", i + 1, llvm.print_to_string().to_string_lossy()));
+        }
+    }
+    let ret = ty.get_return_type();
+    let ok = match (sig.ret, ret) {
+        (ReturnType::Void, None) => true,
+        (ReturnType::F64, Some(BasicTypeEnum::FloatType(t))) => t.get_bit_width() == 64,
+        (ReturnType::F32, Some(BasicTypeEnum::FloatType(t))) => t.get_bit_width() == 32,
+        (ReturnType::Int { bits, .. }, Some(BasicTypeEnum::IntType(t))) => t.get_bit_width() == bits,
+        (ReturnType::Other, Some(_)) => true,
+        _ => false,
+    };
+    if !ok {
+        return Err("its return type differs in this build".into());
+    }
+    Ok(())
+}
+
+/// Adds the entry table the driver calls through: `[2N x ptr]` (P, P' per function; null when unavailable)
+/// and its length N.
+pub fn add_entry_table<'ctx>(module: &Module<'ctx>, entries: &[(Option<FunctionValue<'ctx>>, Option<FunctionValue<'ctx>>)]) {
+    let ctx = module.get_context();
+    let ptr = ctx.ptr_type(AddressSpace::default());
+    let values: Vec<_> = entries
+        .iter()
+        .flat_map(|(p, pp)| [*p, *pp])
+        .map(|f| f.map(|f| f.as_global_value().as_pointer_value()).unwrap_or_else(|| ptr.const_null()))
+        .collect();
+    let table = module.add_global(ptr.array_type(values.len() as u32), None, ENTRY_TABLE);
+    table.set_initializer(&ptr.const_array(&values));
+    table.set_linkage(Linkage::External);
+    let count = module.add_global(ctx.i32_type(), None, ENTRY_COUNT);
+    count.set_initializer(&ctx.i32_type().const_int(entries.len() as u64, false));
+    count.set_constant(true);
+    count.set_linkage(Linkage::External);
+}
+
+/// Names of the data (not functions) `module` declares without defining, for [`stub_module`].
+pub fn data_declarations(module: &Module<'_>) -> Vec<String> {
+    module
+        .get_globals()
+        .filter(|g| g.is_declaration())
+        .map(|g| g.get_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("llvm."))
+        .collect()
+}
+
+/// Bytes of the zeroed stand-in for undefined data.
+const DATA_STUB_BYTES: u32 = 1 << 16;
+
+/// A module defining the symbols the linker found undefined: data in `data` as zeroed 64 KiB blocks, the rest
+/// as functions that call `__foe_undefined(index)` (the runtime ends the execution and reports the name).
+pub fn stub_module<'ctx>(ctx: &'ctx Context, missing: &[String], data: &[String]) -> Result<Module<'ctx>, InstrumentError> {
+    let module = ctx.create_module("foe-stubs");
+    let i32t = ctx.i32_type();
+    let report = module.add_function("__foe_undefined", ctx.void_type().fn_type(&[i32t.into()], false), None);
+    let builder = ctx.create_builder();
+    for (i, name) in missing.iter().enumerate() {
+        if data.contains(name) {
+            let ty = ctx.i8_type().array_type(DATA_STUB_BYTES);
+            let g = module.add_global(ty, None, name);
+            g.set_initializer(&ty.const_zero());
+            g.set_alignment(64);
+            continue;
+        }
+        let f = module.add_function(name, ctx.void_type().fn_type(&[], false), None);
+        builder.position_at_end(ctx.append_basic_block(f, "entry"));
+        let what = format!("the stub of {name}");
+        builder.build_call(report, &[i32t.const_int(i as u64, false).into()], "").map_err(builder_error(what.clone()))?;
+        builder.build_unreachable().map_err(builder_error(what))?;
+    }
+    Ok(module)
+}
+
+/// Writes `module` as an object file with instruction selection at `-O0` (no re-optimisation: at higher levels
+/// the backend may move floating-point operations across the checks). Debug info should be stripped first.
+pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentError> {
+    static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
+        .clone()
+        .map_err(InstrumentError::Codegen)?;
+    let triple = module.get_triple();
+    let triple = if triple.as_str().to_bytes().is_empty() { TargetMachine::get_default_triple() } else { triple };
+    let target = Target::from_triple(&triple).map_err(|e| InstrumentError::Codegen(e.to_string()))?;
+    let cpu = if triple.as_str().to_string_lossy().starts_with("x86_64") { "x86-64".to_string() } else { "generic".into() };
+    let machine = target
+        .create_target_machine(&triple, &cpu, "", OptimizationLevel::None, RelocMode::PIC, CodeModel::Default)
+        .ok_or_else(|| InstrumentError::Codegen(format!("no target machine for {}", triple.as_str().to_string_lossy())))?;
+    machine
+        .write_to_file(module, FileType::Object, path)
+        .map_err(|e| InstrumentError::Codegen(e.to_string().trim_end().to_string()))
+}
+
+/// Strips debug info and verifies the module before code generation.
+pub fn finish_module(module: &Module<'_>) -> Result<(), InstrumentError> {
+    module.strip_debug_info();
+    module.verify().map_err(|e| InstrumentError::Verify(first_line(&e.to_string())))
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LL: &str = r#"
+define double @f(double %x, <2 x double> %v, float %y) {
+  %a = fadd double %x, 1.0
+  %b = fneg double %a
+  %c = fcmp olt double %b, 0.0
+  %d = fmul <2 x double> %v, %v
+  %e = call double @llvm.sqrt.f64(double %a)
+  %f = fptosi double %e to i32
+  %g = fpext float %y to double
+  %h = call double @exp(double %g)
+  %i = call double @g(double %h)
+  %j = sitofp i32 %f to double
+  ret double %i
+}
+define internal double @g(double %x) {
+  %r = fdiv double %x, 3.0
+  ret double %r
+}
+@counter = global i32 0
+declare double @exp(double)
+declare double @llvm.sqrt.f64(double)
+"#;
+
+    #[test]
+    fn instruments_fp_operations_once() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+        let mut sites = SiteTable::default();
+        assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 9);
+        let ops: Vec<_> = sites.iter().map(|(_, s)| (s.function.as_str(), s.operation.as_str())).collect();
+        assert_eq!(
+            ops,
+            vec![
+                ("f", "fadd"),
+                ("f", "fcmp olt"),
+                ("f", "fmul <2 x double>"),
+                ("f", "call sqrt"),
+                ("f", "fptosi"),
+                ("f", "fpext"),
+                ("f", "call exp"),
+                ("f", "sitofp"),
+                ("g", "fdiv"),
+            ]
+        );
+        assert!(sites.iter().all(|(_, s)| s.build == Build::PPrime && s.line.is_none()));
+        // Idempotent: a second pass finds everything marked.
+        assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 0);
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        assert_eq!(text.matches("call void @__foe_check(i32").count(), 9);
+        // The check follows its instruction.
+        assert!(text.contains("%a = fadd double %x, 1.000000e+00, !foe.site !0\n  call void @__foe_check(i32 0)"), "{text}");
+    }
+
+    #[test]
+    fn prefixes_definitions_and_builds_entries() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+        prefix_symbols(&m, Build::P);
+        assert!(m.get_function("__foe_p.f").is_some());
+        assert!(m.get_function("__foe_p.g").is_some());
+        assert!(m.get_function("exp").is_some(), "declarations keep their names");
+        assert_eq!(m.get_global("__foe_p.counter").map(|g| g.get_linkage()), Some(Linkage::Internal));
+        let sig = FunctionSignature {
+            name: "f".into(),
+            params: vec![],
+            ret: ReturnType::F64,
+        };
+        // The interface does not match: unavailable, not an error.
+        assert!(add_entry(&m, Build::P, 0, &sig).unwrap().is_err());
+        let g = FunctionSignature {
+            name: "g".into(),
+            params: vec![crate::types::Param { name: "x".into(), ty: ParamType::F64 }],
+            ret: ReturnType::F64,
+        };
+        let entry = add_entry(&m, Build::P, 1, &g).unwrap().unwrap();
+        add_entry_table(&m, &[(None, None), (Some(entry), Some(entry))]);
+        finish_module(&m).unwrap();
+        assert!(m.get_global(ENTRY_TABLE).is_some());
+    }
+}

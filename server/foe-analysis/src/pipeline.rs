@@ -3,8 +3,22 @@
 //! This is the engine's entry point for the CLI and the language server. It is synchronous and runs on the
 //! caller's thread (LLVM and Z3 contexts stay on the threads that create them); only plain values come out.
 
+use crate::compile::{self, CompileError};
 use crate::config::AnalysisConfig;
-use crate::report::{FileReport, FunctionReport};
+use crate::domain::{self, Domain};
+use crate::ir::FunctionInfo;
+use crate::model::{self, Query};
+use crate::report::FunctionStatus;
+use crate::{exec, ir, search, solve};
+use crate::types::Build;
+use inkwell::module::Module;
+use inkwell::values::FunctionValue;
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+use inkwell::context::Context;
+use crate::fpfmt;
+use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -112,6 +126,38 @@ impl CancelToken {
     }
 }
 
+/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration.
+fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
+    let mut config = request.config.clone();
+    if let Some((_, flags)) = compile::flags_from_compile_commands(request.path) {
+        config.extra_flags.extend(flags);
+    }
+    config
+}
+
+fn compile_error(e: CompileError) -> AnalysisError {
+    match e {
+        CompileError::Rejected { first_error, line, column, stderr } => {
+            AnalysisError::Compile { message: first_error, line, column, stderr }
+        }
+        CompileError::Unavailable { .. } => AnalysisError::Environment(e.to_string()),
+    }
+}
+
+fn ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
+}
+
+/// What the model phase found for one function that still needs solving and searching.
+struct Pending {
+    index: usize,
+    info: FunctionInfo,
+    key: String,
+    domain: Domain,
+    queries_p: Vec<Query>,
+    queries_pp: Vec<Query>,
+}
+
 /// Analyses one file.
 pub fn analyse(
     request: &AnalysisRequest<'_>,
@@ -119,6 +165,364 @@ pub fn analyse(
     progress: &dyn Progress,
     cancel: &CancelToken,
 ) -> Result<FileReport, AnalysisError> {
-    let _ = (request, cache, progress, cancel);
-    Err(AnalysisError::Internal("pipeline not yet assembled".into()))
+    let total = Instant::now();
+    let config = effective_config(request);
+    let mut timings = BTreeMap::new();
+
+    progress.phase(Phase::Compile, "compiling P and P'");
+    let started = Instant::now();
+    let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    timings.insert("compile".to_string(), ms(started));
+    cancel.check()?;
+
+    progress.phase(Phase::Model, "modelling the IR");
+    let started = Instant::now();
+    let context = Context::create();
+    let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
+    let pp_module = ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
+    let described = ir::describe_functions(&p_module, &pair.p_ll);
+
+    let mut reports: Vec<Option<FunctionReport>> = vec![None; described.len()];
+    let mut to_model: Vec<(usize, FunctionInfo, String, Domain)> = Vec::new();
+    let mut prev_end = 0;
+    for (index, entry) in described.into_iter().enumerate() {
+        let info = match entry {
+            Ok(info) => info,
+            Err((name, reason)) => {
+                reports[index] = Some(FunctionReport::skipped(&name, reason));
+                continue;
+            }
+        };
+        let name = info.signature.name.clone();
+        let (decl_line, end_line) = info.span.as_ref().map(|s| (s.line, s.end_line)).unwrap_or((0, 0));
+        let (domain, domain_errors) = domain::domain_for(request.text, &info.signature, prev_end, decl_line);
+        prev_end = end_line.max(prev_end);
+        if request.only_function.is_some_and(|f| f != name) {
+            let mut r = FunctionReport::skipped(&name, "not selected");
+            r.signature = Some(info.signature.clone());
+            r.span = info.span.clone();
+            reports[index] = Some(r);
+            continue;
+        }
+        if let Some(err) = domain_errors.first() {
+            tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
+        }
+        let Some(pp_function) = pp_module.get_function(&name) else {
+            let mut r = FunctionReport::skipped(
+                &name,
+                "the fast-math build has no copy of this function (it was inlined into its callers and removed)",
+            );
+            r.signature = Some(info.signature.clone());
+            r.span = info.span.clone();
+            reports[index] = Some(r);
+            continue;
+        };
+        let p_function = p_module.get_function(&name).expect("described functions exist in P");
+        let key = cache_key(&config, &info, &domain, p_function, pp_function, &p_module, &pp_module);
+        if let Some(mut hit) = cache.get(&key) {
+            hit.cached = true;
+            reports[index] = Some(hit);
+            continue;
+        }
+        to_model.push((index, info, key, domain));
+    }
+
+    let mut pending = Vec::new();
+    if !to_model.is_empty() {
+        if let Err(e) = model::prepare_for_modelling(&p_module, Build::P) {
+            return Err(AnalysisError::Internal(format!("cannot prepare P for modelling: {e}")));
+        }
+        if let Err(e) = model::prepare_for_modelling(&pp_module, Build::PPrime) {
+            return Err(AnalysisError::Internal(format!("cannot prepare P' for modelling: {e}")));
+        }
+    }
+    for (index, info, key, domain) in to_model {
+        cancel.check()?;
+        let sig = &info.signature;
+        let modelled = model::model_function(&p_module, sig, Build::P, &config)
+            .map_err(|r| format!("cannot model the plain build: {r}"))
+            .and_then(|qp| {
+                model::model_function(&pp_module, sig, Build::PPrime, &config)
+                    .map(|qpp| (qp, qpp))
+                    .map_err(|r| format!("cannot model the fast-math build: {r}"))
+            });
+        match modelled {
+            Ok((queries_p, queries_pp)) => pending.push(Pending { index, info, key, domain, queries_p, queries_pp }),
+            Err(reason) => {
+                let mut r = FunctionReport::skipped(&sig.name, reason);
+                r.signature = Some(sig.clone());
+                r.span = info.span.clone();
+                r.domain = domain.text.clone();
+                reports[index] = Some(r);
+            }
+        }
+    }
+    drop(p_module);
+    drop(pp_module);
+    timings.insert("model".to_string(), ms(started));
+
+    progress.phase(Phase::Solve, &format!("solving {} functions", pending.len()));
+    let started = Instant::now();
+    let mut solved = Vec::new();
+    for (i, item) in pending.into_iter().enumerate() {
+        cancel.check()?;
+        progress.phase(Phase::Solve, &format!("{} ({}/{})", item.info.signature.name, i + 1, solved.len() + 1));
+        let sig = &item.info.signature;
+        let anywhere = solve::solve(sig, &item.queries_p, &item.queries_pp, None, &config);
+        let mut candidates: Vec<Input> = anywhere.candidates.iter().map(|c| c.input.clone()).collect();
+        let mut timeouts = anywhere.timeouts;
+        if !item.domain.is_empty() {
+            let inside = solve::solve(sig, &item.queries_p, &item.queries_pp, Some(&item.domain), &config);
+            timeouts += inside.timeouts;
+            let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
+            for c in inside.candidates {
+                if seen.insert(c.input.key()) {
+                    candidates.push(c.input);
+                }
+            }
+        }
+        solved.push((item, anywhere, candidates, timeouts));
+    }
+    timings.insert("solve".to_string(), ms(started));
+    cancel.check()?;
+
+    let mut executions_total = 0usize;
+    if !solved.is_empty() {
+        progress.phase(Phase::BuildRunner, "building the instrumented runner");
+        let started = Instant::now();
+        let signatures: Vec<FunctionSignature> = solved.iter().map(|(p, ..)| p.info.signature.clone()).collect();
+        let runner = exec::Runner::build(&pair.p_ll, &pair.pp_ll, &signatures, &config);
+        timings.insert("build_runner".to_string(), ms(started));
+        let mut runner = match runner {
+            Ok(r) => Some(r),
+            Err(e) => {
+                tracing::warn!("cannot build the runner: {e}");
+                for (item, anywhere, candidates, timeouts) in &solved {
+                    let mut r = base_report(item, anywhere, candidates.len(), *timeouts, config.solver_timeout_ms);
+                    r.status = FunctionStatus::Skipped;
+                    r.reason = format!("cannot build the instrumented program: {e}");
+                    reports[item.index] = Some(r);
+                }
+                None
+            }
+        };
+        if let Some(runner) = runner.as_mut() {
+            progress.phase(Phase::Execute, "running both builds");
+            let started = Instant::now();
+            for (item, anywhere, candidates, timeouts) in &solved {
+                cancel.check()?;
+                progress.phase(Phase::Execute, &item.info.signature.name);
+                let mut report = base_report(item, anywhere, candidates.len(), *timeouts, config.solver_timeout_ms);
+                let domain = (!item.domain.is_empty()).then_some(&item.domain);
+                match search::search(runner, &item.info.signature, candidates, domain, &config) {
+                    Ok(found) => {
+                        executions_total += found.executions;
+                        report.divergences = found.divergences;
+                        report.diff_producing = found.diff_producing;
+                        report.executions = found.executions;
+                        if config.report_plain_exceptions {
+                            report.plain_exceptions = found.plain_exceptions;
+                        }
+                        if found.crashed > 0 {
+                            let first = found.first_crash.as_deref().unwrap_or("crashed");
+                            let note = format!("{} executions did not return normally (first: {first})", found.crashed);
+                            report.reason = join_reason(&report.reason, &note);
+                        }
+                        if found.timed_out > 0 {
+                            let stopped = if found.stopped_early { "; search stopped early" } else { "" };
+                            let note = format!(
+                                "{} executions did not return within {} ms{stopped}",
+                                found.timed_out, config.exec_timeout_ms
+                            );
+                            report.reason = join_reason(&report.reason, &note);
+                        }
+                        cache.put(item.key.clone(), report.clone());
+                    }
+                    Err(e) => {
+                        report.reason = join_reason(&report.reason, &format!("execution failed: {e}"));
+                    }
+                }
+                reports[item.index] = Some(report);
+            }
+            timings.insert("execute".to_string(), ms(started));
+        }
+    }
+    timings.insert("executions".to_string(), executions_total as u64);
+    timings.insert("total".to_string(), ms(total));
+    progress.phase(Phase::Done, "");
+
+    Ok(FileReport {
+        file: request.path.display().to_string(),
+        functions: reports.into_iter().flatten().collect(),
+        timings_ms: timings,
+        flags_p: config.flags_p.clone(),
+        flags_p_prime: config.flags_p_prime.clone(),
+        ftz_p_prime: config.p_prime_ftz(),
+    })
+}
+
+fn join_reason(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}; {b}")
+    }
+}
+
+/// The report of an analysed function before its search results are added.
+fn base_report(item: &Pending, solved: &solve::SolveOutcome, candidates: usize, timeouts: usize, limit_ms: u64) -> FunctionReport {
+    let mut r = FunctionReport::skipped(&item.info.signature.name, "");
+    r.status = FunctionStatus::Analysed;
+    r.formulae = solved.formulae.clone();
+    r.satisfiable = solved.satisfiable;
+    r.candidates = candidates;
+    r.solver_timeouts = timeouts;
+    if timeouts > 0 {
+        r.reason = format!("{timeouts} solver queries hit the {limit_ms} ms time limit");
+    }
+    r.signature = Some(item.info.signature.clone());
+    r.span = item.info.span.clone();
+    r.domain = item.domain.text.clone();
+    r
+}
+
+/// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
+/// span and domain, and the settings.
+fn cache_key<'ctx>(
+    config: &AnalysisConfig,
+    info: &FunctionInfo,
+    domain: &Domain,
+    p_function: FunctionValue<'ctx>,
+    pp_function: FunctionValue<'ctx>,
+    p_module: &Module<'ctx>,
+    pp_module: &Module<'ctx>,
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(config.fingerprint().as_bytes());
+    hasher.update(format!("{:?}{:?}{:?}", info.signature, info.span, domain.text).as_bytes());
+    for (function, module) in [(p_function, p_module), (pp_function, pp_module)] {
+        for f in with_callees(function, module) {
+            hasher.update(ir::function_fingerprint(f).as_bytes());
+        }
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// `function` and every function of the same module it calls, transitively.
+fn with_callees<'ctx>(function: FunctionValue<'ctx>, module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    let mut seen = vec![function];
+    let mut i = 0;
+    while i < seen.len() {
+        let f = seen[i];
+        for block in f.get_basic_block_iter() {
+            for inst in block.get_instructions() {
+                if inst.get_opcode() != inkwell::values::InstructionOpcode::Call {
+                    continue;
+                }
+                let n = inst.get_num_operands();
+                let Some(inkwell::values::Operand::Value(callee)) = inst.get_operand(n.saturating_sub(1)) else { continue };
+                let name = callee.get_name().to_string_lossy().into_owned();
+                if let Some(g) = module.get_function(&name) {
+                    if g.count_basic_blocks() > 0 && !seen.contains(&g) {
+                        seen.push(g);
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    seen
+}
+
+/// The result of running both builds on one user-given input (`foe replay`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReplayReport {
+    pub function: String,
+    pub inputs: Vec<NamedValue>,
+    pub trace_p: Vec<TraceEvent>,
+    pub trace_p_prime: Vec<TraceEvent>,
+    pub result_p: String,
+    pub result_p_prime: String,
+    /// Index of the first differing event and how the traces differ; None when they are equal.
+    pub first_divergence: Option<usize>,
+    pub class: Option<DivergenceClass>,
+    pub flags_p: Vec<String>,
+    pub flags_p_prime: Vec<String>,
+}
+
+/// Builds and runs both versions of `function` on exactly the given inputs (`NAME=VALUE` pairs).
+pub fn replay(
+    request: &AnalysisRequest<'_>,
+    function: &str,
+    assignments: &[(String, String)],
+) -> Result<ReplayReport, AnalysisError> {
+    let config = effective_config(request);
+    let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    let context = Context::create();
+    let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
+    let sig = ir::describe_functions(&p_module, &pair.p_ll)
+        .into_iter()
+        .find_map(|e| match e {
+            Ok(info) if info.signature.name == function => Some(Ok(info.signature)),
+            Err((name, reason)) if name == function => Some(Err(reason)),
+            _ => None,
+        })
+        .ok_or_else(|| AnalysisError::Environment(format!("no function `{function}` is defined in {}", request.path.display())))?
+        .map_err(|reason| AnalysisError::Environment(format!("cannot run `{function}`: {reason}")))?;
+    let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
+    let mut runner = exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config)
+        .map_err(|e| AnalysisError::Environment(format!("cannot build the instrumented program: {e}")))?;
+    let outcome = runner
+        .run(&sig.name, std::slice::from_ref(&input))
+        .map_err(|e| AnalysisError::Environment(format!("cannot run both builds: {e}")))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| AnalysisError::Internal("the runner returned no outcome".into()))?;
+    let divergence = search::compare_traces(&outcome.p.trace, &outcome.pp.trace);
+    Ok(ReplayReport {
+        function: sig.name.clone(),
+        inputs: sig
+            .searchable_params()
+            .map(|(i, p)| NamedValue::new(&p.name, input.0[i]))
+            .collect(),
+        result_p: exec::describe_end(&outcome.p.end),
+        result_p_prime: exec::describe_end(&outcome.pp.end),
+        trace_p: outcome.p.trace,
+        trace_p_prime: outcome.pp.trace,
+        first_divergence: divergence.map(|d| d.0),
+        class: divergence.map(|d| d.1),
+        flags_p: config.flags_p.clone(),
+        flags_p_prime: config.flags_p_prime.clone(),
+    })
+}
+
+/// Parses `NAME=VALUE` pairs into an input for `sig`; every searchable parameter needs a value.
+pub fn parse_assignments(sig: &FunctionSignature, assignments: &[(String, String)]) -> Result<Input, String> {
+    let mut values = Vec::new();
+    for p in &sig.params {
+        if !p.ty.is_searchable() {
+            values.push(ArgValue::OutPtr);
+            continue;
+        }
+        let (_, text) = assignments
+            .iter()
+            .find(|(n, _)| *n == p.name)
+            .ok_or_else(|| format!("missing a value for `{}` (give --input {}=VALUE)", p.name, p.name))?;
+        let value = match p.ty {
+            ParamType::F64 => ArgValue::F64(fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?),
+            ParamType::F32 => {
+                let v = fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?;
+                ArgValue::F32(v as f32)
+            }
+            ParamType::Int { .. } => {
+                ArgValue::Int(text.trim().parse::<i64>().map_err(|_| format!("`{text}` is not an integer"))?)
+            }
+            ParamType::OutPtr { .. } => ArgValue::OutPtr,
+        };
+        values.push(value);
+    }
+    if let Some((unknown, _)) = assignments.iter().find(|(n, _)| !sig.params.iter().any(|p| &p.name == n)) {
+        return Err(format!("`{}` has no parameter `{unknown}`", sig.name));
+    }
+    Ok(Input(values))
 }

@@ -1,1 +1,588 @@
-//! TODO
+//! The neighbourhood search (the paper's Algorithm 1): runs P and P' on each candidate and on the inputs within
+//! `radius` nextafter steps of it, compares the exception traces, and reports the best divergent input per
+//! candidate, plus the exceptions the plain build raises (the Ariadne view).
+//!
+//! Trace comparison follows the paper: a trace is the sequence of exception kinds in the order they are raised;
+//! locations and operations are ignored when comparing (they are kept for reporting).
+
+use crate::config::AnalysisConfig;
+use crate::domain::Domain;
+use crate::exec::{describe_end, ExecError, RawPair, Runner};
+use crate::report::{Divergence, DivergenceClass, NamedValue, PlainException, TraceEvent};
+use crate::round::{step_f32, step_f64};
+use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
+use std::collections::{HashMap, HashSet};
+
+/// What the search of one function found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchOutcome {
+    /// One per diff-producing candidate (its best input), identical inputs merged, best first.
+    pub divergences: Vec<Divergence>,
+    /// Candidates whose neighbourhood held at least one divergent input.
+    pub diff_producing: usize,
+    /// Inputs run (each on both builds); an input shared by the neighbourhoods of candidates far apart in the
+    /// candidate list may run twice.
+    pub executions: usize,
+    /// Distinct (kind, line, column) P raised on in-domain inputs, with one witness each.
+    pub plain_exceptions: Vec<PlainException>,
+    /// Executions (of either build) that did not return within the time limit.
+    pub timed_out: usize,
+    /// Executions (of either build) that crashed, with the first crash's description.
+    pub crashed: usize,
+    pub first_crash: Option<String>,
+    /// Whether the search stopped early because too many executions timed out.
+    pub stopped_early: bool,
+}
+
+/// Executions that may time out in one function's search before it stops: each costs the whole time limit.
+pub const MAX_TIMEOUTS: usize = 2;
+
+/// Compares two traces as the paper defines (sequence of kinds, order kept, locations ignored): `None` when
+/// equal, else the index of the first difference and the class.
+pub fn compare_traces(p: &[TraceEvent], pp: &[TraceEvent]) -> Option<(usize, DivergenceClass)> {
+    let a: Vec<u8> = p.iter().map(|e| e.kind.runtime_code()).collect();
+    let b: Vec<u8> = pp.iter().map(|e| e.kind.runtime_code()).collect();
+    compare_kinds(&a, &b)
+}
+
+/// [`compare_traces`] on runtime kind codes.
+pub fn compare_kinds(a: &[u8], b: &[u8]) -> Option<(usize, DivergenceClass)> {
+    if a == b {
+        return None;
+    }
+    let first = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let (ca, cb) = (counts(a.iter().copied()), counts(b.iter().copied()));
+    let class = if ca.iter().zip(&cb).any(|(x, y)| (*x == 0) != (*y == 0)) {
+        DivergenceClass::Appears
+    } else if ca != cb {
+        DivergenceClass::Count
+    } else {
+        DivergenceClass::Order
+    };
+    Some((first, class))
+}
+
+fn counts(kinds: impl Iterator<Item = u8>) -> [usize; 8] {
+    let mut c = [0usize; 8];
+    for k in kinds {
+        c[(k & 7) as usize] += 1;
+    }
+    c
+}
+
+/// For each candidate (distinct inputs from the solver), runs P and P' on it and its nextafter neighbourhood.
+///
+/// The neighbourhood of a candidate is every input whose searchable arguments are within `cfg.radius` steps
+/// of the candidate's (floats by `nextafter`, integers by ±1). The full cube is run when it fits
+/// `cfg.neighbourhood_budget`; otherwise the candidate, the axis-aligned points and diagonals of each shell,
+/// and a seeded sample of the rest, by increasing L∞ distance. Neighbourhoods are run in rounds of growing
+/// size, all candidates' points in one batch per round; a candidate stops once an `appears` divergence within
+/// the declared domain (or with no domain declared) was found. Runs that crashed, timed out or overflowed the
+/// trace buffer are not compared (their traces are incomplete).
+///
+/// The best input of a candidate is the first by (inside the domain, class, search order); divergences are
+/// sorted the same way across candidates.
+pub fn search(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    candidates: &[Input],
+    domain: Option<&Domain>,
+    cfg: &AnalysisConfig,
+) -> Result<SearchOutcome, ExecError> {
+    let _span = tracing::debug_span!("search", function = %sig.name).entered();
+    // Distinct, well-formed candidates.
+    let mut seen = HashSet::new();
+    let mut cands: Vec<&Input> = Vec::new();
+    for c in candidates {
+        match fits(sig, c) {
+            Err(reason) => tracing::warn!(function = %sig.name, %reason, "candidate skipped"),
+            Ok(()) if seen.insert(c.key()) => cands.push(c),
+            Ok(()) => {}
+        }
+    }
+    // Candidates are searched in groups so memory stays bounded however many there are; all points of a
+    // group's round go to the worker in one batch.
+    let per_candidate = neighbourhood_size(sig, cfg).max(1);
+    let group = (GROUP_POINTS / per_candidate).max(1);
+    let mut state = SearchState {
+        domain,
+        plain: vec![],
+        plain_seen: HashSet::new(),
+        found: vec![],
+        executions: 0,
+        timed_out: 0,
+        crashed: 0,
+        first_crash: None,
+    };
+    for (g, chunk) in cands.chunks(group).enumerate() {
+        if state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
+        search_group(runner, sig, chunk, g * group, cfg, &mut state)?;
+    }
+    let stopped_early = state.timed_out >= MAX_TIMEOUTS;
+    let diff_producing = state.found.len();
+    state.found.sort_by_key(|f| f.0);
+    let mut reported = HashSet::new();
+    let divergences = state
+        .found
+        .into_iter()
+        .filter(|(_, key, _)| reported.insert(key.clone()))
+        .map(|(_, _, d)| d)
+        .collect();
+    tracing::debug!(candidates = cands.len(), executions = state.executions, diff_producing, "search done");
+    Ok(SearchOutcome {
+        divergences,
+        diff_producing,
+        executions: state.executions,
+        plain_exceptions: state.plain,
+        timed_out: state.timed_out,
+        crashed: state.crashed,
+        first_crash: state.first_crash,
+        stopped_early,
+    })
+}
+
+/// Points of all candidates of one group held at once.
+const GROUP_POINTS: usize = 1 << 18;
+
+/// The number of points [`neighbourhood`] gives at most.
+fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
+    let side = 2 * cfg.radius as u128 + 1;
+    let cube = sig.searchable_params().try_fold(1u128, |acc, _| acc.checked_mul(side)).unwrap_or(u128::MAX);
+    cube.min(cfg.neighbourhood_budget.max(1) as u128) as usize
+}
+
+/// (outside the domain, class, candidate index), input key, report.
+type Found = ((bool, DivergenceClass, usize), Vec<u64>, Divergence);
+
+struct SearchState<'a> {
+    domain: Option<&'a Domain>,
+    plain: Vec<PlainException>,
+    plain_seen: HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
+    /// Per diff-producing candidate: its rank, input key and report.
+    found: Vec<Found>,
+    executions: usize,
+    timed_out: usize,
+    crashed: usize,
+    first_crash: Option<String>,
+}
+
+impl SearchState<'_> {
+    fn in_domain(&self, input: &Input) -> bool {
+        self.domain.is_none_or(|d| d.contains(input))
+    }
+}
+
+/// Runs the neighbourhoods of one group of candidates in rounds of growing size (1, 8, 64, ... points per
+/// candidate), dropping candidates whose search is over.
+fn search_group(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    group: &[&Input],
+    first_index: usize,
+    cfg: &AnalysisConfig,
+    state: &mut SearchState<'_>,
+) -> Result<(), ExecError> {
+    let mut cands: Vec<CandidateState> = group
+        .iter()
+        .map(|c| CandidateState { points: neighbourhood(sig, c, cfg), next: 0, best: None, done: false })
+        .collect();
+    let mut runs: Vec<(Input, RawPair)> = Vec::new();
+    let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+    let mut round_end = 1usize;
+    loop {
+        // Gather this round's new inputs from every active candidate.
+        let mut batch: Vec<Input> = Vec::new();
+        let mut batch_keys: HashSet<Vec<u64>> = HashSet::new();
+        for c in cands.iter().filter(|c| !c.done) {
+            for point in &c.points[c.next.min(c.points.len())..round_end.min(c.points.len())] {
+                let key = point.key();
+                if !index.contains_key(&key) && batch_keys.insert(key) {
+                    batch.push(point.clone());
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let results = runner.run_raw(&sig.name, &batch)?;
+            state.executions += results.len();
+            for (input, pair) in batch.into_iter().zip(results) {
+                for run in [&pair.p, &pair.pp] {
+                    match run.end {
+                        crate::exec::RawEnd::TimedOut => state.timed_out += 1,
+                        crate::exec::RawEnd::Returned(_) => {}
+                        other => {
+                            state.crashed += 1;
+                            if state.first_crash.is_none() {
+                                state.first_crash = Some(describe_end(&runner.end(sig, other)));
+                            }
+                        }
+                    }
+                }
+                if state.in_domain(&input) {
+                    collect_plain(runner, sig, &input, &pair, &mut state.plain, &mut state.plain_seen);
+                }
+                index.insert(input.key(), runs.len());
+                runs.push((input, pair));
+            }
+        }
+        // Judge the round's points of each candidate, in order.
+        let mut active = false;
+        for c in cands.iter_mut().filter(|c| !c.done) {
+            let hi = round_end.min(c.points.len());
+            for pos in c.next..hi {
+                let Some(&run) = index.get(&c.points[pos].key()) else { continue };
+                let (input, pair) = &runs[run];
+                if !pair.p.returned() || !pair.pp.returned() || pair.p.truncated || pair.pp.truncated {
+                    continue;
+                }
+                let kp: Vec<u8> = pair.p.kinds().collect();
+                let kpp: Vec<u8> = pair.pp.kinds().collect();
+                let Some((first, class)) = compare_kinds(&kp, &kpp) else { continue };
+                let inside = state.in_domain(input);
+                let rank = (!inside, class, pos);
+                if c.best.as_ref().is_none_or(|b| rank < b.rank) {
+                    c.best = Some(Best { rank, run, first, class });
+                }
+                if class == DivergenceClass::Appears && inside {
+                    c.done = true;
+                    break;
+                }
+            }
+            c.next = hi;
+            if c.next >= c.points.len() {
+                c.done = true;
+            }
+            active |= !c.done;
+        }
+        if !active || state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
+        round_end = round_end.saturating_mul(8);
+    }
+    for (i, c) in cands.iter().enumerate() {
+        let Some(b) = &c.best else { continue };
+        let (input, pair) = &runs[b.run];
+        let inside = state.in_domain(input);
+        let d = divergence(runner, sig, input, pair, b.first, b.class, inside);
+        state.found.push(((!inside, b.class, first_index + i), input.key(), d));
+    }
+    Ok(())
+}
+
+struct CandidateState {
+    /// The neighbourhood in search order, the candidate first.
+    points: Vec<Input>,
+    /// Points before this were judged.
+    next: usize,
+    best: Option<Best>,
+    done: bool,
+}
+
+struct Best {
+    /// (outside the domain, class, position in the search order): smaller is better.
+    rank: (bool, DivergenceClass, usize),
+    /// Index into the runs.
+    run: usize,
+    first: usize,
+    class: DivergenceClass,
+}
+
+/// Whether an input fits the signature (so one bad candidate cannot fail a batch).
+fn fits(sig: &FunctionSignature, input: &Input) -> Result<(), String> {
+    if input.0.len() != sig.params.len() {
+        return Err(format!("{} values for {} parameters", input.0.len(), sig.params.len()));
+    }
+    for (p, v) in sig.params.iter().zip(&input.0) {
+        let ok = match (p.ty, v) {
+            (ParamType::F64, ArgValue::F64(_)) | (ParamType::F32, ArgValue::F32(_)) => true,
+            (ParamType::OutPtr { .. }, ArgValue::OutPtr) => true,
+            (ParamType::Int { bits, signed }, ArgValue::Int(v)) => crate::exec::int_fits(*v, bits, signed),
+            _ => false,
+        };
+        if !ok {
+            return Err(format!("value {v:?} does not fit parameter {}", p.name));
+        }
+    }
+    Ok(())
+}
+
+/// The points of a candidate's neighbourhood in search order (candidate first, by increasing L∞ shell, axis
+/// points and diagonals before the rest), distinct, at most `cfg.neighbourhood_budget` (at least 1).
+pub fn neighbourhood(sig: &FunctionSignature, candidate: &Input, cfg: &AnalysisConfig) -> Vec<Input> {
+    let dims: Vec<(usize, ParamType)> = sig.searchable_params().map(|(i, p)| (i, p.ty)).collect();
+    let m = dims.len();
+    let r = cfg.radius as i64;
+    let budget = cfg.neighbourhood_budget.max(1);
+    let side = 2 * r as u128 + 1;
+    let cube = (0..m).try_fold(1u128, |acc, _| acc.checked_mul(side)).unwrap_or(u128::MAX);
+    let mut offsets: Vec<Vec<i64>> = Vec::new();
+    if cube <= budget as u128 {
+        // The whole cube, ordered by (shell, category, lexicographic).
+        let mut d = vec![-r; m];
+        loop {
+            offsets.push(d.clone());
+            let mut i = 0;
+            while i < m {
+                d[i] += 1;
+                if d[i] <= r {
+                    break;
+                }
+                d[i] = -r;
+                i += 1;
+            }
+            if i == m {
+                break;
+            }
+        }
+        offsets.sort_by_key(|d| (shell(d), category(d), d.clone()));
+    } else {
+        offsets = sampled_offsets(m, r, budget, candidate);
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(offsets.len());
+    for d in offsets {
+        let mut values = candidate.0.clone();
+        for (&(param, ty), &k) in dims.iter().zip(&d) {
+            values[param] = step_value(values[param], ty, k);
+        }
+        let input = Input(values);
+        if seen.insert(input.key()) {
+            out.push(input);
+        }
+        if out.len() >= budget {
+            break;
+        }
+    }
+    out
+}
+
+fn shell(d: &[i64]) -> i64 {
+    d.iter().map(|x| x.abs()).max().unwrap_or(0)
+}
+
+/// 0: on an axis (at most one non-zero offset), 1: a diagonal (all offsets ±shell), 2: the rest.
+fn category(d: &[i64]) -> u8 {
+    let s = shell(d);
+    if d.iter().filter(|&&x| x != 0).count() <= 1 {
+        0
+    } else if d.iter().all(|x| x.abs() == s) {
+        1
+    } else {
+        2
+    }
+}
+
+/// For cubes larger than the budget: per shell the axis points and (a sample of) the diagonals, then seeded
+/// random points of the shells in turn for what is left of the budget; ordered by shell and category.
+fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Vec<i64>> {
+    let mut rng = SplitMix(candidate.key().iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
+        h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
+    }));
+    let mut set: HashSet<Vec<i64>> = HashSet::new();
+    let mut out: Vec<Vec<i64>> = Vec::new();
+    let mut push = |d: Vec<i64>, out: &mut Vec<Vec<i64>>| {
+        if set.insert(d.clone()) {
+            out.push(d);
+        }
+    };
+    push(vec![0; m], &mut out);
+    // One dimension has nothing but axis points; otherwise they and the diagonals get half the budget.
+    let structured_cap = if m <= 1 { budget } else { (budget / 2).max(1) };
+    for k in 1..=r {
+        for i in 0..m {
+            for s in [-k, k] {
+                let mut d = vec![0; m];
+                d[i] = s;
+                push(d, &mut out);
+            }
+        }
+        // Diagonals: all 2^m sign patterns when few, else a sample.
+        let per_shell = (structured_cap / r.max(1) as usize).max(2);
+        if m < 20 && (1usize << m) <= per_shell {
+            for signs in 0..(1u64 << m) {
+                push((0..m).map(|i| if signs >> i & 1 == 1 { k } else { -k }).collect(), &mut out);
+            }
+        } else {
+            push(vec![k; m], &mut out);
+            push(vec![-k; m], &mut out);
+            for _ in 0..per_shell.saturating_sub(2) {
+                push((0..m).map(|_| if rng.next() & 1 == 1 { k } else { -k }).collect(), &mut out);
+            }
+        }
+        if out.len() >= structured_cap {
+            break;
+        }
+    }
+    // The rest of the budget: random points, shells taken in turn (one coordinate at ±k, the others in
+    // [-k, k]), so every distance gets an equal share.
+    let mut tries = 0usize;
+    let mut k = 0;
+    while out.len() < budget && tries < budget.saturating_mul(4) {
+        tries += 1;
+        k = k % r + 1;
+        let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
+        let i = (rng.next() % m as u64) as usize;
+        d[i] = if rng.next() & 1 == 1 { k } else { -k };
+        push(d, &mut out);
+    }
+    out.sort_by_key(|d| (shell(d), category(d)));
+    out.truncate(budget);
+    out
+}
+
+/// A small deterministic generator (SplitMix64).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo + 1) as u64) as i64
+    }
+}
+
+/// The value `k` steps from `v`: `nextafter` for floats, ±k (clamped to the C type) for integers.
+pub fn step_value(v: ArgValue, ty: ParamType, k: i64) -> ArgValue {
+    match (v, ty) {
+        (ArgValue::F64(x), _) => ArgValue::F64(step_f64(x, k)),
+        (ArgValue::F32(x), _) => ArgValue::F32(step_f32(x, k)),
+        (ArgValue::Int(x), ParamType::Int { bits, signed }) => {
+            let (lo, hi): (i128, i128) = match (bits, signed) {
+                (1, _) => (0, 1),
+                (64, true) => (i64::MIN as i128, i64::MAX as i128),
+                (64, false) => (0, u64::MAX as i128),
+                (b, true) => (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1),
+                (b, false) => (0, (1i128 << b) - 1),
+            };
+            let base = if bits == 64 && !signed { x as u64 as i128 } else { x as i128 };
+            let stepped = (base + k as i128).clamp(lo, hi);
+            ArgValue::Int(if bits == 64 && !signed { stepped as u64 as i64 } else { stepped as i64 })
+        }
+        (other, _) => other,
+    }
+}
+
+fn named_inputs(sig: &FunctionSignature, input: &Input) -> Vec<NamedValue> {
+    sig.params
+        .iter()
+        .zip(&input.0)
+        .filter(|(p, _)| p.ty.is_searchable())
+        .map(|(p, v)| NamedValue::new(&p.name, *v))
+        .collect()
+}
+
+fn collect_plain(
+    runner: &Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+    pair: &RawPair,
+    plain: &mut Vec<PlainException>,
+    seen: &mut HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
+) {
+    for &word in &pair.p.events {
+        let Some(e) = runner.event(word) else { continue };
+        if seen.insert((e.kind, e.line, e.column)) {
+            plain.push(PlainException { kind: e.kind, line: e.line, column: e.column, inputs: named_inputs(sig, input) });
+        }
+    }
+}
+
+/// The report of one divergent input, from its actual runs.
+fn divergence(
+    runner: &Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+    pair: &RawPair,
+    first: usize,
+    class: DivergenceClass,
+    in_domain: bool,
+) -> Divergence {
+    let p = runner.outcome(sig, &pair.p);
+    let pp = runner.outcome(sig, &pair.pp);
+    let (summary, location) = explain(&p.trace, &pp.trace, first, class);
+    Divergence {
+        inputs: named_inputs(sig, input),
+        trace_p: p.trace,
+        trace_p_prime: pp.trace,
+        first_divergence: first,
+        class,
+        result_p: describe_end(&p.end),
+        result_p_prime: describe_end(&pp.end),
+        in_domain,
+        location,
+        summary,
+    }
+}
+
+fn verb(kind: ExceptionKind) -> &'static str {
+    match kind {
+        ExceptionKind::Invalid => "raises invalid",
+        ExceptionKind::DivideByZero => "divides by zero",
+        ExceptionKind::Overflow => "overflows",
+        ExceptionKind::Underflow => "underflows",
+    }
+}
+
+/// The one-line summary and the location to flag: for an exception that appears in one build only, where that
+/// build raises it (the fast-math side first); otherwise the first diverging event of P', else of P.
+fn explain(
+    p: &[TraceEvent],
+    pp: &[TraceEvent],
+    first: usize,
+    class: DivergenceClass,
+) -> (String, Option<crate::types::SourceLoc>) {
+    let has = |t: &[TraceEvent], k: ExceptionKind| t.iter().any(|e| e.kind == k);
+    let count = |t: &[TraceEvent], k: ExceptionKind| t.iter().filter(|e| e.kind == k).count();
+    let first_loc = pp.get(first).or_else(|| p.get(first)).and_then(|e| e.loc());
+    match class {
+        DivergenceClass::Appears => {
+            let only_pp: Vec<ExceptionKind> = ExceptionKind::ALL.into_iter().filter(|&k| has(pp, k) && !has(p, k)).collect();
+            let only_p: Vec<ExceptionKind> = ExceptionKind::ALL.into_iter().filter(|&k| has(p, k) && !has(pp, k)).collect();
+            // The appearing event closest to the first divergence.
+            let pick = |t: &[TraceEvent], kinds: &[ExceptionKind]| {
+                t.iter().skip(first).chain(t.iter().take(first)).find(|e| kinds.contains(&e.kind)).cloned()
+            };
+            if let Some(e) = pick(pp, &only_pp) {
+                let mut s = format!("fast-math build {} here, plain build does not", verb(e.kind));
+                if let Some(k) = only_p.first() {
+                    s.push_str(&format!("; plain build {}, fast-math build does not", verb(*k)));
+                }
+                (s, e.loc())
+            } else if let Some(e) = pick(p, &only_p) {
+                (format!("plain build {} here, fast-math build does not", verb(e.kind)), e.loc())
+            } else {
+                ("exception traces differ".into(), first_loc)
+            }
+        }
+        DivergenceClass::Count => {
+            let k = ExceptionKind::ALL.into_iter().find(|&k| count(p, k) != count(pp, k));
+            let s = match k {
+                Some(k) => format!(
+                    "fast-math build raises {k} {}, plain build {}",
+                    times(count(pp, k)),
+                    times(count(p, k))
+                ),
+                None => "exception counts differ".into(),
+            };
+            (s, first_loc)
+        }
+        DivergenceClass::Order => ("same exceptions in another order".into(), first_loc),
+    }
+}
+
+fn times(n: usize) -> String {
+    if n == 1 {
+        "once".into()
+    } else {
+        format!("{n} times")
+    }
+}
+
+#[cfg(test)]
+mod tests;

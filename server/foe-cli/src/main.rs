@@ -1,5 +1,259 @@
-//! The `foe` binary: check, replay, table, bench and lsp subcommands.
-fn main() {
-    eprintln!("foe: not yet assembled");
-    std::process::exit(2);
+//! The `foe` binary: `check`, `replay`, `table`, `bench` and `lsp`.
+//!
+//! Exit status: 0 when no divergence was found, 1 when some were, 2 on an error (a file that does not
+//! compile, a missing function, a tool that cannot run).
+
+mod bench;
+mod output;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use foe_analysis::pipeline::{self, AnalysisError, AnalysisRequest, CancelToken, NoCache, NoProgress};
+use foe_analysis::AnalysisConfig;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "foe", version, about = "Find where -ffast-math changes a C program's floating-point exceptions")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Analyse a file: report inputs where P and P' raise different exception traces.
+    Check {
+        file: PathBuf,
+        /// Analyse only this function.
+        #[arg(long)]
+        function: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Build and run both versions of a function on exactly the given input and print both traces.
+    Replay {
+        file: PathBuf,
+        #[arg(long)]
+        function: String,
+        /// A parameter value, as NAME=VALUE (decimal, C99 hex float, inf, nan); repeat for each parameter.
+        #[arg(long = "input", value_name = "NAME=VALUE", required = true, num_args = 1..)]
+        inputs: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Print the FOE paper's Table III columns per function, plus the time taken.
+    Table {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Phase timings and executions per second on the fixtures (or the given files).
+    Bench {
+        files: Vec<PathBuf>,
+        /// Runs per file; the figures are medians.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        #[command(flatten)]
+        settings: Settings,
+    },
+    /// Run the language server on stdin/stdout.
+    Lsp,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+    Sarif,
+}
+
+/// Settings shared by the analysing commands; unset ones keep the engine's defaults.
+#[derive(Args, Clone, Default)]
+struct Settings {
+    /// Flags of the reference build P (default "-O0 -ffp-contract=off").
+    #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
+    p_flags: Option<String>,
+    /// Flags of the fast-math build P' (default "-O2 -ffast-math").
+    #[arg(long = "p-prime-flags", value_name = "FLAGS", allow_hyphen_values = true)]
+    p_prime_flags: Option<String>,
+    /// The clang to use (default clang-19).
+    #[arg(long)]
+    clang: Option<PathBuf>,
+    /// Neighbourhood radius in nextafter steps (default 3).
+    #[arg(long)]
+    radius: Option<u32>,
+    /// Loop unrolling bound while modelling (default 2).
+    #[arg(long)]
+    unroll: Option<u32>,
+    /// Per-query solver time limit in ms (default 2000).
+    #[arg(long)]
+    solver_timeout_ms: Option<u64>,
+    /// Per-execution time limit in ms (default 500).
+    #[arg(long)]
+    exec_timeout_ms: Option<u64>,
+    /// Flush-to-zero/denormals-are-zero for P': auto (follow its flags), on, off.
+    #[arg(long, value_name = "auto|on|off")]
+    ftz: Option<String>,
+    /// Also report the exceptions the plain build itself raises.
+    #[arg(long)]
+    plain_exceptions: bool,
+}
+
+impl Settings {
+    fn config(&self) -> anyhow::Result<AnalysisConfig> {
+        let mut c = AnalysisConfig::default();
+        let split = |s: &String| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        if let Some(f) = &self.p_flags {
+            c.flags_p = split(f);
+        }
+        if let Some(f) = &self.p_prime_flags {
+            c.flags_p_prime = split(f);
+        }
+        if let Some(clang) = &self.clang {
+            c.clang = clang.clone();
+        }
+        if let Some(r) = self.radius {
+            c.radius = r;
+        }
+        if let Some(u) = self.unroll {
+            c.unroll_bound = u;
+        }
+        if let Some(t) = self.solver_timeout_ms {
+            c.solver_timeout_ms = t;
+        }
+        if let Some(t) = self.exec_timeout_ms {
+            c.exec_timeout_ms = t;
+        }
+        if let Some(m) = &self.ftz {
+            c.ftz_daz = match m.as_str() {
+                "auto" => foe_analysis::config::FtzMode::Auto,
+                "on" => foe_analysis::config::FtzMode::On,
+                "off" => foe_analysis::config::FtzMode::Off,
+                other => anyhow::bail!("--ftz takes auto, on or off, not `{other}`"),
+            };
+        }
+        c.report_plain_exceptions = self.plain_exceptions;
+        Ok(c)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let lsp = matches!(cli.command, Command::Lsp);
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if lsp { "info" } else { "warn" })),
+        )
+        .with_ansi(false)
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("foe: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_source(file: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))
+}
+
+/// Prints an engine error the way a compiler does and gives exit status 2.
+fn engine_error(e: AnalysisError) -> anyhow::Result<ExitCode> {
+    match &e {
+        AnalysisError::Compile { message, stderr, .. } => {
+            eprintln!("foe: the file does not compile: {message}");
+            if stderr.lines().count() > 1 {
+                eprint!("{stderr}");
+            }
+        }
+        other => eprintln!("foe: {other}"),
+    }
+    Ok(ExitCode::from(2))
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Check { file, function, format, settings } => {
+            let config = settings.config()?;
+            let text = read_source(&file)?;
+            let request =
+                AnalysisRequest { path: &file, text: &text, config: &config, only_function: function.as_deref() };
+            let report = match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
+                Ok(r) => r,
+                Err(e) => return engine_error(e),
+            };
+            if let Some(name) = &function {
+                if !report.functions.iter().any(|f| &f.name == name) {
+                    eprintln!("foe: no function `{name}` is defined in {}", file.display());
+                    return Ok(ExitCode::from(2));
+                }
+            }
+            match format {
+                Format::Text => print!("{}", output::text_report(&report, &text)),
+                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Format::Sarif => println!("{}", serde_json::to_string_pretty(&output::sarif(&report))?),
+            }
+            Ok(ExitCode::from(if report.divergence_count() > 0 { 1 } else { 0 }))
+        }
+        Command::Replay { file, function, inputs, format, settings } => {
+            let config = settings.config()?;
+            let text = read_source(&file)?;
+            let assignments = inputs
+                .iter()
+                .map(|a| {
+                    a.split_once('=')
+                        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                        .ok_or_else(|| anyhow::anyhow!("--input takes NAME=VALUE, not `{a}`"))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let request = AnalysisRequest { path: &file, text: &text, config: &config, only_function: None };
+            let replayed = match pipeline::replay(&request, &function, &assignments) {
+                Ok(r) => r,
+                Err(e) => return engine_error(e),
+            };
+            match format {
+                Format::Json | Format::Sarif => println!("{}", serde_json::to_string_pretty(&replayed)?),
+                Format::Text => print!("{}", output::text_replay(&replayed, &file)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Table { files, settings } => {
+            let config = settings.config()?;
+            let mut rows = Vec::new();
+            let mut failed = false;
+            for file in &files {
+                let text = read_source(file)?;
+                let request = AnalysisRequest { path: file, text: &text, config: &config, only_function: None };
+                let started = std::time::Instant::now();
+                match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
+                    Ok(report) => rows.push((report, started.elapsed())),
+                    Err(e) => {
+                        eprintln!("foe: {}: {e}", file.display());
+                        failed = true;
+                    }
+                }
+            }
+            print!("{}", output::table(&rows));
+            Ok(ExitCode::from(if failed { 2 } else { 0 }))
+        }
+        Command::Bench { files, runs, settings } => {
+            let config = settings.config()?;
+            bench::run(&files, runs.max(1), &config)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Lsp => {
+            foe_lsp::run_stdio()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

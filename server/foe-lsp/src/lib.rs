@@ -1,6 +1,106 @@
 //! foe-lsp: the language server over the foe engine (the only crate that knows LSP).
+//!
+//! Code map: [`server`] (the `LanguageServer` handlers), [`state`] (documents, versions, analyses, the
+//! per-function cache), [`scheduler`] (debounce, jobs off the protocol loop, cancellation, fix verification),
+//! [`to_proto`] / [`from_proto`] (every conversion between engine values and LSP types), [`config`] (the `foe`
+//! settings section ↔ `AnalysisConfig`), [`engine`] (the seam to the engine), [`client`] and [`bench`] (a
+//! minimal stdio client and the latency benchmark built on it).
+
+pub mod bench;
+pub mod client;
+pub mod config;
+pub mod engine;
+pub mod from_proto;
+pub mod scheduler;
+pub mod server;
+pub mod state;
+pub mod to_proto;
+
+pub use bench::{latency_benchmark, LatencyOptions, LatencyReport};
+
+use engine::{Engine, FoeEngine};
+use server::Backend;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp::{LspService, Server};
 
 /// Serves the Language Server Protocol on stdin/stdout until the client exits.
+///
+/// Logs go to stderr (`FOE_LOG` sets the filter, default `warn`). Returns an error when the session ended
+/// without a `shutdown` request (the client died or sent `exit` early), so the process exits with 1 as the
+/// protocol asks.
 pub fn run_stdio() -> anyhow::Result<()> {
-    anyhow::bail!("the language server is not built yet")
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .try_init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let clean = runtime.block_on(serve(Arc::new(FoeEngine), tokio::io::stdin(), tokio::io::stdout()));
+    // Engine runs still in flight were cancelled by `shutdown`; do not wait long for them.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    if clean {
+        Ok(())
+    } else {
+        anyhow::bail!("the client ended the session without a shutdown request")
+    }
+}
+
+/// Serves one session over any byte streams; returns whether it ended after a `shutdown` request.
+pub async fn serve<I, O>(engine: Arc<dyn Engine>, input: I, output: O) -> bool
+where
+    I: AsyncRead + Unpin,
+    O: AsyncWrite,
+{
+    let state = Arc::new(OnceLock::new());
+    let slot = state.clone();
+    let (service, socket) = LspService::build(move |client| {
+        let backend = Backend::new(client, engine);
+        let _ = slot.set(backend.state().clone());
+        backend
+    })
+    .custom_method("foe/stats", Backend::stats)
+    .custom_method("foe/trace", Backend::trace)
+    .finish();
+    // tower-lsp notices `exit` only when the next message arrives; stop as soon as it is handled.
+    let exited = Arc::new(tokio::sync::Notify::new());
+    let service = ExitWatch { inner: service, exited: exited.clone() };
+    // Requests wait on fix verification; keep room so notifications are never stuck behind them.
+    let server = Server::new(input, output, socket).concurrency_level(64).serve(service);
+    tokio::select! {
+        _ = server => {}
+        _ = exited.notified() => {}
+    }
+    state.get().is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
+}
+
+/// Passes requests through to the service and signals when `exit` has been handled.
+struct ExitWatch<S> {
+    inner: S,
+    exited: Arc<tokio::sync::Notify>,
+}
+
+impl<S> tower_service::Service<tower_lsp::jsonrpc::Request> for ExitWatch<S>
+where
+    S: tower_service::Service<tower_lsp::jsonrpc::Request>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: tower_lsp::jsonrpc::Request) -> Self::Future {
+        let exit = request.method() == "exit";
+        let future = self.inner.call(request);
+        if exit {
+            self.exited.notify_one();
+        }
+        future
+    }
 }

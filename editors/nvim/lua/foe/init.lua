@@ -1,0 +1,179 @@
+-- foe: fast-math exception divergences in Neovim, through the `foe lsp` language server.
+--
+-- Works with Neovim 0.7 and later (it uses vim.lsp.start_client + vim.lsp.buf_attach_client, not the newer
+-- vim.lsp.start). Usage:
+--
+--   require("foe").setup {
+--     cmd = { "foe", "lsp" },                  -- how to start the server
+--     settings = { foe = { radius = 3 } },     -- the `foe` settings section (see docs/editors.md)
+--   }
+--
+-- Commands: :FoeTrace (inputs and both traces of the divergence under the cursor), :FoeAnalyse (re-analyse
+-- now), :FoeStats (cache counters), :FoeRestart.
+
+local M = {}
+
+local defaults = {
+  cmd = { "foe", "lsp" },
+  filetypes = { "c" },
+  -- Files that mark a project's root (the first found upwards from the file); else the file's directory.
+  root_markers = { "compile_commands.json", "build/compile_commands.json", ".git" },
+  settings = { foe = {} },
+  on_attach = nil,
+}
+
+M.config = vim.deepcopy(defaults)
+-- One client per root directory.
+local clients = {}
+
+local function find_root(path)
+  local dir = vim.fn.fnamemodify(path, ":p:h")
+  for _, marker in ipairs(M.config.root_markers) do
+    local found = vim.fn.findfile(marker, dir .. ";")
+    if found == "" then
+      found = vim.fn.finddir(marker, dir .. ";")
+    end
+    if found ~= "" then
+      local full = (vim.fn.fnamemodify(found, ":p"):gsub("/$", ""))
+      return full:sub(1, #full - #marker - 1)
+    end
+  end
+  return dir
+end
+
+local function client_for(root)
+  local id = clients[root]
+  if id then
+    local client = vim.lsp.get_client_by_id(id)
+    if client and not client.is_stopped() then
+      return id
+    end
+  end
+  local settings = M.config.settings or {}
+  id = vim.lsp.start_client({
+    name = "foe",
+    cmd = M.config.cmd,
+    root_dir = root,
+    settings = settings,
+    init_options = settings.foe or {},
+    on_attach = M.config.on_attach,
+  })
+  clients[root] = id
+  return id
+end
+
+--- Starts (or reuses) the server for a buffer and attaches it.
+function M.attach(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == "" then
+    return nil
+  end
+  local id = client_for(find_root(name))
+  if id then
+    vim.lsp.buf_attach_client(bufnr, id)
+  end
+  return id
+end
+
+--- The foe client attached to a buffer, if any.
+function M.client(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
+    if client.name == "foe" then
+      return client
+    end
+  end
+  return nil
+end
+
+--- The markdown of `foe/trace` at the cursor (every shown input with both traces), or nil.
+function M.trace_markdown(bufnr, timeout_ms)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = M.client(bufnr)
+  if not client then
+    return nil, "foe is not attached to this buffer"
+  end
+  local params = vim.lsp.util.make_position_params()
+  local response, err = client.request_sync("foe/trace", params, timeout_ms or 10000, bufnr)
+  if not response then
+    return nil, err
+  end
+  if response.err then
+    return nil, response.err.message
+  end
+  if response.result == nil or response.result == vim.NIL then
+    return nil, "no divergence on this line"
+  end
+  return response.result.markdown
+end
+
+--- :FoeTrace — shows the inputs and both traces of the divergence on the cursor line in a floating window.
+function M.show_trace()
+  local markdown, err = M.trace_markdown()
+  if not markdown then
+    vim.notify("foe: " .. tostring(err), vim.log.levels.INFO)
+    return
+  end
+  local lines = vim.split(markdown, "\n", true)
+  vim.lsp.util.open_floating_preview(lines, "markdown", { border = "rounded", max_width = 120 })
+end
+
+--- :FoeAnalyse — re-analyses the current buffer now.
+function M.analyse()
+  local client = M.client()
+  if client then
+    client.request("workspace/executeCommand", { command = "foe.analyse", arguments = { vim.uri_from_bufnr(0) } })
+  end
+end
+
+--- :FoeStats — prints the server's cache counters and per-function cache state.
+function M.stats()
+  local client = M.client()
+  if not client then
+    return
+  end
+  local response = client.request_sync("foe/stats", nil, 5000, 0)
+  if response and response.result then
+    print(vim.inspect(response.result))
+  end
+end
+
+--- :FoeRestart — stops the servers and attaches every foe buffer to a fresh one.
+function M.restart()
+  for root, id in pairs(clients) do
+    vim.lsp.stop_client(id)
+    clients[root] = nil
+  end
+  vim.defer_fn(function()
+    for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+      if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then
+        M.attach(bufnr)
+      end
+    end
+  end, 200)
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
+  local group = vim.api.nvim_create_augroup("foe", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = M.config.filetypes,
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+  })
+  vim.api.nvim_create_user_command("FoeTrace", M.show_trace, { desc = "foe: inputs and traces of the divergence here" })
+  vim.api.nvim_create_user_command("FoeAnalyse", M.analyse, { desc = "foe: re-analyse this buffer now" })
+  vim.api.nvim_create_user_command("FoeStats", M.stats, { desc = "foe: cache statistics" })
+  vim.api.nvim_create_user_command("FoeRestart", M.restart, { desc = "foe: restart the language server" })
+  -- Buffers already open when setup runs.
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+return M

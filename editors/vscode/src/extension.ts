@@ -1,0 +1,140 @@
+// foe for VS Code: starts `foe lsp` for C files and adds three commands (restart, analyse now, show trace).
+//
+// Diagnostics, hovers and quick fixes come from the server through vscode-languageclient; this file only
+// starts the client, forwards the `foe.*` settings, and implements the commands. The manifest declares
+// `untrustedWorkspaces.supported = false`: VS Code does not activate the extension in restricted mode, since
+// the analysis compiles and runs the user's code.
+
+import * as vscode from "vscode";
+import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+
+let client: LanguageClient | undefined;
+let output: vscode.OutputChannel | undefined;
+
+/** The answer of the server's `foe/trace` request. */
+interface TraceResult {
+  markdown: string;
+}
+
+/** The `foe` settings as sent to the server (unset values are null; the server keeps its defaults for them). */
+function settings(): Record<string, unknown> {
+  const config = vscode.workspace.getConfiguration("foe");
+  const keys = [
+    "enable",
+    "clang",
+    "flagsP",
+    "flagsPPrime",
+    "extraFlags",
+    "radius",
+    "solverTimeoutMs",
+    "execTimeoutMs",
+    "ftzDaz",
+    "reportPlainExceptions",
+    "reportSkipped",
+    "debounceMs",
+    "docsUrl",
+  ];
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    out[key] = config.get(key) ?? null;
+  }
+  return out;
+}
+
+/** The server binary: `foe.path`, with `${workspaceFolder}` replaced. */
+function serverPath(): string {
+  const configured = vscode.workspace.getConfiguration("foe").get<string>("path") || "foe";
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? "";
+  return configured.replace(/\$\{workspaceFolder\}/g, folder);
+}
+
+function createClient(): LanguageClient {
+  const serverOptions: ServerOptions = {
+    command: serverPath(),
+    args: ["lsp"],
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: "file", language: "c" }],
+    initializationOptions: settings(),
+    outputChannel: output,
+    // Changes reach the server as didChangeConfiguration {"foe": {...}} (keys it does not know are ignored).
+    synchronize: { configurationSection: "foe" },
+  };
+  return new LanguageClient("foe", "foe", serverOptions, clientOptions);
+}
+
+async function start(): Promise<void> {
+  if (!vscode.workspace.getConfiguration("foe").get<boolean>("enable", true)) {
+    return;
+  }
+  client = createClient();
+  try {
+    await client.start();
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    void vscode.window.showErrorMessage(
+      `foe: cannot start \`${serverPath()} lsp\` (${message}). Set "foe.path" to the foe binary.`,
+    );
+  }
+}
+
+async function stop(): Promise<void> {
+  if (client && client.state !== State.Stopped) {
+    await client.stop();
+  }
+  client = undefined;
+}
+
+async function restart(): Promise<void> {
+  await stop();
+  await start();
+}
+
+/** `foe.analyseNow`: re-analyse the active C file without waiting for an edit. */
+async function analyseNow(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!client || !editor || editor.document.languageId !== "c") {
+    return;
+  }
+  await client.sendRequest("workspace/executeCommand", {
+    command: "foe.analyse",
+    arguments: [editor.document.uri.toString()],
+  });
+}
+
+/** `foe.showTrace`: the inputs and both builds' traces of the divergence on the cursor's line, beside the editor. */
+async function showTrace(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!client || !editor) {
+    return;
+  }
+  const params = client.code2ProtocolConverter.asTextDocumentPositionParams(editor.document, editor.selection.active);
+  const result = await client.sendRequest<TraceResult | null>("foe/trace", params);
+  if (!result) {
+    void vscode.window.showInformationMessage("foe: no divergence is flagged on this line.");
+    return;
+  }
+  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: result.markdown });
+  await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: true });
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  output = vscode.window.createOutputChannel("foe");
+  context.subscriptions.push(
+    output,
+    vscode.commands.registerCommand("foe.restartServer", restart),
+    vscode.commands.registerCommand("foe.analyseNow", analyseNow),
+    vscode.commands.registerCommand("foe.showTrace", showTrace),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      // The binary or the switch changed: restart. Other settings reach the server as didChangeConfiguration.
+      if (e.affectsConfiguration("foe.path") || e.affectsConfiguration("foe.enable")) {
+        void restart();
+      }
+    }),
+  );
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}

@@ -1,0 +1,332 @@
+/* foe_runtime.c: the runtime linked into foe's worker: exception-trace recording (__foe_check) and the batch
+ * driver (main) that runs both instrumented builds on inputs read from stdin and replies on stdout.
+ * See foe_runtime.h for the protocol. Compiled once per foe build with -O2 and without fast math. */
+#define _GNU_SOURCE
+#include "foe_runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#if !defined(__x86_64__)
+#include <fenv.h>
+#endif
+
+/* ---- trace recording ---- */
+
+static uint32_t g_trace[FOE_TRACE_CAP];
+static volatile uint32_t g_trace_len;
+static volatile uint32_t g_trace_truncated;
+
+static inline void foe_append(uint32_t site, uint32_t kind) {
+    uint32_t n = g_trace_len;
+    if (n < FOE_TRACE_CAP) {
+        g_trace[n] = (site << FOE_KIND_BITS) | kind;
+        g_trace_len = n + 1;
+    } else {
+        g_trace_truncated = 1;
+    }
+}
+
+#if defined(__x86_64__)
+/* MXCSR and x87 status bits: IE=0x01 ZE=0x04 OE=0x08 UE=0x10 (DE=0x02 and PE=0x20 are ignored). */
+#define FOE_TRACKED 0x1du
+
+void __foe_check(uint32_t site) {
+    uint32_t csr;
+    uint16_t sw;
+    __asm__ volatile("stmxcsr %0" : "=m"(csr));
+    __asm__ volatile("fnstsw %0" : "=am"(sw));
+    uint32_t f = (csr | sw) & FOE_TRACKED;
+    if (__builtin_expect(f == 0, 1))
+        return;
+    if (f & 0x01u) foe_append(site, FOE_KIND_INVALID);
+    if (f & 0x04u) foe_append(site, FOE_KIND_DIVBYZERO);
+    if (f & 0x08u) foe_append(site, FOE_KIND_OVERFLOW);
+    if (f & 0x10u) foe_append(site, FOE_KIND_UNDERFLOW);
+    csr &= ~0x3fu;
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+    if (sw & 0x3fu)
+        __asm__ volatile("fnclex");
+}
+
+static void foe_set_mode(int ftz) {
+    uint32_t csr = ftz ? 0x9fc0u : 0x1f80u; /* all exceptions masked, round to nearest, flags clear */
+    __asm__ volatile("fnclex");
+    __asm__ volatile("ldmxcsr %0" : : "m"(csr));
+}
+#else
+void __foe_check(uint32_t site) {
+    int f = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
+    if (__builtin_expect(f == 0, 1))
+        return;
+    if (f & FE_INVALID) foe_append(site, FOE_KIND_INVALID);
+    if (f & FE_DIVBYZERO) foe_append(site, FOE_KIND_DIVBYZERO);
+    if (f & FE_OVERFLOW) foe_append(site, FOE_KIND_OVERFLOW);
+    if (f & FE_UNDERFLOW) foe_append(site, FOE_KIND_UNDERFLOW);
+    feclearexcept(FE_ALL_EXCEPT);
+}
+
+static void foe_set_mode(int ftz) {
+    (void)ftz; /* flush-to-zero is only modelled on x86-64 */
+    fesetround(FE_TONEAREST);
+    feclearexcept(FE_ALL_EXCEPT);
+}
+#endif
+
+/* ---- reply buffer ---- */
+
+static int g_out_fd = -1;
+static int g_in_fd = -1;
+static unsigned char g_out[1u << 18];
+static volatile size_t g_out_len;
+static volatile sig_atomic_t g_flush_requested;
+
+/* Async-signal-safe: only write(2). */
+static void foe_write_all(const void *data, size_t len) {
+    const unsigned char *p = data;
+    while (len > 0) {
+        ssize_t n = write(g_out_fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(75);
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void foe_flush(void) {
+    if (g_out_len > 0)
+        foe_write_all(g_out, g_out_len);
+    g_out_len = 0;
+    g_flush_requested = 0;
+}
+
+/* Appends a record with the current trace; flushes first when the buffer could overflow. */
+static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t detail, uint64_t ret) {
+    uint32_t n = g_trace_len;
+    size_t need = sizeof(struct foe_record) + (size_t)n * 4u;
+    if (g_out_len + need > sizeof g_out)
+        foe_flush();
+    struct foe_record rec;
+    rec.input = input;
+    rec.build = (uint8_t)build;
+    rec.status = (uint8_t)status;
+    rec.flags = g_trace_truncated ? FOE_RECORD_TRUNCATED : 0;
+    rec.detail = detail;
+    rec.nevents = n;
+    rec.ret = ret;
+    memcpy(g_out + g_out_len, &rec, sizeof rec);
+    memcpy(g_out + g_out_len + sizeof rec, g_trace, (size_t)n * 4u);
+    g_out_len += need;
+}
+
+/* ---- what is running, for the signal handlers ---- */
+
+static volatile sig_atomic_t g_running;      /* 1 while a build's code runs */
+static volatile uint32_t g_cur_input;
+static volatile uint32_t g_cur_build;
+static volatile uint32_t g_seq;              /* counts executions */
+static uint32_t g_seen_seq;                  /* the execution the last tick saw */
+static uint32_t g_ticks;                     /* ticks that saw the same execution */
+static volatile uint32_t g_ticks_needed = 1;
+static volatile uint32_t g_timeout_ms;
+
+/* Ends the reply with a terminal record for the running execution and exits. */
+static void foe_die(uint32_t status, uint32_t detail, int code) {
+    g_running = 0;
+    foe_emit(g_cur_input, g_cur_build, status, detail, 0);
+    foe_flush();
+    _exit(code);
+}
+
+void __foe_undefined(uint32_t index) {
+    if (g_running)
+        foe_die(FOE_STATUS_UNDEFINED, index, 77);
+    _exit(77);
+}
+
+static void foe_on_crash(int sig) {
+    if (g_running)
+        foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);
+    _exit(71); /* the driver itself failed: the parent sees an unexplained death */
+}
+
+static void foe_on_alarm(int sig) {
+    (void)sig;
+    g_flush_requested = 1;
+    if (!g_running)
+        return;
+    uint32_t seq = g_seq;
+    if (seq != g_seen_seq) {
+        g_seen_seq = seq;
+        g_ticks = 0;
+        return;
+    }
+    if (++g_ticks >= g_ticks_needed)
+        foe_die(FOE_STATUS_TIMED_OUT, g_timeout_ms, 72);
+}
+
+static void foe_on_exit(int status, void *arg) {
+    (void)arg;
+    if (g_running)
+        foe_die(FOE_STATUS_EXITED, (uint32_t)status, 73);
+}
+
+static void foe_install_handlers(void) {
+    static unsigned char altstack[1u << 16];
+    stack_t ss;
+    ss.ss_sp = altstack;
+    ss.ss_size = sizeof altstack;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, NULL);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigfillset(&sa.sa_mask);
+    sa.sa_flags = SA_ONSTACK;
+    sa.sa_handler = foe_on_crash;
+    int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGPIPE};
+    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++)
+        sigaction(crash[i], &sa, NULL);
+
+    sa.sa_flags = SA_ONSTACK | SA_RESTART;
+    sa.sa_handler = foe_on_alarm;
+    sigaction(SIGALRM, &sa, NULL);
+    on_exit(foe_on_exit, NULL);
+}
+
+/* Ticks every period; an execution that several ticks in a row saw times out. */
+static void foe_arm_timer(uint32_t timeout_ms) {
+    if (timeout_ms == 0)
+        timeout_ms = 1000;
+    uint32_t period = timeout_ms / 4;
+    if (period < 1) period = 1;
+    if (period > 50) period = 50;
+    g_timeout_ms = timeout_ms;
+    g_ticks_needed = (timeout_ms + period - 1) / period;
+    struct itimerval it;
+    it.it_interval.tv_sec = period / 1000;
+    it.it_interval.tv_usec = (period % 1000) * 1000;
+    it.it_value = it.it_interval;
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void foe_disarm_timer(void) {
+    struct itimerval it;
+    memset(&it, 0, sizeof it);
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+/* ---- the driver ---- */
+
+static int foe_read_all(void *data, size_t len) {
+    unsigned char *p = data;
+    while (len > 0) {
+        ssize_t n = read(g_in_fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            return p == (unsigned char *)data ? 0 : -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 1;
+}
+
+static void foe_protocol_error(uint32_t reason) {
+    g_trace_len = 0;
+    g_trace_truncated = 0;
+    foe_emit(0, FOE_BUILD_DONE, FOE_STATUS_ERROR, reason, 0);
+    foe_flush();
+    _exit(74);
+}
+
+static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input, uint32_t build, int ftz,
+                        int flush_each) {
+    g_trace_len = 0;
+    g_trace_truncated = 0;
+    g_cur_input = input;
+    g_cur_build = build;
+    g_seq++;
+    foe_set_mode(ftz);
+    g_running = 1;
+    __asm__ volatile("" ::: "memory");
+    uint64_t ret = entry(args);
+    __asm__ volatile("" ::: "memory");
+    g_running = 0;
+    foe_emit(input, build, FOE_STATUS_RETURNED, 0, ret);
+    if (flush_each || g_flush_requested)
+        foe_flush();
+}
+
+int main(void) {
+    /* Keep the protocol on private descriptors: the user's code may print or read. */
+    g_in_fd = dup(0);
+    g_out_fd = dup(1);
+    int devnull = open("/dev/null", O_RDWR);
+    if (g_in_fd < 0 || g_out_fd < 0 || devnull < 0)
+        return 76;
+    dup2(devnull, 0);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    if (devnull > 2)
+        close(devnull);
+    foe_install_handlers();
+
+    /* Hello: tells the parent the worker started (protocol version in detail). */
+    foe_emit(FOE_HELLO_INPUT, FOE_BUILD_DONE, FOE_STATUS_RETURNED, FOE_PROTOCOL_VERSION, 0);
+    foe_flush();
+
+    uint64_t *args = NULL;
+    size_t cap = 0;
+    for (;;) {
+        struct foe_batch_header h;
+        int r = foe_read_all(&h, sizeof h);
+        if (r == 0)
+            return 0;
+        if (r < 0 || h.magic != FOE_BATCH_MAGIC)
+            foe_protocol_error(1);
+        if (h.function >= __foe_entry_count)
+            foe_protocol_error(2);
+        size_t words = (size_t)h.ninputs * (size_t)h.nargs;
+        if (h.nargs > 4096 || h.ninputs > (1u << 24))
+            foe_protocol_error(3);
+        if (words > cap) {
+            free(args);
+            cap = words;
+            args = malloc(cap * sizeof *args + 8);
+            if (!args)
+                foe_protocol_error(4);
+        }
+        if (words > 0 && foe_read_all(args, words * sizeof *args) != 1)
+            foe_protocol_error(5);
+        foe_entry_fn p = __foe_entries[2 * h.function];
+        foe_entry_fn pp = __foe_entries[2 * h.function + 1];
+        if (!p || !pp)
+            foe_protocol_error(6);
+        int flush_each = (h.flags & FOE_FLAG_FLUSH_EACH) != 0;
+        foe_arm_timer(h.timeout_ms);
+        for (uint32_t i = 0; i < h.ninputs; i++) {
+            const uint64_t *a = args + (size_t)i * h.nargs;
+            uint32_t label = h.first_index + i;
+            if (!(i == 0 && (h.flags & FOE_FLAG_SKIP_FIRST_P)))
+                foe_run_one(p, a, label, FOE_BUILD_P, (h.flags & FOE_FLAG_P_FTZ) != 0, flush_each);
+            foe_run_one(pp, a, label, FOE_BUILD_PP, (h.flags & FOE_FLAG_PP_FTZ) != 0, flush_each);
+        }
+        g_trace_len = 0;
+        g_trace_truncated = 0;
+        foe_emit(h.first_index + h.ninputs, FOE_BUILD_DONE, FOE_STATUS_RETURNED, 0, 0);
+        foe_flush();
+        foe_disarm_timer();
+    }
+}

@@ -1,0 +1,82 @@
+/* foe_runtime.h: the interface between instrumented builds, the batch driver and foe (trace codes, protocol). */
+#ifndef FOE_RUNTIME_H
+#define FOE_RUNTIME_H
+
+#include <stdint.h>
+
+/* Exception kind codes in trace records; must match ExceptionKind::runtime_code() in types.rs. */
+#define FOE_KIND_INVALID 1u
+#define FOE_KIND_DIVBYZERO 2u
+#define FOE_KIND_OVERFLOW 3u
+#define FOE_KIND_UNDERFLOW 4u
+
+/* A trace event is (site << 3) | kind; site ids therefore have at most 29 bits. */
+#define FOE_KIND_BITS 3u
+#define FOE_TRACE_CAP 4096u
+
+/* Called by instrumented code after every floating-point instruction. */
+void __foe_check(uint32_t site);
+
+/* Called by the generated stub of a function the analysed file uses but does not define (index into foe's
+ * list of such functions); ends the execution. */
+void __foe_undefined(uint32_t index) __attribute__((noreturn));
+
+/* Generated per analysed function and build: reads the argument bits, calls the build's function,
+ * returns the result bits (double/float bit pattern, sign- or zero-extended integer, 0 for void). */
+typedef uint64_t (*foe_entry_fn)(const uint64_t *args);
+
+/* Generated table: entry i*2 is function i of P, i*2+1 the same function of P' (NULL when unavailable). */
+extern foe_entry_fn __foe_entries[];
+extern const uint32_t __foe_entry_count; /* number of functions (half the table length) */
+
+/* ---- Batch protocol (all integers little-endian) ----
+ * Request (stdin): struct foe_batch_header, then ninputs * nargs uint64 argument bit patterns.
+ * Reply (stdout): one struct foe_record (+ nevents uint32 events) per (input, build) executed, in order,
+ * then a record with build FOE_BUILD_DONE. A crash, time-out or exit ends the reply with that record
+ * and the worker exits; the parent restarts it for the rest of the batch. */
+#define FOE_BATCH_MAGIC 0x42454f46u /* "FOEB" */
+
+#define FOE_FLAG_P_FTZ 1u         /* run P with FTZ+DAZ */
+#define FOE_FLAG_PP_FTZ 2u        /* run P' with FTZ+DAZ */
+#define FOE_FLAG_FLUSH_EACH 4u    /* flush the reply after every record (to locate an unexplained death) */
+#define FOE_FLAG_SKIP_FIRST_P 8u  /* the first input's P run was already done */
+
+struct foe_batch_header {
+    uint32_t magic;
+    uint32_t function;  /* index into __foe_entries / 2 */
+    uint32_t nargs;
+    uint32_t ninputs;
+    uint32_t first_index; /* label of the first input in reply records */
+    uint32_t flags;
+    uint32_t timeout_ms; /* per execution of one build */
+    uint32_t reserved;
+};
+
+#define FOE_BUILD_P 0u
+#define FOE_BUILD_PP 1u
+#define FOE_BUILD_DONE 0xffu /* end of batch (status 0), hello, or a protocol error (status FOE_STATUS_ERROR) */
+
+/* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
+#define FOE_HELLO_INPUT 0xffffffffu
+#define FOE_PROTOCOL_VERSION 1u
+
+#define FOE_STATUS_RETURNED 0u
+#define FOE_STATUS_CRASHED 1u   /* detail = signal number */
+#define FOE_STATUS_TIMED_OUT 2u /* detail = limit in ms */
+#define FOE_STATUS_EXITED 3u    /* the code called exit(); detail = status */
+#define FOE_STATUS_ERROR 4u     /* protocol error; detail = reason code */
+#define FOE_STATUS_UNDEFINED 5u /* the code called a function the file does not define; detail = its stub index */
+
+#define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
+
+struct foe_record {
+    uint32_t input;
+    uint8_t build;
+    uint8_t status;
+    uint16_t flags;
+    uint32_t detail;
+    uint32_t nevents;
+    uint64_t ret;
+}; /* 24 bytes, followed by nevents uint32 */
+
+#endif

@@ -1,0 +1,250 @@
+//! Tests of the runner on real clang builds executed natively: traces, locations, FTZ, types, crashes, hangs.
+
+use super::testutil::runner;
+use super::*;
+use crate::report::RunEnd;
+
+fn kinds(o: &RunOutcome) -> Vec<ExceptionKind> {
+    o.trace.iter().map(|e| e.kind).collect()
+}
+
+fn f64s(vs: &[f64]) -> Input {
+    Input(vs.iter().map(|&v| ArgValue::F64(v)).collect())
+}
+
+const IDENTITY: &str = "double identity(double x){double a=2*x; double b=a*0.5; return b;}\n";
+
+#[test]
+fn identity_overflows_in_p_only() {
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(IDENTITY, &cfg);
+    let out = r.run("identity", &[f64s(&[1e308]), f64s(&[1.5])]).unwrap();
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    assert_eq!(out[0].p.trace[0].line, Some(1));
+    assert_eq!(out[0].p.trace[0].operation, "fmul");
+    assert!(kinds(&out[0].pp).is_empty(), "P' folds the identity: {:?}", out[0].pp);
+    // P computes inf * 0.5 = inf; P' returns x.
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some(format_return(ReturnType::F64, f64::INFINITY.to_bits()).unwrap()) });
+    assert_eq!(out[0].pp.end, RunEnd::Returned { value: format_return(ReturnType::F64, 1e308f64.to_bits()) });
+    assert!(out[1].p.trace.is_empty() && out[1].pp.trace.is_empty());
+    assert!(r.stats().build_time < Duration::from_secs(10));
+}
+
+#[test]
+fn locations_follow_the_source() {
+    let src = "double f(double x, double y) {\n  double a = x * y;\n  double b = a / y;\n  return b;\n}\n";
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(src, &cfg);
+    // x*y overflows on line 2; inf/0 is fine (no exception), so use y = 1e300: a = inf, b = inf/1e300 = inf (no new flag).
+    let out = r.run("f", &[f64s(&[1e300, 1e300]), f64s(&[1.0, 0.0])]).unwrap();
+    let e = &out[0].p.trace[0];
+    assert_eq!((e.kind, e.line, e.column), (ExceptionKind::Overflow, Some(2), Some(16)));
+    // 0/0 on line 3 is invalid.
+    let e = &out[1].p.trace[0];
+    assert_eq!((e.kind, e.line, e.column, e.operation.as_str()), (ExceptionKind::Invalid, Some(3), Some(16), "fdiv"));
+}
+
+#[test]
+fn float_int_and_out_pointer_parameters() {
+    let src = r#"
+float fl(float x) { return x * x; }
+int scaled(double x, int n, double *out) { *out = x * n; return (int)(x / n); }
+unsigned char uc(unsigned char c) { return c + 1; }
+void nothing(double x) { volatile double y = x * 1e300; (void)y; }
+"#;
+    let cfg = AnalysisConfig::default();
+    let (mut r, _) = runner(src, &cfg);
+    let out = r.run("fl", &[Input(vec![ArgValue::F32(3e38)]), Input(vec![ArgValue::F32(3.0)])]).unwrap();
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    assert_eq!(kinds(&out[0].pp), vec![ExceptionKind::Overflow]);
+    assert_eq!(out[1].p.end, RunEnd::Returned { value: format_return(ReturnType::F32, 9.0f32.to_bits() as u64) });
+    let ins = [
+        Input(vec![ArgValue::F64(7.0), ArgValue::Int(-2), ArgValue::OutPtr]),
+        Input(vec![ArgValue::F64(1.0), ArgValue::Int(0), ArgValue::OutPtr]),
+    ];
+    let out = r.run("scaled", &ins).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("-3".into()) });
+    assert!(out[0].p.trace.is_empty());
+    // 1/0 = inf: divide-by-zero, then (int)inf is invalid.
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::DivideByZero, ExceptionKind::Invalid]);
+    let out = r.run("uc", &[Input(vec![ArgValue::Int(255)])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("0".into()) });
+    let out = r.run("nothing", &[f64s(&[1e10])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: None });
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    // Inputs that do not fit are errors, not panics.
+    assert!(matches!(r.run("uc", &[Input(vec![ArgValue::Int(256)])]), Err(ExecError::BadInput { .. })));
+    assert!(matches!(r.run("uc", &[f64s(&[1.0])]), Err(ExecError::BadInput { .. })));
+    assert!(matches!(r.run("nope", &[]), Err(ExecError::UnknownFunction(_))));
+}
+
+#[test]
+fn crashes_hangs_and_huge_allocations_are_contained() {
+    let src = r#"
+#include <stdlib.h>
+#include <string.h>
+double crash(double x) { if (x > 1.0) *(volatile int *)0 = 0; return x * 2; }
+double hang(double x) { volatile double y = x; while (y > 1.0) { y = y + 1.0; } return y; }
+double hog(double x) { if (x > 1.0) { char *p = malloc((size_t)1 << 40); p[12345] = 1; memset(p, 1, (size_t)1 << 40); return p[0]; } return x; }
+double quit(double x) { if (x > 1.0) exit(3); return x; }
+int idiv(int a, int b) { return a / b; }
+"#;
+    let cfg = AnalysisConfig { exec_timeout_ms: 200, ..AnalysisConfig::default() };
+    let (mut r, _) = runner(src, &cfg);
+    let ins = [f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25]), f64s(&[3.0]), f64s(&[1e308])];
+    let out = r.run("crash", &ins).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[1].p.end);
+    assert!(matches!(&out[1].pp.end, RunEnd::Crashed { .. }), "{:?}", out[1].pp.end);
+    assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
+    assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
+
+    let out = r.run("hang", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[-1.0])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 200 });
+    assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 200 });
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("hog", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert!(matches!(out[1].p.end, RunEnd::Crashed { .. }), "{:?}", out[1].p.end);
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("quit", &[f64s(&[2.0]), f64s(&[0.5])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Crashed { signal: 0, name: "exit(3)".into() });
+    assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("idiv", &[Input(vec![ArgValue::Int(1), ArgValue::Int(0)]), Input(vec![ArgValue::Int(6), ArgValue::Int(3)])]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
+    assert_eq!(out[1].pp.end, RunEnd::Returned { value: Some("2".into()) });
+}
+
+#[test]
+fn hostile_code_cannot_break_the_worker() {
+    let src = r#"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern double not_in_this_file(double);
+__attribute__((constructor)) static void noisy(void) { printf("constructor output\n"); }
+double chatty(double x) { printf("%g\n", x); fflush(stdout); fprintf(stderr, "err\n"); return x * 2; }
+double deep(double x) { volatile char pad[256]; pad[0] = 1; return x > 0 ? deep(x + 1) + pad[0] : x * 3; }
+double aborts(double x) { if (x > 1) abort(); return x; }
+double missing(double x) { if (x > 1) return not_in_this_file(x); return x; }
+double stubborn(double x) {
+  sigset_t all; sigfillset(&all); sigprocmask(SIG_BLOCK, &all, 0);
+  volatile double y = x; while (y > 1.0) y += 1.0;
+  sigprocmask(SIG_UNBLOCK, &all, 0);
+  return y;
+}
+"#;
+    let cfg = AnalysisConfig { exec_timeout_ms: 100, ..AnalysisConfig::default() };
+    let (mut r, _) = runner(src, &cfg);
+    let out = r.run("chatty", &[f64s(&[1.5]), f64s(&[1e308])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 3.0f64.to_bits()) });
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow]);
+
+    let out = r.run("deep", &[f64s(&[1.0]), f64s(&[-1.0])]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[0].p.end);
+    assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
+
+    let out = r.run("aborts", &[f64s(&[2.0]), f64s(&[0.0])]).unwrap();
+    assert!(matches!(&out[0].pp.end, RunEnd::Crashed { name, .. } if name == "SIGABRT"));
+    assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
+
+    // A function of another file is stubbed: only the inputs that reach it fail.
+    let out = r.run("missing", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25])]).unwrap();
+    assert!(matches!(out[0].pp.end, RunEnd::Returned { .. }));
+    let stubbed = RunEnd::Crashed { signal: 0, name: "call to not_in_this_file, which this file does not define".into() };
+    assert_eq!(out[1].p.end, stubbed);
+    assert_eq!(out[1].pp.end, stubbed);
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+
+    // Signals blocked: only the parent's deadline can stop it.
+    let t = Instant::now();
+    let out = r.run("stubborn", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
+    assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 100 });
+    assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 100 });
+    assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
+    eprintln!("stubborn took {:?} with {} worker starts", t.elapsed(), r.stats().worker_starts);
+}
+
+#[test]
+fn statics_globals_and_unavailable_functions() {
+    let src = r#"
+static int calls;
+static double helper(double x) { calls++; return x * x; }
+double twice(double x) { return helper(x) + helper(x); }
+int count(void) { return calls; }
+static double unused_by_others(double x) { return x / 3; }
+double user(double x) { return unused_by_others(x); }
+"#;
+    let cfg = AnalysisConfig::default();
+    let (p, pp) = super::testutil::compile_pair(src);
+    let sigs = super::testutil::signatures(&p);
+    let mut r = Runner::build(&p, &pp, &sigs, &cfg).unwrap();
+    let out = r.run("twice", &[f64s(&[3.0]), f64s(&[1e200])]).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 18.0f64.to_bits()) });
+    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow, ExceptionKind::Overflow]);
+    // Each build has its own copy of `calls` (P' may have folded it away entirely).
+    let out = r.run("count", &[Input(vec![])]).unwrap();
+    assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_) }));
+    // P' inlined the static helpers and dropped them.
+    assert!(r.unavailable("helper").is_some(), "{:?}", r.unavailable("helper"));
+    assert!(matches!(r.run("helper", &[f64s(&[1.0])]), Err(ExecError::Unavailable { .. })));
+    assert!(r.sites().iter().any(|(_, s)| s.build == Build::PPrime && s.function == "twice"));
+}
+
+/// Every function of every fixture builds and runs on ordinary and extreme inputs without an error.
+#[test]
+fn fixtures_build_and_run() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let cfg = AnalysisConfig { exec_timeout_ms: 300, ..AnalysisConfig::default() };
+    let mut files: Vec<_> = ["bench", "constructs", "robustness"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).into_iter().flatten().flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    let mut ran = 0;
+    for file in files {
+        let src = std::fs::read_to_string(&file).unwrap();
+        let Ok(pair) = crate::compile::compile_pair(&cfg, &file, &src) else { continue };
+        let sigs = super::testutil::signatures(&pair.p_ll);
+        let mut r = Runner::build(&pair.p_ll, &pair.pp_ll, &sigs, &cfg).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for sig in &sigs {
+            if r.unavailable(&sig.name).is_some() {
+                continue;
+            }
+            let inputs: Vec<Input> = [1.5, -1e308, 1e-310]
+                .iter()
+                .map(|&v| {
+                    Input(
+                        sig.params
+                            .iter()
+                            .map(|p| match p.ty {
+                                ParamType::F64 => ArgValue::F64(v),
+                                ParamType::F32 => ArgValue::F32(v as f32),
+                                ParamType::Int { .. } => ArgValue::Int(3),
+                                ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+            let out = r.run(&sig.name, &inputs).unwrap_or_else(|e| panic!("{}: {}: {e}", file.display(), sig.name));
+            assert_eq!(out.len(), 3);
+            ran += 1;
+        }
+    }
+    assert!(ran > 20, "ran {ran} functions");
+}
+
+#[test]
+fn runner_can_move_to_another_thread() {
+    fn send<T: Send>() {}
+    send::<Runner>();
+    send::<PairOutcome>();
+}

@@ -1,0 +1,110 @@
+//! Compiling the C runtime (once per runtime source and clang, cached on disk) and linking the worker.
+
+use super::ExecError;
+use crate::process;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The runtime sources, embedded so foe works from any directory.
+pub const RUNTIME_C: &str = include_str!("../../../../runtime/foe_runtime.c");
+pub const RUNTIME_H: &str = include_str!("../../../../runtime/foe_runtime.h");
+
+const RUNTIME_FLAGS: &[&str] = &["-c", "-O2", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-w"];
+const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The runtime object for `clang`: from this process's memo, the on-disk cache, or a fresh compile into
+/// the cache (or into `scratch` when no cache directory is writable).
+pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError> {
+    static MEMO: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+    if let Some((_, obj)) = MEMO.lock().ok().and_then(|m| m.iter().find(|(c, o)| c == clang && o.is_file()).cloned()) {
+        return Ok(obj);
+    }
+    let key = {
+        let mut h = blake3::Hasher::new();
+        h.update(RUNTIME_C.as_bytes());
+        h.update(RUNTIME_H.as_bytes());
+        h.update(clang.as_os_str().as_encoded_bytes());
+        h.update(RUNTIME_FLAGS.join(" ").as_bytes());
+        h.finalize().to_hex()[..16].to_string()
+    };
+    let dir = cache_dir().filter(|d| std::fs::create_dir_all(d).is_ok()).unwrap_or_else(|| scratch.to_path_buf());
+    let obj = dir.join(format!("foe-runtime-{key}.o"));
+    if !obj.is_file() {
+        compile_runtime(clang, &dir, &obj, &key)?;
+    }
+    if let Ok(mut m) = MEMO.lock() {
+        m.push((clang.to_path_buf(), obj.clone()));
+    }
+    Ok(obj)
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("foe"))
+}
+
+/// Compiles into a private temporary directory, then renames into place (safe against concurrent foes).
+fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<(), ExecError> {
+    let tmp = tempfile::Builder::new().prefix("foe-runtime-build").tempdir_in(dir)?;
+    std::fs::write(tmp.path().join("foe_runtime.c"), RUNTIME_C)?;
+    std::fs::write(tmp.path().join("foe_runtime.h"), RUNTIME_H)?;
+    let out = tmp.path().join(format!("foe-runtime-{key}.o"));
+    let mut cmd = process::command(clang, tmp.path());
+    cmd.args(RUNTIME_FLAGS).arg("foe_runtime.c").arg("-o").arg(&out);
+    let result = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| ExecError::Toolchain(format!("cannot run {}: {e}", clang.display())))?;
+    if result.status != Some(0) || !out.is_file() {
+        return Err(ExecError::Toolchain(format!(
+            "cannot compile the runtime: {}",
+            first_error(&result.stderr, result.timed_out)
+        )));
+    }
+    std::fs::rename(&out, obj)?;
+    Ok(())
+}
+
+/// Links the worker: runtime + instrumented builds (+ stubs) + libm. On failure returns the symbols the linker
+/// reported undefined (functions or data of other files), so the caller can stub them and link again.
+pub fn link_worker(
+    clang: &Path,
+    dir: &Path,
+    objects: &[&Path],
+    exe: &Path,
+) -> Result<Result<(), Vec<String>>, ExecError> {
+    let mut cmd = process::command(clang, dir);
+    cmd.arg("-o").arg(exe).args(objects).arg("-lm");
+    let result = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| ExecError::Toolchain(format!("cannot run {}: {e}", clang.display())))?;
+    if result.status == Some(0) && exe.is_file() {
+        return Ok(Ok(()));
+    }
+    static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = UNDEFINED.get_or_init(|| regex::Regex::new(r"undefined reference to [`']([^`']+)'").expect("valid regex"));
+    let mut missing: Vec<String> = re.captures_iter(&result.stderr).map(|c| c[1].to_string()).collect();
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() || result.timed_out {
+        return Err(ExecError::Toolchain(format!(
+            "cannot link the worker: {}",
+            first_error(&result.stderr, result.timed_out)
+        )));
+    }
+    Ok(Err(missing))
+}
+
+fn first_error(stderr: &str, timed_out: bool) -> String {
+    if timed_out {
+        return "timed out".into();
+    }
+    stderr
+        .lines()
+        .find(|l| l.contains("error"))
+        .or_else(|| stderr.lines().next())
+        .unwrap_or("no output")
+        .trim()
+        .to_string()
+}

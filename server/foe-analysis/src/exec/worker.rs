@@ -1,0 +1,431 @@
+//! The worker process and its binary protocol (see `runtime/foe_runtime.h`): sending batches, reading
+//! records with a stall deadline, and restarting after a crash, time-out or unexplained death so the rest
+//! of the batch still runs.
+
+use super::{ExecError, RawEnd, RawPair, RawRun};
+use crate::process::{self, SandboxLimits};
+use std::io::{Read, Write};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout};
+use std::time::{Duration, Instant};
+
+const BATCH_MAGIC: u32 = 0x4245_4f46;
+const FLAG_P_FTZ: u32 = 1;
+const FLAG_PP_FTZ: u32 = 2;
+const FLAG_FLUSH_EACH: u32 = 4;
+const FLAG_SKIP_FIRST_P: u32 = 8;
+const BUILD_DONE: u8 = 0xff;
+const STATUS_RETURNED: u8 = 0;
+const STATUS_CRASHED: u8 = 1;
+const STATUS_TIMED_OUT: u8 = 2;
+const STATUS_EXITED: u8 = 3;
+const STATUS_ERROR: u8 = 4;
+const STATUS_UNDEFINED: u8 = 5;
+const RECORD_TRUNCATED: u16 = 1;
+const HELLO_INPUT: u32 = u32::MAX;
+const PROTOCOL_VERSION: u32 = 1;
+const RECORD_BYTES: usize = 24;
+/// Most argument words sent in one batch (4 MiB); bounds the worker's input buffer.
+const MAX_BATCH_WORDS: usize = 1 << 19;
+/// A worker older than this is replaced before the next batch (its CPU-time limit is cumulative).
+const MAX_WORKER_AGE: Duration = Duration::from_secs(1200);
+/// CPU-seconds backstop of one worker process.
+const WORKER_CPU_SECONDS: u64 = 3600;
+
+/// How the worker runs each execution.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecLimits {
+    pub timeout_ms: u64,
+    pub memory_mib: u64,
+    pub p_ftz: bool,
+    pub pp_ftz: bool,
+}
+
+impl ExecLimits {
+    /// How long the parent waits for any reply byte before it kills the worker. The worker flushes at least
+    /// every 50 ms while records complete and reports its own time-outs after at most 1.25 × the limit, so
+    /// silence this long means it is stuck (signals blocked by the user's code, say).
+    fn stall_limit(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.saturating_mul(3) / 2 + 1000)
+    }
+}
+
+/// A running worker.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    buf: Vec<u8>,
+    start: usize,
+    started: Instant,
+    greeted: bool,
+}
+
+struct Record {
+    input: u32,
+    build: u8,
+    status: u8,
+    flags: u16,
+    detail: u32,
+    ret: u64,
+    events: Vec<u32>,
+}
+
+enum Reply {
+    Record(Record),
+    /// The pipe closed or nothing arrived within the stall limit.
+    Gone { stalled: bool },
+}
+
+impl Worker {
+    pub fn spawn(exe: &Path, dir: &Path, limits: &ExecLimits) -> Result<Worker, ExecError> {
+        let cmd = process::command(exe, dir);
+        let sandbox = SandboxLimits { memory_mib: limits.memory_mib, cpu_seconds: WORKER_CPU_SECONDS };
+        let mut child = process::spawn_sandboxed(cmd, sandbox)
+            .map_err(|e| ExecError::Worker(format!("cannot start the worker: {e}")))?;
+        let stdin = child.stdin.take().ok_or_else(|| ExecError::Worker("the worker has no stdin".into()))?;
+        let stdout = child.stdout.take().ok_or_else(|| ExecError::Worker("the worker has no stdout".into()))?;
+        Ok(Worker { child, stdin, stdout, buf: Vec::with_capacity(1 << 16), start: 0, started: Instant::now(), greeted: false })
+    }
+
+    /// Kills the worker's process group and reaps it; returns how it ended.
+    fn kill(mut self) -> Option<std::process::ExitStatus> {
+        let pid = self.child.id() as i32;
+        // SAFETY: signals the process group the sandbox put the worker in.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+
+    /// Reaps a worker that is exiting by itself (after a terminal record), killing it if it lingers.
+    fn reap(mut self) -> Option<std::process::ExitStatus> {
+        match process::wait_with_deadline(&mut self.child, Duration::from_secs(2)) {
+            Ok(_) => self.child.wait().ok(),
+            Err(_) => self.kill(),
+        }
+    }
+
+    fn send(&mut self, header: [u32; 8], words: &[u64]) -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(32 + words.len() * 8);
+        for h in header {
+            bytes.extend_from_slice(&h.to_le_bytes());
+        }
+        for w in words {
+            bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        self.stdin.write_all(&bytes)?;
+        self.stdin.flush()
+    }
+
+    /// The next record, waiting at most `stall` for each chunk of bytes.
+    fn next(&mut self, stall: Duration) -> Result<Reply, ExecError> {
+        loop {
+            if let Some(rec) = self.parse() {
+                return Ok(Reply::Record(rec));
+            }
+            match self.fill(stall)? {
+                Fill::Data => {}
+                Fill::Eof => return Ok(Reply::Gone { stalled: false }),
+                Fill::Stalled => return Ok(Reply::Gone { stalled: true }),
+            }
+        }
+    }
+
+    fn parse(&mut self) -> Option<Record> {
+        let avail = &self.buf[self.start..];
+        if avail.len() < RECORD_BYTES {
+            return None;
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(avail[o..o + 4].try_into().expect("4 bytes"));
+        let nevents = u32_at(12) as usize;
+        let total = RECORD_BYTES + nevents * 4;
+        if avail.len() < total {
+            return None;
+        }
+        let events = (0..nevents).map(|i| u32_at(RECORD_BYTES + 4 * i)).collect();
+        let rec = Record {
+            input: u32_at(0),
+            build: avail[4],
+            status: avail[5],
+            flags: u16::from_le_bytes([avail[6], avail[7]]),
+            detail: u32_at(8),
+            ret: u64::from_le_bytes(avail[16..24].try_into().expect("8 bytes")),
+            events,
+        };
+        self.start += total;
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        Some(rec)
+    }
+
+    fn fill(&mut self, stall: Duration) -> Result<Fill, ExecError> {
+        if self.start > 0 && self.start * 2 > self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let deadline = Instant::now() + stall;
+        let fd = self.stdout.as_raw_fd();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Fill::Stalled);
+            }
+            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: polls one valid descriptor owned by `self.stdout`.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(ExecError::Io(e));
+            }
+            if r == 0 {
+                continue;
+            }
+            let len = self.buf.len();
+            self.buf.resize(len + (1 << 16), 0);
+            match self.stdout.read(&mut self.buf[len..]) {
+                Ok(0) => {
+                    self.buf.truncate(len);
+                    return Ok(Fill::Eof);
+                }
+                Ok(n) => {
+                    self.buf.truncate(len + n);
+                    return Ok(Fill::Data);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => self.buf.truncate(len),
+                Err(_) => {
+                    self.buf.truncate(len);
+                    return Ok(Fill::Eof);
+                }
+            }
+        }
+    }
+}
+
+enum Fill {
+    Data,
+    Eof,
+    Stalled,
+}
+
+/// Runs entry `function` on `n` inputs of `nargs` words each (`words` holds `n * nargs`), restarting the
+/// worker in `slot` as needed. Returns one pair per input, in order; counts worker starts in `starts`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_batches(
+    slot: &mut Option<Worker>,
+    exe: &Path,
+    dir: &Path,
+    limits: &ExecLimits,
+    function: u32,
+    nargs: usize,
+    n: usize,
+    words: &[u64],
+    starts: &mut u64,
+) -> Result<Vec<RawPair>, ExecError> {
+    let mut p: Vec<Option<RawRun>> = vec![None; n];
+    let mut pp: Vec<Option<RawRun>> = vec![None; n];
+    // The next (input, build) whose record is expected; build 0 = P, 1 = P'.
+    let mut next = (0usize, 0u8);
+    let mut flush_each = false;
+    let chunk = (MAX_BATCH_WORDS / nargs.max(1)).max(1);
+    let stall = limits.stall_limit();
+    while next.0 < n {
+        if slot.as_ref().is_some_and(|w| w.started.elapsed() > MAX_WORKER_AGE) {
+            if let Some(w) = slot.take() {
+                w.kill();
+            }
+        }
+        if slot.is_none() {
+            *slot = Some(Worker::spawn(exe, dir, limits)?);
+            *starts += 1;
+        }
+        let count = (n - next.0).min(chunk);
+        let end = next.0 + count;
+        let mut flags = 0;
+        if limits.p_ftz {
+            flags |= FLAG_P_FTZ;
+        }
+        if limits.pp_ftz {
+            flags |= FLAG_PP_FTZ;
+        }
+        if flush_each {
+            flags |= FLAG_FLUSH_EACH;
+        }
+        if next.1 == 1 {
+            flags |= FLAG_SKIP_FIRST_P;
+        }
+        let header = [
+            BATCH_MAGIC,
+            function,
+            nargs as u32,
+            count as u32,
+            next.0 as u32,
+            flags,
+            limits.timeout_ms.min(u32::MAX as u64) as u32,
+            0,
+        ];
+        // A failed send means the worker died; its replies (maybe a hello) and its end are read below.
+        let _ = worker_mut(slot).send(header, &words[next.0 * nargs..end * nargs]);
+        loop {
+            match worker_mut(slot).next(stall)? {
+                Reply::Record(rec) if rec.build == BUILD_DONE => {
+                    if rec.input == HELLO_INPUT && rec.status == STATUS_RETURNED {
+                        if rec.detail != PROTOCOL_VERSION {
+                            return Err(ExecError::Worker(format!(
+                                "the worker speaks protocol {} instead of {PROTOCOL_VERSION}",
+                                rec.detail
+                            )));
+                        }
+                        worker_mut(slot).greeted = true;
+                        continue;
+                    }
+                    if rec.status == STATUS_ERROR {
+                        kill(slot);
+                        return Err(ExecError::Worker(format!("the worker rejected a batch (code {})", rec.detail)));
+                    }
+                    if next != (end, 0) {
+                        kill(slot);
+                        return Err(ExecError::Worker("the worker ended a batch early".into()));
+                    }
+                    break;
+                }
+                Reply::Record(rec) => {
+                    if rec.input as usize != next.0 || rec.build != next.1 {
+                        kill(slot);
+                        return Err(ExecError::Worker(format!(
+                            "unexpected record for input {} build {} (expected {} build {})",
+                            rec.input, rec.build, next.0, next.1
+                        )));
+                    }
+                    let end = match rec.status {
+                        STATUS_RETURNED => RawEnd::Returned(rec.ret),
+                        STATUS_CRASHED => RawEnd::Crashed(rec.detail as i32),
+                        STATUS_TIMED_OUT => RawEnd::TimedOut,
+                        STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
+                        STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
+                        other => {
+                            kill(slot);
+                            return Err(ExecError::Worker(format!("unknown record status {other}")));
+                        }
+                    };
+                    let terminal = !matches!(end, RawEnd::Returned(_));
+                    let truncated = rec.flags & RECORD_TRUNCATED != 0;
+                    store(&mut p, &mut pp, &mut next, RawRun { events: rec.events, truncated, end });
+                    if terminal {
+                        // The worker exits after a crash, time-out or exit record.
+                        if let Some(w) = slot.take() {
+                            w.reap();
+                        }
+                        break;
+                    }
+                }
+                Reply::Gone { stalled } => {
+                    let w = slot.take().expect("worker present");
+                    let greeted = w.greeted;
+                    let status = w.kill();
+                    if !greeted {
+                        return Err(ExecError::Worker(format!(
+                            "the worker did not start ({})",
+                            describe_status(status, stalled)
+                        )));
+                    }
+                    unexplained_death(&mut p, &mut pp, &mut next, &mut flush_each, status, stalled);
+                    break;
+                }
+            }
+        }
+    }
+    p.into_iter()
+        .zip(pp)
+        .map(|(p, pp)| match (p, pp) {
+            (Some(p), Some(pp)) => Ok(RawPair { p, pp }),
+            _ => Err(ExecError::Worker("a run is missing from the replies".into())),
+        })
+        .collect()
+}
+
+fn worker_mut(slot: &mut Option<Worker>) -> &mut Worker {
+    slot.as_mut().expect("the worker is started before use")
+}
+
+fn kill(slot: &mut Option<Worker>) {
+    if let Some(w) = slot.take() {
+        w.kill();
+    }
+}
+
+fn store(p: &mut [Option<RawRun>], pp: &mut [Option<RawRun>], next: &mut (usize, u8), run: RawRun) {
+    if next.1 == 0 {
+        p[next.0] = Some(run);
+        next.1 = 1;
+    } else {
+        pp[next.0] = Some(run);
+        *next = (next.0 + 1, 0);
+    }
+}
+
+/// The worker died without a terminal record. With buffered replies the culprit is unknown, so the rest is
+/// re-run flushing after every record; when that mode is already on, the next expected run is the culprit
+/// (and the mode goes back to buffered unless the worker was stuck).
+fn unexplained_death(
+    p: &mut [Option<RawRun>],
+    pp: &mut [Option<RawRun>],
+    next: &mut (usize, u8),
+    flush_each: &mut bool,
+    status: Option<std::process::ExitStatus>,
+    stalled: bool,
+) {
+    if !*flush_each {
+        *flush_each = true;
+        return;
+    }
+    let end = if stalled {
+        RawEnd::TimedOut
+    } else {
+        match status {
+            Some(s) if s.signal().is_some() => RawEnd::Crashed(s.signal().unwrap_or(0)),
+            Some(s) => RawEnd::Exited(s.code().unwrap_or(-1)),
+            None => RawEnd::Crashed(0),
+        }
+    };
+    store(p, pp, next, RawRun { events: vec![], truncated: false, end });
+    // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.
+    *flush_each = stalled;
+}
+
+fn describe_status(status: Option<std::process::ExitStatus>, stalled: bool) -> String {
+    if stalled {
+        return "no reply".into();
+    }
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(c), _) => format!("exit status {c}"),
+            (_, Some(sig)) => format!("killed by {}", super::signal_name(sig)),
+            _ => "unknown status".into(),
+        },
+        None => "unknown status".into(),
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let pid = self.child.id() as i32;
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: signals the worker's own process group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

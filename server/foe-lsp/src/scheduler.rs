@@ -1,0 +1,298 @@
+//! Analysis jobs off the protocol loop: debounce, one engine run at a time, cancellation by newer versions,
+//! progress, publishing, and the verification of quick fixes.
+//!
+//! A job snapshots the document when it is scheduled (version, generation, text, settings), sleeps the
+//! debounce delay, waits for the engine permit, and runs the engine on a blocking thread. A newer edit starts
+//! a new generation, which cancels the old job's token; a job whose generation is no longer current stores and
+//! publishes nothing. Panics in the engine are caught and logged.
+
+use crate::engine::Engine;
+use crate::state::{Analysis, FixCheck, Job, Outcome, State};
+use crate::to_proto;
+use foe_analysis::fix;
+use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, NoProgress, Phase, Progress};
+use foe_analysis::report::FunctionStatus;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch, Semaphore};
+use tower_lsp::lsp_types::notification::Progress as ProgressNotification;
+use tower_lsp::lsp_types::request::WorkDoneProgressCreate;
+use tower_lsp::lsp_types::{
+    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, Url, WorkDoneProgress, WorkDoneProgressBegin,
+    WorkDoneProgressCreateParams, WorkDoneProgressEnd, WorkDoneProgressReport,
+};
+use tower_lsp::Client;
+
+#[derive(Clone)]
+pub struct Scheduler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Arc<State>,
+    engine: Arc<dyn Engine>,
+    client: Client,
+    /// One engine run at a time: the engine parallelises inside, and the machine is shared with the editor.
+    permit: Semaphore,
+    progress_ids: AtomicU64,
+    /// Environment errors (no clang) are shown to the user once, then only logged.
+    environment_error_shown: AtomicBool,
+}
+
+impl Scheduler {
+    pub fn new(state: Arc<State>, engine: Arc<dyn Engine>, client: Client) -> Scheduler {
+        Scheduler {
+            inner: Arc::new(Inner {
+                state,
+                engine,
+                client,
+                permit: Semaphore::new(1),
+                progress_ids: AtomicU64::new(0),
+                environment_error_shown: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Starts a new generation of the document and analyses it after `delay`, unless a newer one comes first.
+    pub fn schedule(&self, uri: &Url, delay: Duration) {
+        let state = &self.inner.state;
+        if !state.accepting_jobs() {
+            return;
+        }
+        let Some(job) = state.begin_job(uri) else { return };
+        if !job.config.enable {
+            let this = self.clone();
+            tokio::spawn(async move { this.inner.client.publish_diagnostics(job.uri, vec![], Some(job.version)).await });
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.run(job, delay).await });
+    }
+
+    /// Re-analyses every open document now (settings changed, or the client asked).
+    pub fn schedule_all(&self) {
+        for uri in self.inner.state.uris() {
+            self.schedule(&uri, Duration::ZERO);
+        }
+    }
+
+    async fn run(self, job: Job, delay: Duration) {
+        let inner = &self.inner;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if !inner.state.is_current(&job) {
+            return;
+        }
+        let Ok(_permit) = inner.permit.acquire().await else { return };
+        if !inner.state.is_current(&job) || job.cancel.is_cancelled() {
+            return;
+        }
+
+        let started = Instant::now();
+        let (progress, progress_done) = self.start_progress(&job);
+        let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
+        let result = blocking(move || {
+            // The engine adds the flags of the file's compile_commands.json entry itself.
+            let request =
+                AnalysisRequest { path: &j.path, text: &j.text, config: &j.config.analysis, only_function: None };
+            engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
+        })
+        .await;
+
+        // The observer was dropped with the closure: let `$/progress` end before the results are published.
+        let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
+
+        let name = file_name(&job);
+        let outcome = match result {
+            Ok(Ok(report)) => Outcome::Report(report),
+            Ok(Err(AnalysisError::Compile { message, line, column, .. })) => Outcome::CompileError { message, line, column },
+            Ok(Err(AnalysisError::Cancelled)) => return,
+            Ok(Err(e @ AnalysisError::Environment(_))) => {
+                let message = format!("foe: cannot analyse {name}: {e}");
+                if !inner.environment_error_shown.swap(true, Ordering::SeqCst) {
+                    inner.client.show_message(MessageType::ERROR, &message).await;
+                }
+                inner.client.log_message(MessageType::ERROR, message).await;
+                return;
+            }
+            Ok(Err(e)) => {
+                inner.client.log_message(MessageType::ERROR, format!("foe: analysis of {name} failed: {e}")).await;
+                return;
+            }
+            Err(panic) => {
+                inner.client.log_message(MessageType::ERROR, format!("foe: analysis of {name} crashed: {panic}")).await;
+                return;
+            }
+        };
+
+        let analysis = Arc::new(Analysis {
+            version: job.version,
+            generation: job.generation,
+            text: job.text.clone(),
+            path: job.path.clone(),
+            config: job.config.clone(),
+            cancel: job.cancel.clone(),
+            outcome,
+            elapsed: started.elapsed(),
+            fixes: Mutex::new(Default::default()),
+        });
+        if !inner.state.finish(&job.uri, analysis.clone()) {
+            return;
+        }
+        let diagnostics = to_proto::diagnostics(&analysis, &job.uri);
+        inner.client.publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version)).await;
+        inner.client.log_message(MessageType::INFO, to_proto::analysis_summary(&name, &analysis)).await;
+    }
+
+    /// Creates a `$/progress` token (when the client supports it) and forwards the engine's phases to it, in
+    /// order, until the returned observer is dropped; the returned task ends after the `end` notification.
+    fn start_progress(&self, job: &Job) -> (Arc<dyn Progress>, tokio::task::JoinHandle<()>) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<(Phase, String)>();
+        let client = self.inner.client.clone();
+        let supported = self.inner.state.caps().work_done_progress;
+        let token = NumberOrString::String(format!(
+            "foe/analysis/{}",
+            self.inner.progress_ids.fetch_add(1, Ordering::Relaxed)
+        ));
+        let title = format!("foe: analysing {} (v{})", file_name(job), job.version);
+        let forwarder = tokio::spawn(async move {
+            let send = |value: WorkDoneProgress| {
+                let params =
+                    ProgressParams { token: token.clone(), value: ProgressParamsValue::WorkDone(value) };
+                client.send_notification::<ProgressNotification>(params)
+            };
+            let created = supported
+                && client
+                    .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams { token: token.clone() })
+                    .await
+                    .is_ok();
+            if created {
+                send(WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                    title,
+                    cancellable: Some(false),
+                    message: None,
+                    percentage: Some(0),
+                }))
+                .await;
+            }
+            while let Some((phase, detail)) = rx.recv().await {
+                if created && phase != Phase::Done {
+                    let message = if detail.is_empty() { phase.name().to_string() } else { format!("{}: {detail}", phase.name()) };
+                    send(WorkDoneProgress::Report(WorkDoneProgressReport {
+                        cancellable: Some(false),
+                        message: Some(message),
+                        percentage: Some(phase as u32 * 100 / Phase::Done as u32),
+                    }))
+                    .await;
+                }
+            }
+            if created {
+                send(WorkDoneProgress::End(WorkDoneProgressEnd { message: None })).await;
+            }
+        });
+        (Arc::new(ChannelProgress(tx)), forwarder)
+    }
+
+    /// The verdict on the fast-math-off fix of `function` in `analysis`, computed once (on the first request)
+    /// by applying the edit to the analysed text and re-analysing only that function.
+    pub async fn fix_check(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
+        let mut rx = {
+            let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
+            match fixes.get(function) {
+                Some(rx) => rx.clone(),
+                None => {
+                    let (tx, rx) = watch::channel(None);
+                    fixes.insert(function.to_string(), rx.clone());
+                    let this = self.clone();
+                    let (analysis, function) = (analysis.clone(), function.to_string());
+                    tokio::spawn(async move {
+                        let check = this.verify(&analysis, &function).await;
+                        let _ = tx.send(Some(check));
+                    });
+                    rx
+                }
+            }
+        };
+        let check = match rx.wait_for(Option::is_some).await {
+            Ok(check) => check.clone().unwrap_or(FixCheck::Unavailable),
+            Err(_) => FixCheck::Unavailable,
+        };
+        check
+    }
+
+    async fn verify(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
+        let Some(span) = analysis.function(function).and_then(|f| f.span.clone()) else {
+            return FixCheck::Unavailable;
+        };
+        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else { return FixCheck::Unavailable };
+        let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&edit));
+        let Ok(_permit) = self.inner.permit.acquire().await else { return FixCheck::Unavailable };
+        if analysis.cancel.is_cancelled() {
+            return FixCheck::Unavailable;
+        }
+        let (a, engine, cache, name) =
+            (analysis.clone(), self.inner.engine.clone(), self.inner.state.cache.clone(), function.to_string());
+        let result = blocking(move || {
+            let request =
+                AnalysisRequest { path: &a.path, text: &fixed, config: &a.config.analysis, only_function: Some(&name) };
+            engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
+        })
+        .await;
+        let unchecked = |why: String| FixCheck::Unchecked { edit: edit.clone(), why };
+        match result {
+            Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
+                Some(f) if f.status == FunctionStatus::Analysed && f.divergences.is_empty() => {
+                    FixCheck::Verified(edit)
+                }
+                Some(f) if f.status == FunctionStatus::Analysed => {
+                    FixCheck::Remains { edit, remaining: f.divergences.len() }
+                }
+                Some(f) => unchecked(format!("the edited function was skipped: {}", f.reason)),
+                None => unchecked("the edited function was not found".into()),
+            },
+            Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,
+            Ok(Err(AnalysisError::Compile { message, .. })) => unchecked(format!("the edited file does not compile: {message}")),
+            Ok(Err(e)) => unchecked(e.to_string()),
+            Err(panic) => unchecked(format!("the re-analysis crashed: {panic}")),
+        }
+    }
+
+    /// Stops every running job (shutdown).
+    pub fn cancel_all(&self) {
+        self.inner.state.cancel_all();
+    }
+}
+
+/// Forwards phases to the task that turns them into `$/progress` notifications.
+struct ChannelProgress(mpsc::UnboundedSender<(Phase, String)>);
+
+impl Progress for ChannelProgress {
+    fn phase(&self, phase: Phase, detail: &str) {
+        let _ = self.0.send((phase, detail.to_string()));
+    }
+}
+
+/// Runs `f` on the blocking pool; a panic becomes an error message instead of taking the server down.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    match tokio::task::spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(payload)) => Err(panic_message(&payload)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".to_string()
+    }
+}
+
+fn file_name(job: &Job) -> String {
+    job.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| job.uri.to_string())
+}

@@ -1,0 +1,223 @@
+//! The server's scheduling and robustness, in process: the real `serve` over a socket pair with a scripted
+//! engine behind the `Engine` seam, so timing (cancellation, debounce), panics and settings are controlled.
+//! The real engine is exercised end to end by tests/tests/lsp_e2e.rs.
+
+use foe_analysis::config::AnalysisConfig;
+use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress};
+use foe_analysis::report::{Divergence, DivergenceClass, FileReport, FunctionReport, FunctionSpan, FunctionStatus, TraceEvent};
+use foe_analysis::types::{ExceptionKind, SourceLoc};
+use foe_lsp::client::LspClient;
+use foe_lsp::engine::Engine;
+use serde_json::{json, Value};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Flags line 1 of every text as an overflow in P'; sleeps `work` (watching the token) first; panics on texts
+/// containing `PANIC`; records what it was asked.
+#[derive(Default)]
+struct Scripted {
+    work: Duration,
+    started: AtomicUsize,
+    cancelled: AtomicUsize,
+    seen: Mutex<Vec<(String, AnalysisConfig)>>,
+}
+
+impl Engine for Scripted {
+    fn analyse(
+        &self,
+        request: &AnalysisRequest<'_>,
+        _: &dyn FunctionCache,
+        _: &dyn Progress,
+        cancel: &CancelToken,
+    ) -> Result<FileReport, AnalysisError> {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.seen.lock().unwrap().push((request.text.to_string(), request.config.clone()));
+        if request.text.contains("PANIC") {
+            panic!("scripted engine panics on request");
+        }
+        let until = Instant::now() + self.work;
+        while Instant::now() < until {
+            if cancel.is_cancelled() {
+                self.cancelled.fetch_add(1, Ordering::SeqCst);
+                return Err(AnalysisError::Cancelled);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let event = TraceEvent { kind: ExceptionKind::Overflow, line: Some(1), column: Some(1), operation: "fmul".into() };
+        let mut f = FunctionReport::skipped("f", "");
+        f.status = FunctionStatus::Analysed;
+        f.span = Some(FunctionSpan { line: 1, body_line: 1, end_line: 1 });
+        f.divergences.push(Divergence {
+            inputs: vec![],
+            trace_p: vec![],
+            trace_p_prime: vec![event],
+            first_divergence: 0,
+            class: DivergenceClass::Appears,
+            result_p: "1".into(),
+            result_p_prime: "inf".into(),
+            in_domain: true,
+            location: Some(SourceLoc { line: 1, column: 1 }),
+            summary: String::new(),
+        });
+        Ok(FileReport {
+            file: request.path.display().to_string(),
+            functions: vec![f],
+            timings_ms: Default::default(),
+            flags_p: request.config.flags_p.clone(),
+            flags_p_prime: request.config.flags_p_prime.clone(),
+            ftz_p_prime: false,
+        })
+    }
+}
+
+/// Serves one session in a thread; the handle yields whether it ended after `shutdown`.
+fn start(engine: Arc<Scripted>) -> (LspClient, JoinHandle<bool>) {
+    let (client_end, server_end) = UnixStream::pair().unwrap();
+    let server = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            server_end.set_nonblocking(true).unwrap();
+            let (r, w) = tokio::net::UnixStream::from_std(server_end).unwrap().into_split();
+            foe_lsp::serve(engine, r, w).await
+        })
+    });
+    let reader = client_end.try_clone().unwrap();
+    (LspClient::connect(reader, client_end), server)
+}
+
+const URI: &str = "file:///tmp/foe-scheduling-test.c";
+
+fn init(client: &mut LspClient, options: Value) {
+    client.initialize("file:///tmp", options, WAIT).unwrap();
+}
+
+fn published_versions(client: &LspClient) -> Vec<i64> {
+    client
+        .history
+        .iter()
+        .filter(|r| r.method() == Some("textDocument/publishDiagnostics"))
+        .filter_map(|r| r.params()["version"].as_i64())
+        .collect()
+}
+
+fn finish(client: LspClient, server: JoinHandle<bool>) {
+    client.shutdown(WAIT).unwrap();
+    assert!(server.join().unwrap(), "the session ended after shutdown");
+}
+
+#[test]
+fn nothing_is_analysed_before_initialized() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine.clone());
+    client.request("initialize", Some(json!({ "capabilities": {} })), WAIT).unwrap();
+    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    client.drain(Duration::from_millis(500));
+    assert_eq!(engine.started.load(Ordering::SeqCst), 0, "analysed before initialized");
+    client.notify("initialized", json!({})).unwrap();
+    let got = client.wait_diagnostics(URI, Some(1), WAIT).expect("diagnostics after initialized");
+    assert_eq!(got.params()["diagnostics"][0]["code"], "fast-math-overflow-appears");
+    finish(client, server);
+}
+
+#[test]
+fn a_newer_edit_cancels_the_running_analysis() {
+    let engine = Arc::new(Scripted { work: Duration::from_secs(5), ..Default::default() });
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 0 }));
+    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while engine.started.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let sent = Instant::now();
+    client.did_change(URI, 2, "double f(double x) { return x * 3; }\n").unwrap();
+    client.wait_diagnostics(URI, Some(2), WAIT).expect("diagnostics of version 2");
+    assert!(sent.elapsed() < Duration::from_secs(9), "version 1 was not cancelled");
+    assert_eq!(engine.cancelled.load(Ordering::SeqCst), 1);
+    assert_eq!(published_versions(&client), vec![2], "the cancelled version published nothing");
+    finish(client, server);
+}
+
+#[test]
+fn a_flood_of_edits_is_analysed_once_after_the_debounce() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 200 }));
+    client.did_open(URI, 1, "double f(double x) { return x * 1; }\n").unwrap();
+    client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    for v in 2..=50 {
+        client.did_change(URI, v, &format!("double f(double x) {{ return x * {v}; }}\n")).unwrap();
+    }
+    // An out-of-order (older) change is ignored.
+    client.did_change(URI, 49, "double f(double x) { return STALE; }\n").unwrap();
+    client.wait_diagnostics(URI, Some(50), WAIT).expect("diagnostics of the last version");
+    client.drain(Duration::from_millis(500));
+    assert_eq!(published_versions(&client), vec![1, 50]);
+    let seen = engine.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2, "one analysis for the open, one for the flood");
+    assert!(seen[1].0.contains("x * 50"));
+    drop(seen);
+    finish(client, server);
+}
+
+#[test]
+fn a_panicking_engine_is_logged_and_the_server_keeps_serving() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 0 }));
+    client.did_open(URI, 1, "PANIC\n").unwrap();
+    let log = client
+        .wait_for("window/logMessage", WAIT, |p| p["type"] == 1 && p["message"].as_str().unwrap_or("").contains("crashed"))
+        .expect("an error log for the crashed analysis");
+    assert!(log.params()["message"].as_str().unwrap().contains("scripted engine panics"));
+    client.did_change(URI, 2, "double f(double x) { return x * 2; }\n").unwrap();
+    client.wait_diagnostics(URI, Some(2), WAIT).expect("analysis after the panic");
+    let hover = client
+        .request("textDocument/hover", Some(json!({ "textDocument": { "uri": URI }, "position": { "line": 0, "character": 0 } })), WAIT)
+        .unwrap();
+    assert!(hover["contents"]["value"].as_str().unwrap().contains("Fast-math build P'"));
+    finish(client, server);
+}
+
+#[test]
+fn settings_come_from_initialization_options_and_configuration_changes() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0 }));
+    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    assert_eq!(engine.seen.lock().unwrap()[0].1.flags_p_prime, vec!["-O3", "-ffast-math"]);
+
+    // Pushed settings re-analyse the open documents.
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "foe": { "radius": 7 } } })).unwrap();
+    client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    assert_eq!(engine.seen.lock().unwrap()[1].1.radius, 7);
+
+    // An empty notification makes the server pull the `foe` section.
+    client.set_settings(json!({ "radius": 9, "enable": true }));
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": null })).unwrap();
+    client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    assert_eq!(engine.seen.lock().unwrap()[2].1.radius, 9);
+    assert!(client.history.iter().any(|r| r.method() == Some("workspace/configuration")));
+
+    // Disabling clears the diagnostics and stops analysing.
+    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "foe": { "enable": false } } })).unwrap();
+    let cleared = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    assert_eq!(cleared.params()["diagnostics"], json!([]));
+    assert_eq!(engine.seen.lock().unwrap().len(), 3);
+    finish(client, server);
+}
+
+#[test]
+fn exit_without_shutdown_is_reported() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine);
+    init(&mut client, json!({}));
+    client.notify("exit", Value::Null).unwrap();
+    assert!(!server.join().unwrap(), "exit without shutdown is not a clean end");
+}

@@ -1,0 +1,218 @@
+//! The fixtures' inline expectations, checked against `foe check --format json`, and every reported
+//! divergence confirmed with `foe replay`.
+//!
+//! Annotations in fixture files:
+//! - `// foe: divergence KIND` at the end of a code line: a divergence is reported on this line whose first
+//!   diverging event is KIND (overflow, underflow, divide-by-zero, invalid). Any divergence on a line without
+//!   such an annotation fails the test. Several kinds are separated by commas.
+//! - `// foe: skipped NAME REASON-WORDS`: function NAME is skipped and its reason contains REASON-WORDS.
+//! - `// foe: analysed NAME`: function NAME is analysed (with no divergence unless lines say otherwise).
+//! - `// foe: maybe KIND`: a divergence of KIND on this line is allowed but not required.
+//! - `// foe: any-divergences`: divergences on lines without annotations are allowed (the paper's programs,
+//!   whose exact set of divergent lines and kinds moves with solver time-outs); they must still replay.
+//! - `// foe: exit N`: `foe check` exits with status N (default: 1 when divergences are expected, else 0).
+
+use foe_e2e::{foe, repo_root};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+#[derive(Debug, Default)]
+struct Expectations {
+    divergences: BTreeSet<(u32, String)>,
+    skipped: Vec<(String, String)>,
+    analysed: Vec<String>,
+    exit: Option<i32>,
+    any_divergences: bool,
+    /// (line, kind) allowed but not required: `// foe: maybe KIND` (results that depend on solver timing).
+    optional: BTreeSet<(u32, String)>,
+}
+
+fn expectations(text: &str) -> Expectations {
+    let mut e = Expectations::default();
+    for (i, line) in text.lines().enumerate() {
+        for comment in line.split("// foe:").skip(1) {
+            let words: Vec<&str> = comment.split_whitespace().collect();
+            match words.as_slice() {
+                ["divergence", kinds @ ..] => {
+                    for kind in kinds
+                        .join(" ")
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|k| !k.is_empty())
+                    {
+                        e.divergences.insert((i as u32 + 1, kind.to_string()));
+                    }
+                }
+                ["skipped", name, reason @ ..] => {
+                    e.skipped.push((name.to_string(), reason.join(" ")))
+                }
+                ["analysed", name, ..] => e.analysed.push(name.to_string()),
+                ["exit", n, ..] => e.exit = n.parse().ok(),
+                ["any-divergences", ..] => e.any_divergences = true,
+                ["maybe", kinds @ ..] => {
+                    for kind in kinds
+                        .join(" ")
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|k| !k.is_empty())
+                    {
+                        e.optional.insert((i as u32 + 1, kind.to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    e
+}
+
+/// The kind of the first diverging event of a JSON divergence (P' first, as the location is chosen).
+fn first_kind(d: &Value) -> String {
+    let i = d["first_divergence"].as_u64().unwrap() as usize;
+    let event = d["trace_p_prime"]
+        .get(i)
+        .or_else(|| d["trace_p"].get(i))
+        .expect("first divergence indexes a trace");
+    event["kind"].as_str().unwrap().to_string()
+}
+
+fn check_fixture(path: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    let text = std::fs::read_to_string(path).unwrap();
+    let expected = expectations(&text);
+    let rel = path
+        .strip_prefix(repo_root())
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let out = foe(&["check", "--format", "json", &rel]);
+    let code = out.status.code().unwrap_or(-1);
+    let want_exit = expected.exit.unwrap_or(if expected.divergences.is_empty() {
+        0
+    } else {
+        1
+    });
+    if code != want_exit {
+        problems.push(format!(
+            "{rel}: exit status {code}, expected {want_exit}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if code == 2 {
+        return problems;
+    }
+    let report: Value = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => return vec![format!("{rel}: output is not JSON ({e})")],
+    };
+    let functions = report["functions"].as_array().cloned().unwrap_or_default();
+    let mut seen = BTreeSet::new();
+    for f in &functions {
+        let name = f["name"].as_str().unwrap();
+        for d in f["divergences"].as_array().unwrap() {
+            let line = d["location"]["line"].as_u64().unwrap_or(0) as u32;
+            let kind = first_kind(d);
+            seen.insert((line, kind.clone()));
+            // every report must replay: both builds run again on exactly this input, traces differ
+            let mut args = vec![
+                "replay".to_string(),
+                rel.clone(),
+                "--function".into(),
+                name.into(),
+                "--format".into(),
+                "json".into(),
+            ];
+            for input in d["inputs"].as_array().unwrap() {
+                args.push("--input".into());
+                args.push(format!(
+                    "{}={}",
+                    input["name"].as_str().unwrap(),
+                    input["value"].as_str().unwrap()
+                ));
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let replay = foe(&args);
+            let replayed: Value = serde_json::from_slice(&replay.stdout).unwrap_or(Value::Null);
+            if replayed["first_divergence"].is_null()
+                || replayed["trace_p"] != d["trace_p"]
+                || replayed["trace_p_prime"] != d["trace_p_prime"]
+            {
+                problems.push(format!(
+                    "{rel}: {name}: divergence at line {line} does not replay: {}",
+                    String::from_utf8_lossy(&replay.stdout)
+                ));
+            }
+        }
+    }
+    for missing in expected.divergences.difference(&seen) {
+        problems.push(format!(
+            "{rel}:{}: expected a divergence ({}) that was not reported",
+            missing.0, missing.1
+        ));
+    }
+    for extra in seen
+        .difference(&expected.divergences)
+        .filter(|x| !expected.any_divergences && !expected.optional.contains(x))
+    {
+        problems.push(format!(
+            "{rel}:{}: unexpected divergence ({})",
+            extra.0, extra.1
+        ));
+    }
+    for (name, reason) in &expected.skipped {
+        match functions.iter().find(|f| f["name"] == name.as_str()) {
+            Some(f)
+                if f["status"] == "skipped"
+                    && f["reason"].as_str().unwrap_or("").contains(reason.as_str()) => {}
+            Some(f) => problems.push(format!(
+                "{rel}: {name} should be skipped ({reason}), got {} / {}",
+                f["status"], f["reason"]
+            )),
+            None => problems.push(format!("{rel}: no function {name}")),
+        }
+    }
+    for name in &expected.analysed {
+        match functions.iter().find(|f| f["name"] == name.as_str()) {
+            Some(f) if f["status"] == "analysed" => {}
+            Some(f) => problems.push(format!(
+                "{rel}: {name} should be analysed, got {} ({})",
+                f["status"], f["reason"]
+            )),
+            None => problems.push(format!("{rel}: no function {name}")),
+        }
+    }
+    problems
+}
+
+fn check_dir(dir: &str) {
+    let root = repo_root().join("fixtures").join(dir);
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "c"));
+    files.sort();
+    assert!(!files.is_empty(), "no fixtures in {}", root.display());
+    let problems: Vec<String> = files.iter().flat_map(|f| check_fixture(f)).collect();
+    assert!(
+        problems.is_empty(),
+        "fixture expectations failed:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn construct_fixtures_meet_their_expectations() {
+    check_dir("constructs");
+}
+
+#[test]
+fn robustness_fixtures_meet_their_expectations() {
+    check_dir("robustness");
+}
+
+#[test]
+fn paper_fixtures_meet_their_expectations() {
+    check_dir("bench");
+}

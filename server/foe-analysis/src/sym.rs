@@ -265,25 +265,7 @@ impl Expr {
 
     /// The direct subterms, in order.
     pub fn children(&self) -> Vec<&Expr> {
-        match self.kind() {
-            Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_) | Kind::Param { .. } => vec![],
-            Kind::Arith { a, b, .. } | Kind::IntArith { a, b, .. } | Kind::Cmp { a, b, .. } => vec![a, b],
-            Kind::Neg(a)
-            | Kind::Abs(a)
-            | Kind::Convert { a, .. }
-            | Kind::ToIntegral { a, .. }
-            | Kind::FpToInt { a, .. }
-            | Kind::IntToReal(a)
-            | Kind::Unsigned { a, .. }
-            | Kind::IsInt(a)
-            | Kind::Not(a) => vec![a],
-            Kind::Fma { a, b, c, .. } => vec![a, b, c],
-            Kind::Ite { c, a, b } => vec![c, a, b],
-            Kind::Math { args, .. } | Kind::Opaque { args, .. } | Kind::And(args) | Kind::Or(args) => {
-                args.iter().collect()
-            }
-            Kind::Exception { site, .. } => site.args.iter().collect(),
-        }
+        children_of(self.kind())
     }
 
     /// Every distinct node reachable from `self`, children before parents.
@@ -386,10 +368,7 @@ fn fingerprint_of(kind: &Kind) -> u128 {
     };
     h.update(tag.as_bytes());
     h.update(&[0xff]);
-    let children: Vec<&Expr> = match kind {
-        Kind::Exception { site, .. } => site.args.iter().collect(),
-        _ => Expr::children_of(kind),
-    };
+    let children = children_of(kind);
     h.update(&(children.len() as u32).to_le_bytes());
     for c in children {
         h.update(&c.fingerprint().to_le_bytes());
@@ -398,28 +377,24 @@ fn fingerprint_of(kind: &Kind) -> u128 {
     u128::from_le_bytes(bytes.as_bytes()[..16].try_into().expect("16 bytes"))
 }
 
-impl Expr {
-    fn children_of(kind: &Kind) -> Vec<&Expr> {
-        // Same as `children`, on a kind not yet wrapped in a node.
-        match kind {
-            Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_) | Kind::Param { .. } => vec![],
-            Kind::Arith { a, b, .. } | Kind::IntArith { a, b, .. } | Kind::Cmp { a, b, .. } => vec![a, b],
-            Kind::Neg(a)
-            | Kind::Abs(a)
-            | Kind::Convert { a, .. }
-            | Kind::ToIntegral { a, .. }
-            | Kind::FpToInt { a, .. }
-            | Kind::IntToReal(a)
-            | Kind::Unsigned { a, .. }
-            | Kind::IsInt(a)
-            | Kind::Not(a) => vec![a],
-            Kind::Fma { a, b, c, .. } => vec![a, b, c],
-            Kind::Ite { c, a, b } => vec![c, a, b],
-            Kind::Math { args, .. } | Kind::Opaque { args, .. } | Kind::And(args) | Kind::Or(args) => {
-                args.iter().collect()
-            }
-            Kind::Exception { site, .. } => site.args.iter().collect(),
-        }
+/// The direct subterms of a node, in order (for an exception atom, its operation's operands).
+fn children_of(kind: &Kind) -> Vec<&Expr> {
+    match kind {
+        Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_) | Kind::Param { .. } => vec![],
+        Kind::Arith { a, b, .. } | Kind::IntArith { a, b, .. } | Kind::Cmp { a, b, .. } => vec![a, b],
+        Kind::Neg(a)
+        | Kind::Abs(a)
+        | Kind::Convert { a, .. }
+        | Kind::ToIntegral { a, .. }
+        | Kind::FpToInt { a, .. }
+        | Kind::IntToReal(a)
+        | Kind::Unsigned { a, .. }
+        | Kind::IsInt(a)
+        | Kind::Not(a) => vec![a],
+        Kind::Fma { a, b, c, .. } => vec![a, b, c],
+        Kind::Ite { c, a, b } => vec![c, a, b],
+        Kind::Math { args, .. } | Kind::Opaque { args, .. } | Kind::And(args) | Kind::Or(args) => args.iter().collect(),
+        Kind::Exception { site, .. } => site.args.iter().collect(),
     }
 }
 

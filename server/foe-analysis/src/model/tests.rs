@@ -337,6 +337,11 @@ double mem(double x, int k) {
 ";
     let a = analyse(src, "mem");
     assert!(a.outcome.formulae.p > 0);
+    // A local array initialised from a constant (memcpy from a private global), read in a loop.
+    let src2 = "double dot(double x) { double c[3] = {1e300, 2.0, 3.0}; double s = 0; for (int i = 0; i < 3; i++) s += c[i] * x; return s; }";
+    let b = analyse(src2, "dot");
+    assert_eq!(b.outcome.formulae.p, 3 * 4);
+    assert!(b.p.iter().any(|q| q.formula.to_string().contains("(* 1e300 x0)")), "{:#?}", b.p);
     let c = a
         .outcome
         .candidates
@@ -391,4 +396,25 @@ fn odometer_two_iterations_solves_quickly() {
     let a = analyse(ODOMETER, "odometer");
     assert!(a.solve_time < r.solve_time * 2 + Duration::from_secs(1), "took {:?}", a.solve_time);
     assert_eq!(a.sig.params.len(), 1);
+}
+
+#[test]
+#[ignore = "timing figures; run with --ignored --nocapture"]
+fn timing_figures() {
+    let odometer_domain = Domain {
+        ranges: vec![ParamRange {
+            param: 0,
+            lo: Some(Bound { value: 0.05, inclusive: false }),
+            hi: Some(Bound { value: 6.283185307179586, inclusive: false }),
+        }],
+        text: vec![],
+    };
+    let real_only = AnalysisConfig { fp_theory_fallback: false, ..AnalysisConfig::default() };
+    for cfg in [&real_only, &AnalysisConfig::default()] {
+        eprintln!("fp_theory_fallback = {}", cfg.fp_theory_fallback);
+        analyse_with("double identity(double x) { double a = 2*x; double b = a*0.5; return b; }", "identity", cfg, None);
+        analyse_with(TURBINE1, "turbine1", cfg, None);
+        analyse_with(ODOMETER, "odometer", cfg, None);
+        analyse_with(ODOMETER, "odometer", cfg, Some(&odometer_domain));
+    }
 }

@@ -81,8 +81,9 @@ impl Limiter<'_> {
     }
 }
 
-/// Maps `f` over `items` on up to `threads` scoped threads, each with its own Z3 context (a fresh one after a
-/// query was interrupted); results in item order, `None` where a worker panicked.
+/// Maps `f` over `items` on up to `threads` threads: the calling thread (whose thread-local Z3 context lives on
+/// between calls, so it is created once) and `threads - 1` scoped ones. Every thread uses its own context, a
+/// fresh one after one of its queries was interrupted. Results in item order, `None` where a worker panicked.
 pub(super) fn parallel<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
@@ -94,44 +95,37 @@ pub(super) fn parallel<T: Sync, R: Send>(
     }
     let next = AtomicUsize::new(0);
     let watchdog = Watchdog { slots: Mutex::new((0..workers).map(|_| None).collect()), stop: AtomicBool::new(false) };
+    // Takes items until none is left (true) or a query was interrupted (false).
+    let work = |worker: usize, out: &Mutex<Vec<(usize, R)>>| -> bool {
+        let limiter = Limiter { watchdog: &watchdog, worker, interrupted: Cell::new(false) };
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { return true };
+            let r = f(item, &limiter);
+            out.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+            if limiter.interrupted.get() {
+                return false;
+            }
+        }
+    };
+    let run_worker = |worker: usize| -> Vec<(usize, R)> {
+        let out = Mutex::new(Vec::new());
+        let mut finished = work(worker, &out);
+        while !finished {
+            finished = z3::with_z3_config(&z3::Config::new(), || work(worker, &out));
+        }
+        out.into_inner().unwrap_or_else(|p| p.into_inner())
+    };
     let done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watchdog.run());
-        let handles: Vec<_> = (0..workers)
-            .map(|worker| {
-                let (next, watchdog, f) = (&next, &watchdog, &f);
-                scope.spawn(move || {
-                    let out = Mutex::new(Vec::new());
-                    // Each round runs in a fresh context and ends early when a query of it was interrupted.
-                    loop {
-                        let finished = z3::with_z3_config(&z3::Config::new(), || {
-                            let limiter = Limiter { watchdog, worker, interrupted: Cell::new(false) };
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(item) = items.get(i) else { return true };
-                                let r = f(item, &limiter);
-                                out.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
-                                if limiter.interrupted.get() {
-                                    return false;
-                                }
-                            }
-                        });
-                        if finished {
-                            break;
-                        }
-                    }
-                    out.into_inner().unwrap_or_else(|p| p.into_inner())
-                })
-            })
-            .collect();
-        let results = handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    tracing::error!("a solver thread panicked");
-                    Vec::new()
-                })
-            })
-            .collect();
+        let others: Vec<_> = (1..workers).map(|worker| scope.spawn(move || run_worker(worker))).collect();
+        let mut results = run_worker(0);
+        for handle in others {
+            results.extend(handle.join().unwrap_or_else(|_| {
+                tracing::error!("a solver thread panicked");
+                Vec::new()
+            }));
+        }
         watchdog.stop.store(true, Ordering::Release);
         watcher.thread().unpark();
         results
@@ -141,4 +135,36 @@ pub(super) fn parallel<T: Sync, R: Send>(
         results[i] = Some(r);
     }
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use z3::ast::Real;
+
+    /// A univariate polynomial equation of high degree that nlsat needs a while for.
+    fn hard_query(degree: usize) -> Solver {
+        let x = Real::new_const("x");
+        let mut p = x.clone();
+        for _ in 0..degree {
+            p = &p * &x + Real::from_rational(3, 7);
+        }
+        let s = z3::Tactic::new("qfnra-nlsat").solver();
+        s.assert(&p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")));
+        s
+    }
+
+    #[test]
+    fn overlong_queries_are_interrupted_and_the_context_stays_usable() {
+        let results = parallel(&[300usize, 40], 1, |degree, limiter| {
+            let started = Instant::now();
+            let r = limiter.check(&hard_query(*degree), 20);
+            (r, started.elapsed())
+        });
+        let (first, took) = results[0].as_ref().expect("ran");
+        assert_eq!(*first, SatResult::Unknown);
+        assert!(*took < Duration::from_millis(500), "{took:?}");
+        let (second, _) = results[1].as_ref().expect("ran");
+        assert_eq!(*second, SatResult::Sat);
+    }
 }

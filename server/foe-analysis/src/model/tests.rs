@@ -405,7 +405,7 @@ fn timing_figures() {
         ranges: vec![ParamRange {
             param: 0,
             lo: Some(Bound { value: 0.05, inclusive: false }),
-            hi: Some(Bound { value: 6.283185307179586, inclusive: false }),
+            hi: Some(Bound { value: std::f64::consts::TAU, inclusive: false }),
         }],
         text: vec![],
     };

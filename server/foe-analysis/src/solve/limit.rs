@@ -150,7 +150,7 @@ mod tests {
             p = &p * &x + Real::from_rational(3, 7);
         }
         let s = z3::Tactic::new("qfnra-nlsat").solver();
-        s.assert(&p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")));
+        s.assert(p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")));
         s
     }
 

@@ -24,5 +24,4 @@ if [ -x scripts/setup-editors.sh ]; then
   scripts/setup-editors.sh
 fi
 
-cargo build --release -p foe-cli
-echo "setup: done (foe is target/release/foe)"
+echo "setup: done"

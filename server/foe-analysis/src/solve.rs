@@ -96,9 +96,9 @@ pub fn solve(
                 _ => None,
             })
             .collect();
-        // The retries get half the time the real phase took (at least 50 ms, at most one query time limit): most
-        // misses are cancellations or exact results that no float input turns into the exception.
-        // at least 50 ms, at most one query limit (which may itself be below 50 ms)
+        // The retries get half the time the real phase took, at least 50 ms and at most one query time limit (which
+        // may itself be below 50 ms): most misses are cancellations or exact results that no float input turns into
+        // the exception.
         let budget = (real_done / 2).max(Duration::from_millis(50)).min(Duration::from_millis(timeout_ms as u64));
         let deadline = Instant::now() + budget;
         let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {

@@ -285,14 +285,7 @@ fn predicate_name(p: FloatPredicate) -> &'static str {
 /// protocol is set up). Declarations (libc, libm) and intrinsics are left alone.
 pub fn prefix_symbols(module: &Module<'_>, build: Build) {
     let prefix = build_prefix(build);
-    for function in module.get_functions() {
-        if function.count_basic_blocks() == 0 {
-            continue;
-        }
-        let name = function.get_name().to_string_lossy().into_owned();
-        if name.starts_with("__foe") || name.starts_with("llvm.") {
-            continue;
-        }
+    for (function, name) in crate::ir::user_functions(module) {
         function.as_global_value().set_name(&format!("{prefix}{name}"));
         function.set_linkage(Linkage::Internal);
     }

@@ -116,14 +116,7 @@ impl DebugFacts {
 pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionInfo, (String, String)>> {
     let facts = DebugFacts::from_ll(ll);
     let mut out = Vec::new();
-    for function in module.get_functions() {
-        if function.count_basic_blocks() == 0 {
-            continue;
-        }
-        let name = function.get_name().to_string_lossy().into_owned();
-        if name.starts_with("__foe") || name.starts_with("llvm.") {
-            continue;
-        }
+    for (function, name) in user_functions(module) {
         let span = facts.lines(&name).map(|(line, body_line)| FunctionSpan {
             line,
             body_line,
@@ -136,6 +129,17 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
         Err(_) => u32::MAX,
     });
     out
+}
+
+/// The functions the analysed file defines (not declarations, intrinsics or foe's own), with their names.
+pub fn user_functions<'ctx>(module: &Module<'ctx>) -> impl Iterator<Item = (FunctionValue<'ctx>, String)> {
+    module.get_functions().filter_map(|function| {
+        if function.count_basic_blocks() == 0 {
+            return None;
+        }
+        let name = function.get_name().to_string_lossy().into_owned();
+        (!name.starts_with("__foe") && !name.starts_with("llvm.")).then_some((function, name))
+    })
 }
 
 /// The last source line any instruction of `function` is attributed to.

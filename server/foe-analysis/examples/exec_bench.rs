@@ -17,8 +17,10 @@ double turbine1(double v, double w, double r) {
 
 fn compile(cfg: &AnalysisConfig, dir: &std::path::Path, flags: &[&str]) -> String {
     let mut cmd = foe_analysis::process::command(&cfg.clang, dir);
-    cmd.args(["-S", "-emit-llvm", "-g", "-o", "-", "bench.c"]).args(flags);
-    let out = foe_analysis::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
+    cmd.args(["-S", "-emit-llvm", "-g", "-o", "-", "bench.c"])
+        .args(flags);
+    let out =
+        foe_analysis::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
     assert_eq!(out.status, Some(0), "{}", out.stderr);
     String::from_utf8(out.stdout).expect("utf-8")
 }
@@ -27,7 +29,11 @@ fn main() {
     let cfg = AnalysisConfig::default();
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("bench.c"), SOURCE).expect("write");
-    let p = compile(&cfg, dir.path(), &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"]);
+    let p = compile(
+        &cfg,
+        dir.path(),
+        &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"],
+    );
     let pp = compile(&cfg, dir.path(), &["-O2", "-ffast-math"]);
     let ctx = inkwell::context::Context::create();
     let module = foe_analysis::ir::parse_module(&ctx, &p, "P").expect("parse");
@@ -46,29 +52,56 @@ fn main() {
         times.push(t.elapsed());
     }
     times.sort();
-    println!("runner build: median {:.1} ms (min {:.1} ms)", ms(times[2]), ms(times[0]));
+    println!(
+        "runner build: median {:.1} ms (min {:.1} ms)",
+        ms(times[2]),
+        ms(times[0])
+    );
 
     for (name, n) in [("identity", 1usize), ("turbine1", 3)] {
         let inputs: Vec<Input> = (0..200_000u64)
-            .map(|i| Input((0..n).map(|j| ArgValue::F64(1.0 + (i * 3 + j as u64) as f64 * 1e-3)).collect()))
+            .map(|i| {
+                Input(
+                    (0..n)
+                        .map(|j| ArgValue::F64(1.0 + (i * 3 + j as u64) as f64 * 1e-3))
+                        .collect(),
+                )
+            })
             .collect();
         runner.run(name, &inputs[..1000]).expect("warm up");
         let t = Instant::now();
         let raw = runner.run_raw(name, &inputs).expect("run");
         let dt = t.elapsed();
         assert_eq!(raw.len(), inputs.len());
-        println!("{name}: {} executions in {:.1} ms = {:.0} executions/s (raw)", inputs.len(), ms(dt), inputs.len() as f64 / dt.as_secs_f64());
+        println!(
+            "{name}: {} executions in {:.1} ms = {:.0} executions/s (raw)",
+            inputs.len(),
+            ms(dt),
+            inputs.len() as f64 / dt.as_secs_f64()
+        );
         let t = Instant::now();
         let outs = runner.run(name, &inputs).expect("run");
         let dt = t.elapsed();
         assert_eq!(outs.len(), inputs.len());
-        println!("{name}: {:.0} executions/s (with report conversion)", inputs.len() as f64 / dt.as_secs_f64());
+        println!(
+            "{name}: {:.0} executions/s (with report conversion)",
+            inputs.len() as f64 / dt.as_secs_f64()
+        );
     }
 
     // The search: 200 candidates of turbine1, radius 3 (343 points each).
-    let sig = sigs.iter().find(|s| s.name == "turbine1").expect("turbine1");
+    let sig = sigs
+        .iter()
+        .find(|s| s.name == "turbine1")
+        .expect("turbine1");
     let candidates: Vec<Input> = (0..200)
-        .map(|i| Input(vec![ArgValue::F64(-0.3 - i as f64 * 0.01), ArgValue::F64(0.5 + i as f64 * 1e-3), ArgValue::F64(0.75)]))
+        .map(|i| {
+            Input(vec![
+                ArgValue::F64(-0.3 - i as f64 * 0.01),
+                ArgValue::F64(0.5 + i as f64 * 1e-3),
+                ArgValue::F64(0.75),
+            ])
+        })
         .collect();
     let t = Instant::now();
     let out = search(&mut runner, sig, &candidates, None, &cfg).expect("search");
@@ -82,7 +115,10 @@ fn main() {
         out.diff_producing
     );
     let s = runner.stats();
-    println!("worker starts: {}, executions: {}", s.worker_starts, s.executions);
+    println!(
+        "worker starts: {}, executions: {}",
+        s.worker_starts, s.executions
+    );
 }
 
 fn ms(d: Duration) -> f64 {

@@ -18,7 +18,12 @@ pub struct CompiledPair {
 pub enum CompileError {
     /// clang rejected the file: its first error and everything it printed.
     #[error("{first_error}")]
-    Rejected { first_error: String, line: Option<u32>, column: Option<u32>, stderr: String },
+    Rejected {
+        first_error: String,
+        line: Option<u32>,
+        column: Option<u32>,
+        stderr: String,
+    },
     /// clang could not be run at all.
     #[error("cannot run {clang}: {reason}")]
     Unavailable { clang: String, reason: String },
@@ -28,7 +33,12 @@ const CLANG_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The complete argument lists for P and P' (without input and output).
 pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<String>) {
-    let mut base = vec!["-S".to_string(), "-emit-llvm".into(), "-g".into(), "-gcolumn-info".into()];
+    let mut base = vec![
+        "-S".to_string(),
+        "-emit-llvm".into(),
+        "-g".into(),
+        "-gcolumn-info".into(),
+    ];
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         // the text arrives on stdin, so quoted includes need the file's own directory
         base.push("-iquote".into());
@@ -53,34 +63,61 @@ fn optimisation_level(flags: &[String]) -> String {
         .iter()
         .filter_map(|f| f.strip_prefix("-O"))
         .last()
-        .map(|l| if l.is_empty() { "1".to_string() } else { l.to_string() })
+        .map(|l| {
+            if l.is_empty() {
+                "1".to_string()
+            } else {
+                l.to_string()
+            }
+        })
         .unwrap_or_else(|| "0".into())
 }
 
 /// Compiles `text` (the content of `file`) as P and P', in parallel.
-pub fn compile_pair(config: &AnalysisConfig, file: &Path, text: &str) -> Result<CompiledPair, CompileError> {
+pub fn compile_pair(
+    config: &AnalysisConfig,
+    file: &Path,
+    text: &str,
+) -> Result<CompiledPair, CompileError> {
     let (p_flags, pp_flags) = build_flags(config, file);
     let (p, pp) = std::thread::scope(|s| {
         let p = s.spawn(|| compile_one(config, file, text, &p_flags));
         let pp = compile_one(config, file, text, &pp_flags);
         (p.join().expect("clang thread does not panic"), pp)
     });
-    Ok(CompiledPair { p_ll: p?, pp_ll: pp? })
+    Ok(CompiledPair {
+        p_ll: p?,
+        pp_ll: pp?,
+    })
 }
 
-fn compile_one(config: &AnalysisConfig, file: &Path, text: &str, flags: &[String]) -> Result<String, CompileError> {
-    let cwd = file.parent().filter(|d| d.is_dir()).map(Path::to_path_buf).unwrap_or_else(std::env::temp_dir);
+fn compile_one(
+    config: &AnalysisConfig,
+    file: &Path,
+    text: &str,
+    flags: &[String],
+) -> Result<String, CompileError> {
+    let cwd = file
+        .parent()
+        .filter(|d| d.is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
     let mut cmd = process::command(&config.clang, &cwd);
     cmd.args(flags).args(["-x", "c", "-", "-o", "-"]);
-    let out = process::run_tool(cmd, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| CompileError::Unavailable {
-        clang: config.clang.display().to_string(),
-        reason: e.to_string(),
+    let out = process::run_tool(cmd, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| {
+        CompileError::Unavailable {
+            clang: config.clang.display().to_string(),
+            reason: e.to_string(),
+        }
     })?;
     let name = file.display().to_string();
     let stderr = out.stderr.replace("<stdin>", &name);
     if out.timed_out {
         return Err(CompileError::Rejected {
-            first_error: format!("{name}: clang did not finish within {} s", CLANG_TIMEOUT.as_secs()),
+            first_error: format!(
+                "{name}: clang did not finish within {} s",
+                CLANG_TIMEOUT.as_secs()
+            ),
             line: None,
             column: None,
             stderr,
@@ -88,7 +125,12 @@ fn compile_one(config: &AnalysisConfig, file: &Path, text: &str, flags: &[String
     }
     if out.status != Some(0) {
         let (first_error, line, column) = first_error(&stderr, &name);
-        return Err(CompileError::Rejected { first_error, line, column, stderr });
+        return Err(CompileError::Rejected {
+            first_error,
+            line,
+            column,
+            stderr,
+        });
     }
     String::from_utf8(out.stdout).map_err(|_| CompileError::Rejected {
         first_error: "clang produced IR that is not UTF-8".into(),
@@ -101,13 +143,20 @@ fn compile_one(config: &AnalysisConfig, file: &Path, text: &str, flags: &[String
 /// clang's first `error:` line, with its line and column when it is in the analysed file.
 fn first_error(stderr: &str, name: &str) -> (String, Option<u32>, Option<u32>) {
     let Some(line) = stderr.lines().find(|l| l.contains("error:")) else {
-        let fallback = stderr.lines().next().unwrap_or("clang failed without a message").to_string();
+        let fallback = stderr
+            .lines()
+            .next()
+            .unwrap_or("clang failed without a message")
+            .to_string();
         return (fallback, None, None);
     };
     let mut pos = (None, None);
     if let Some(rest) = line.strip_prefix(name).and_then(|r| r.strip_prefix(':')) {
         let mut parts = rest.splitn(3, ':');
-        pos = (parts.next().and_then(|s| s.parse().ok()), parts.next().and_then(|s| s.parse().ok()));
+        pos = (
+            parts.next().and_then(|s| s.parse().ok()),
+            parts.next().and_then(|s| s.parse().ok()),
+        );
     }
     (line.trim().to_string(), pos.0, pos.1)
 }
@@ -115,10 +164,15 @@ fn first_error(stderr: &str, name: &str) -> (String, Option<u32>, Option<u32>) {
 /// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
 /// `build/` subdirectories) and returns the include paths, defines and language flags of its entry.
 pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)> {
-    let file = std::fs::canonicalize(file).ok().unwrap_or_else(|| file.to_path_buf());
+    let file = std::fs::canonicalize(file)
+        .ok()
+        .unwrap_or_else(|| file.to_path_buf());
     let mut dir = file.parent();
     while let Some(d) = dir {
-        for candidate in [d.join("compile_commands.json"), d.join("build").join("compile_commands.json")] {
+        for candidate in [
+            d.join("compile_commands.json"),
+            d.join("build").join("compile_commands.json"),
+        ] {
             if let Some(flags) = entry_flags(&candidate, &file) {
                 return Some((candidate, flags));
             }
@@ -134,12 +188,16 @@ fn entry_flags(db: &Path, file: &Path) -> Option<Vec<String>> {
     for entry in entries {
         let directory = PathBuf::from(entry.get("directory")?.as_str()?);
         let entry_file = directory.join(entry.get("file")?.as_str()?);
-        let same = std::fs::canonicalize(&entry_file).map(|p| p == file).unwrap_or(entry_file == file);
+        let same = std::fs::canonicalize(&entry_file)
+            .map(|p| p == file)
+            .unwrap_or(entry_file == file);
         if !same {
             continue;
         }
         let args: Vec<String> = if let Some(a) = entry.get("arguments").and_then(|a| a.as_array()) {
-            a.iter().filter_map(|s| s.as_str().map(String::from)).collect()
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
         } else {
             split_command(entry.get("command")?.as_str()?)
         };
@@ -163,10 +221,22 @@ fn keep_preprocessor_flags(args: &[String], directory: &Path) -> Vec<String> {
     };
     while i < args.len() {
         let a = &args[i];
-        let with_value = ["-I", "-isystem", "-iquote", "-include", "-D", "-U", "-idirafter"];
+        let with_value = [
+            "-I",
+            "-isystem",
+            "-iquote",
+            "-include",
+            "-D",
+            "-U",
+            "-idirafter",
+        ];
         if let Some(flag) = with_value.iter().find(|f| a == *f) {
             if let Some(v) = args.get(i + 1) {
-                let v = if matches!(*flag, "-D" | "-U") { v.clone() } else { resolve(v) };
+                let v = if matches!(*flag, "-D" | "-U") {
+                    v.clone()
+                } else {
+                    resolve(v)
+                };
                 out.push(flag.to_string());
                 out.push(v);
             }
@@ -228,9 +298,19 @@ mod tests {
     #[test]
     fn reports_the_first_error() {
         let config = AnalysisConfig::default();
-        let err = compile_pair(&config, Path::new("/tmp/broken.c"), "double f(double x) { return x +; }\n").unwrap_err();
+        let err = compile_pair(
+            &config,
+            Path::new("/tmp/broken.c"),
+            "double f(double x) { return x +; }\n",
+        )
+        .unwrap_err();
         match err {
-            CompileError::Rejected { first_error, line, column, .. } => {
+            CompileError::Rejected {
+                first_error,
+                line,
+                column,
+                ..
+            } => {
                 assert!(first_error.starts_with("/tmp/broken.c:1:"), "{first_error}");
                 assert!(first_error.contains("error:"));
                 assert_eq!(line, Some(1));
@@ -243,7 +323,12 @@ mod tests {
     #[test]
     fn compiles_both_builds() {
         let config = AnalysisConfig::default();
-        let pair = compile_pair(&config, Path::new("/tmp/id.c"), "double id(double x) { double a = 2*x; return a*0.5; }\n").unwrap();
+        let pair = compile_pair(
+            &config,
+            Path::new("/tmp/id.c"),
+            "double id(double x) { double a = 2*x; return a*0.5; }\n",
+        )
+        .unwrap();
         assert!(pair.p_ll.contains("fmul double"));
         assert!(!pair.pp_ll.contains("fmul"), "fast-math folds 2*x*0.5");
     }
@@ -260,6 +345,13 @@ mod tests {
         );
         std::fs::write(dir.path().join("build/compile_commands.json"), db).unwrap();
         let (_, flags) = flags_from_compile_commands(&src).unwrap();
-        assert_eq!(flags, vec![format!("-I{}/inc", dir.path().display()), "-DN=3".into(), "-std=c11".into()]);
+        assert_eq!(
+            flags,
+            vec![
+                format!("-I{}/inc", dir.path().display()),
+                "-DN=3".into(),
+                "-std=c11".into()
+            ]
+        );
     }
 }

@@ -34,7 +34,8 @@ pub struct AnalysisConfig {
     pub unroll_bound: u32,
     /// Most paths explored per function while modelling; default 64.
     pub max_paths: usize,
-    /// Time limit of one solver query in milliseconds; default 2000.
+    /// Time limit of one solver query in milliseconds (half for the query as a whole, half for concretisation
+    /// when Z3 gives up on it); default 500.
     pub solver_timeout_ms: u64,
     /// Retry queries whose rounded real model does not raise the exception with Z3's floating-point theory; default true.
     pub fp_theory_fallback: bool,
@@ -61,13 +62,15 @@ impl Default for AnalysisConfig {
             neighbourhood_budget: 4096,
             unroll_bound: 2,
             max_paths: 64,
-            solver_timeout_ms: 2000,
+            solver_timeout_ms: 500,
             fp_theory_fallback: true,
             exec_timeout_ms: 500,
             memory_limit_mib: 2048,
             ftz_daz: FtzMode::Auto,
             report_plain_exceptions: false,
-            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
         }
     }
 }

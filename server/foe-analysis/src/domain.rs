@@ -56,8 +56,20 @@ impl Domain {
                 Some(ArgValue::Int(v)) => *v as f64,
                 _ => return true,
             };
-            let lo_ok = r.lo.map_or(true, |b| if b.inclusive { v >= b.value } else { v > b.value });
-            let hi_ok = r.hi.map_or(true, |b| if b.inclusive { v <= b.value } else { v < b.value });
+            let lo_ok = r.lo.map_or(true, |b| {
+                if b.inclusive {
+                    v >= b.value
+                } else {
+                    v > b.value
+                }
+            });
+            let hi_ok = r.hi.map_or(true, |b| {
+                if b.inclusive {
+                    v <= b.value
+                } else {
+                    v < b.value
+                }
+            });
             lo_ok && hi_ok
         })
     }
@@ -66,7 +78,11 @@ impl Domain {
         if let Some(i) = self.ranges.iter().position(|r| r.param == param) {
             return &mut self.ranges[i];
         }
-        self.ranges.push(ParamRange { param, lo: None, hi: None });
+        self.ranges.push(ParamRange {
+            param,
+            lo: None,
+            hi: None,
+        });
         self.ranges.last_mut().expect("just pushed")
     }
 
@@ -93,9 +109,19 @@ pub fn assume_lines(source: &str) -> Vec<(u32, String)> {
         .lines()
         .enumerate()
         .filter_map(|(i, line)| {
-            let comment = line.split_once("//").map(|(_, c)| c).or_else(|| line.split_once("/*").map(|(_, c)| c))?;
-            let rest = comment.trim().strip_prefix("foe:")?.trim().strip_prefix("assume")?;
-            Some((i as u32 + 1, rest.trim().trim_end_matches("*/").trim().to_string()))
+            let comment = line
+                .split_once("//")
+                .map(|(_, c)| c)
+                .or_else(|| line.split_once("/*").map(|(_, c)| c))?;
+            let rest = comment
+                .trim()
+                .strip_prefix("foe:")?
+                .trim()
+                .strip_prefix("assume")?;
+            Some((
+                i as u32 + 1,
+                rest.trim().trim_end_matches("*/").trim().to_string(),
+            ))
         })
         .collect()
 }
@@ -133,7 +159,10 @@ fn parse_assume(text: &str, sig: &FunctionSignature, domain: &mut Domain) -> Res
     for conjunct in text.split("&&") {
         let tokens = tokenize(conjunct)?;
         if tokens.len() < 3 || tokens.len() % 2 == 0 {
-            return Err(format!("expected a comparison such as `0 <= x < 1`, found `{}`", conjunct.trim()));
+            return Err(format!(
+                "expected a comparison such as `0 <= x < 1`, found `{}`",
+                conjunct.trim()
+            ));
         }
         let term = |t: &str| -> Result<Term, String> {
             if let Some(v) = crate::fpfmt::parse_f64(t) {
@@ -165,7 +194,10 @@ fn apply(domain: &mut Domain, left: &Term, op: &str, right: &Term) -> Result<(),
         "==" => {
             return match (left, right) {
                 (Term::Param(p), Term::Number(v)) | (Term::Number(v), Term::Param(p)) => {
-                    let b = Bound { value: *v, inclusive: true };
+                    let b = Bound {
+                        value: *v,
+                        inclusive: true,
+                    };
                     domain.tighten_lo(*p, b);
                     domain.tighten_hi(*p, b);
                     Ok(())
@@ -178,7 +210,10 @@ fn apply(domain: &mut Domain, left: &Term, op: &str, right: &Term) -> Result<(),
     match (left, right) {
         // x < v  or  x > v
         (Term::Param(p), Term::Number(v)) => {
-            let b = Bound { value: *v, inclusive };
+            let b = Bound {
+                value: *v,
+                inclusive,
+            };
             if less {
                 domain.tighten_hi(*p, b)
             } else {
@@ -187,7 +222,10 @@ fn apply(domain: &mut Domain, left: &Term, op: &str, right: &Term) -> Result<(),
         }
         // v < x  or  v > x
         (Term::Number(v), Term::Param(p)) => {
-            let b = Bound { value: *v, inclusive };
+            let b = Bound {
+                value: *v,
+                inclusive,
+            };
             if less {
                 domain.tighten_lo(*p, b)
             } else {
@@ -195,7 +233,9 @@ fn apply(domain: &mut Domain, left: &Term, op: &str, right: &Term) -> Result<(),
             }
         }
         (Term::Number(_), Term::Number(_)) => {}
-        (Term::Param(_), Term::Param(_)) => return Err("comparisons between two parameters are not supported".into()),
+        (Term::Param(_), Term::Param(_)) => {
+            return Err("comparisons between two parameters are not supported".into())
+        }
     }
     Ok(())
 }
@@ -237,8 +277,15 @@ mod tests {
     use crate::types::{Param, ParamType, ReturnType};
 
     fn sig() -> FunctionSignature {
-        let p = |n: &str| Param { name: n.into(), ty: ParamType::F64 };
-        FunctionSignature { name: "t".into(), params: vec![p("v"), p("w"), p("r")], ret: ReturnType::F64 }
+        let p = |n: &str| Param {
+            name: n.into(),
+            ty: ParamType::F64,
+        };
+        FunctionSignature {
+            name: "t".into(),
+            params: vec![p("v"), p("w"), p("r")],
+            ret: ReturnType::F64,
+        }
     }
 
     #[test]
@@ -248,10 +295,30 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(d.text.len(), 3);
         let v = &d.ranges[0];
-        assert_eq!(v.lo, Some(Bound { value: -4.5, inclusive: true }));
-        assert_eq!(v.hi, Some(Bound { value: -0.3, inclusive: true }));
-        let inside = Input(vec![ArgValue::F64(-1.0), ArgValue::F64(0.5), ArgValue::F64(4.0)]);
-        let outside = Input(vec![ArgValue::F64(-1.0), ArgValue::F64(0.9), ArgValue::F64(4.0)]);
+        assert_eq!(
+            v.lo,
+            Some(Bound {
+                value: -4.5,
+                inclusive: true
+            })
+        );
+        assert_eq!(
+            v.hi,
+            Some(Bound {
+                value: -0.3,
+                inclusive: true
+            })
+        );
+        let inside = Input(vec![
+            ArgValue::F64(-1.0),
+            ArgValue::F64(0.5),
+            ArgValue::F64(4.0),
+        ]);
+        let outside = Input(vec![
+            ArgValue::F64(-1.0),
+            ArgValue::F64(0.9),
+            ArgValue::F64(4.0),
+        ]);
         assert!(d.contains(&inside));
         assert!(!d.contains(&outside));
     }

@@ -9,7 +9,9 @@ mod worker;
 use crate::config::AnalysisConfig;
 use crate::instrument::{self, InstrumentError, SiteTable};
 use crate::report::{RunEnd, TraceEvent};
-use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, ReturnType};
+use crate::types::{
+    ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, ReturnType,
+};
 use inkwell::context::Context;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -129,7 +131,10 @@ pub struct Runner {
 
 impl std::fmt::Debug for Runner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner").field("exe", &self.exe).field("sites", &self.sites.len()).finish()
+        f.debug_struct("Runner")
+            .field("exe", &self.exe)
+            .field("sites", &self.sites.len())
+            .finish()
     }
 }
 
@@ -152,7 +157,13 @@ impl Runner {
         let module_obj = dir.path().join("builds.o");
         let mut sites = SiteTable::default();
         let data_decls;
-        let mut entries: Vec<Entry> = functions.iter().map(|sig| Entry { sig: sig.clone(), unavailable: None }).collect();
+        let mut entries: Vec<Entry> = functions
+            .iter()
+            .map(|sig| Entry {
+                sig: sig.clone(),
+                unavailable: None,
+            })
+            .collect();
         {
             let ctx = Context::create();
             let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
@@ -173,7 +184,8 @@ impl Runner {
                     }
                 }
             }
-            p.link_in_module(pp).map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
+            p.link_in_module(pp)
+                .map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
             let table: Vec<_> = names
                 .iter()
                 .map(|n| match n {
@@ -188,7 +200,9 @@ impl Runner {
         }
         let exe = dir.path().join("foe-worker");
         let mut undefined = Vec::new();
-        if let Err(missing) = toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj], &exe)? {
+        if let Err(missing) =
+            toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj], &exe)?
+        {
             // Functions and data of other files: stub them so only the inputs that reach them fail.
             let stubs = dir.path().join("stubs.o");
             {
@@ -196,24 +210,51 @@ impl Runner {
                 let module = instrument::stub_module(&ctx, &missing, &data_decls)?;
                 instrument::emit_object(&module, &stubs)?;
             }
-            if let Err(still) =
-                toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj, &stubs], &exe)?
-            {
-                return Err(ExecError::Toolchain(format!("cannot link the worker: undefined {}", still.join(", "))));
+            if let Err(still) = toolchain::link_worker(
+                &cfg.clang,
+                dir.path(),
+                &[&runtime, &module_obj, &stubs],
+                &exe,
+            )? {
+                return Err(ExecError::Toolchain(format!(
+                    "cannot link the worker: undefined {}",
+                    still.join(", ")
+                )));
             }
             tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
             undefined = missing;
         }
-        let by_name = entries.iter().enumerate().map(|(i, e)| (e.sig.name.clone(), i)).collect();
+        let by_name = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.sig.name.clone(), i))
+            .collect();
         let limits = ExecLimits {
             timeout_ms: cfg.exec_timeout_ms.max(1),
             memory_mib: cfg.memory_limit_mib.max(64),
             p_ftz: cfg.p_ftz(),
             pp_ftz: cfg.p_prime_ftz(),
         };
-        let stats = RunnerStats { build_time: started.elapsed(), ..RunnerStats::default() };
-        tracing::debug!(ms = stats.build_time.as_millis() as u64, sites = sites.len(), "runner built");
-        Ok(Runner { dir, exe, sites, entries, by_name, limits, worker: None, stats, undefined })
+        let stats = RunnerStats {
+            build_time: started.elapsed(),
+            ..RunnerStats::default()
+        };
+        tracing::debug!(
+            ms = stats.build_time.as_millis() as u64,
+            sites = sites.len(),
+            "runner built"
+        );
+        Ok(Runner {
+            dir,
+            exe,
+            sites,
+            entries,
+            by_name,
+            limits,
+            worker: None,
+            stats,
+            undefined,
+        })
     }
 
     /// Runs both builds on each input (in order), batching many inputs per worker start.
@@ -222,17 +263,26 @@ impl Runner {
         let sig = &self.entries[self.by_name[function]].sig;
         Ok(raw
             .iter()
-            .map(|pair| PairOutcome { p: self.outcome(sig, &pair.p), pp: self.outcome(sig, &pair.pp) })
+            .map(|pair| PairOutcome {
+                p: self.outcome(sig, &pair.p),
+                pp: self.outcome(sig, &pair.pp),
+            })
             .collect())
     }
 
     /// As [`Runner::run`], with traces as raw site/kind words (what the search works on).
     pub fn run_raw(&mut self, function: &str, inputs: &[Input]) -> Result<Vec<RawPair>, ExecError> {
         let started = Instant::now();
-        let index = *self.by_name.get(function).ok_or_else(|| ExecError::UnknownFunction(function.to_string()))?;
+        let index = *self
+            .by_name
+            .get(function)
+            .ok_or_else(|| ExecError::UnknownFunction(function.to_string()))?;
         let entry = &self.entries[index];
         if let Some(reason) = &entry.unavailable {
-            return Err(ExecError::Unavailable { function: function.to_string(), reason: reason.clone() });
+            return Err(ExecError::Unavailable {
+                function: function.to_string(),
+                reason: reason.clone(),
+            });
         }
         let nargs = entry.sig.params.len();
         let mut words = Vec::with_capacity(inputs.len() * nargs);
@@ -272,16 +322,31 @@ impl Runner {
     pub fn event(&self, word: u32) -> Option<TraceEvent> {
         let kind = ExceptionKind::from_runtime_code((word & 7) as u8)?;
         let site = self.sites.get(word >> 3)?;
-        Some(TraceEvent { kind, line: site.line, column: site.column, operation: site.operation.clone() })
+        Some(TraceEvent {
+            kind,
+            line: site.line,
+            column: site.column,
+            operation: site.operation.clone(),
+        })
     }
 
     /// How a run ended, with the result formatted for `sig`'s return type.
     pub fn end(&self, sig: &FunctionSignature, end: RawEnd) -> RunEnd {
         match end {
-            RawEnd::Returned(bits) => RunEnd::Returned { value: format_return(sig.ret, bits) },
-            RawEnd::Crashed(signal) => RunEnd::Crashed { signal, name: signal_name(signal) },
-            RawEnd::TimedOut => RunEnd::TimedOut { limit_ms: self.limits.timeout_ms },
-            RawEnd::Exited(status) => RunEnd::Crashed { signal: 0, name: format!("exit({status})") },
+            RawEnd::Returned(bits) => RunEnd::Returned {
+                value: format_return(sig.ret, bits),
+            },
+            RawEnd::Crashed(signal) => RunEnd::Crashed {
+                signal,
+                name: signal_name(signal),
+            },
+            RawEnd::TimedOut => RunEnd::TimedOut {
+                limit_ms: self.limits.timeout_ms,
+            },
+            RawEnd::Exited(status) => RunEnd::Crashed {
+                signal: 0,
+                name: format!("exit({status})"),
+            },
             RawEnd::Undefined(i) => RunEnd::Crashed {
                 signal: 0,
                 name: match self.undefined.get(i as usize) {
@@ -298,7 +363,9 @@ impl Runner {
 
     /// Why `function` cannot be run, if it cannot.
     pub fn unavailable(&self, function: &str) -> Option<&str> {
-        self.by_name.get(function).and_then(|&i| self.entries[i].unavailable.as_deref())
+        self.by_name
+            .get(function)
+            .and_then(|&i| self.entries[i].unavailable.as_deref())
     }
 
     pub fn sites(&self) -> &SiteTable {
@@ -315,10 +382,21 @@ fn fn_name(f: inkwell::values::FunctionValue<'_>) -> String {
 }
 
 /// Appends one word per parameter, checking the values fit the signature.
-fn encode_input(sig: &FunctionSignature, input: &Input, words: &mut Vec<u64>) -> Result<(), ExecError> {
-    let bad = |reason: String| ExecError::BadInput { function: sig.name.clone(), reason };
+fn encode_input(
+    sig: &FunctionSignature,
+    input: &Input,
+    words: &mut Vec<u64>,
+) -> Result<(), ExecError> {
+    let bad = |reason: String| ExecError::BadInput {
+        function: sig.name.clone(),
+        reason,
+    };
     if input.0.len() != sig.params.len() {
-        return Err(bad(format!("{} values for {} parameters", input.0.len(), sig.params.len())));
+        return Err(bad(format!(
+            "{} values for {} parameters",
+            input.0.len(),
+            sig.params.len()
+        )));
     }
     for (param, value) in sig.params.iter().zip(&input.0) {
         let word = match (param.ty, *value) {
@@ -331,7 +409,12 @@ fn encode_input(sig: &FunctionSignature, input: &Input, words: &mut Vec<u64>) ->
                 v as u64
             }
             (ParamType::OutPtr { .. }, ArgValue::OutPtr) => 0,
-            (ty, v) => return Err(bad(format!("parameter {} is {ty:?}, got {v:?}", param.name))),
+            (ty, v) => {
+                return Err(bad(format!(
+                    "parameter {} is {ty:?}, got {v:?}",
+                    param.name
+                )))
+            }
         };
         words.push(word);
     }
@@ -360,7 +443,10 @@ pub fn format_return(ret: ReturnType, bits: u64) -> Option<String> {
             let v = ArgValue::F32(f32::from_bits(bits as u32));
             Some(format!("{} ({})", v.hex(), v.decimal()))
         }
-        ReturnType::Int { bits: width, signed } => Some(if signed {
+        ReturnType::Int {
+            bits: width,
+            signed,
+        } => Some(if signed {
             (bits as i64).to_string()
         } else if width >= 64 {
             bits.to_string()
@@ -420,13 +506,20 @@ pub(crate) mod testutil {
     pub fn signatures(p_ll: &str) -> Vec<FunctionSignature> {
         let ctx = Context::create();
         let m = crate::ir::parse_module(&ctx, p_ll, "P").expect("parse P");
-        crate::ir::describe_functions(&m, p_ll).into_iter().filter_map(|r| r.ok()).map(|i| i.signature).collect()
+        crate::ir::describe_functions(&m, p_ll)
+            .into_iter()
+            .filter_map(|r| r.ok())
+            .map(|i| i.signature)
+            .collect()
     }
 
     pub fn runner(src: &str, cfg: &AnalysisConfig) -> (Runner, Vec<FunctionSignature>) {
         let (p, pp) = compile_pair(src);
         let sigs = signatures(&p);
-        (Runner::build(&p, &pp, &sigs, cfg).expect("build runner"), sigs)
+        (
+            Runner::build(&p, &pp, &sigs, cfg).expect("build runner"),
+            sigs,
+        )
     }
 }
 

@@ -16,7 +16,10 @@ pub struct SourceEdit {
 }
 
 /// The pragmas that restore plain floating-point semantics in a block.
-pub const PRECISE_PRAGMAS: [&str; 2] = ["#pragma float_control(precise, on)", "#pragma clang fp contract(off)"];
+pub const PRECISE_PRAGMAS: [&str; 2] = [
+    "#pragma float_control(precise, on)",
+    "#pragma clang fp contract(off)",
+];
 
 /// The edit that puts [`PRECISE_PRAGMAS`] at the start of the function's body, or None when the body's
 /// opening brace cannot be found from the debug info's lines.
@@ -30,7 +33,10 @@ pub fn fast_math_off_edit(text: &str, span: &FunctionSpan) -> Option<SourceEdit>
         if line_no < span.body_line as usize && !line[col + 1..].trim().is_empty() {
             continue;
         }
-        if lines.get(line_no).is_some_and(|next| next.contains("float_control(precise, on)")) {
+        if lines
+            .get(line_no)
+            .is_some_and(|next| next.contains("float_control(precise, on)"))
+        {
             return None; // already fixed
         }
         let indent: String = lines
@@ -49,7 +55,11 @@ pub fn fast_math_off_edit(text: &str, span: &FunctionSpan) -> Option<SourceEdit>
             insert.push('\n');
             insert.push_str(&indent);
         }
-        return Some(SourceEdit { line: line_no as u32, column: col as u32 + 2, text: insert });
+        return Some(SourceEdit {
+            line: line_no as u32,
+            column: col as u32 + 2,
+            text: insert,
+        });
     }
     None
 }
@@ -88,19 +98,43 @@ mod tests {
     #[test]
     fn inserts_after_the_opening_brace() {
         let src = "double f(double x) {\n    return 2*x*0.5;\n}\n";
-        let edit = fast_math_off_edit(src, &FunctionSpan { line: 1, body_line: 1, end_line: 2 }).unwrap();
+        let edit = fast_math_off_edit(
+            src,
+            &FunctionSpan {
+                line: 1,
+                body_line: 1,
+                end_line: 2,
+            },
+        )
+        .unwrap();
         let fixed = apply_edits(src, &[edit]);
         assert_eq!(
             fixed,
             "double f(double x) {\n    #pragma float_control(precise, on)\n    #pragma clang fp contract(off)\n    return 2*x*0.5;\n}\n"
         );
-        assert!(fast_math_off_edit(&fixed, &FunctionSpan { line: 1, body_line: 1, end_line: 4 }).is_none());
+        assert!(fast_math_off_edit(
+            &fixed,
+            &FunctionSpan {
+                line: 1,
+                body_line: 1,
+                end_line: 4
+            }
+        )
+        .is_none());
     }
 
     #[test]
     fn splits_one_line_bodies() {
         let src = "double f(double x) { return x; }\n";
-        let edit = fast_math_off_edit(src, &FunctionSpan { line: 1, body_line: 1, end_line: 1 }).unwrap();
+        let edit = fast_math_off_edit(
+            src,
+            &FunctionSpan {
+                line: 1,
+                body_line: 1,
+                end_line: 1,
+            },
+        )
+        .unwrap();
         let fixed = apply_edits(src, &[edit]);
         assert!(fixed.contains("{\n  #pragma float_control(precise, on)\n  #pragma clang fp contract(off)\n   return x; }"), "{fixed}");
     }

@@ -15,12 +15,20 @@ pub fn hex_f64(v: f64) -> String {
     if exp_bits == 0 && mant == 0 {
         return format!("{sign}0x0p+0");
     }
-    let (lead, exp) = if exp_bits == 0 { (0, -1022) } else { (1, exp_bits - 1023) };
+    let (lead, exp) = if exp_bits == 0 {
+        (0, -1022)
+    } else {
+        (1, exp_bits - 1023)
+    };
     let mut frac = format!("{mant:013x}");
     while frac.ends_with('0') {
         frac.pop();
     }
-    let frac = if frac.is_empty() { String::new() } else { format!(".{frac}") };
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
     let esign = if exp >= 0 { "+" } else { "-" };
     format!("{sign}0x{lead}{frac}p{esign}{}", exp.abs())
 }
@@ -47,7 +55,11 @@ pub fn short(v: f64) -> String {
         return hex_f64(v);
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let a = v.abs();
     if (1e-4..1e6).contains(&a) {
@@ -59,7 +71,11 @@ pub fn short(v: f64) -> String {
     }
     let s = format!("{v:.2e}");
     let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-    let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+    let m = if m.contains('.') {
+        m.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        m
+    };
     format!("{m}e{e}")
 }
 
@@ -112,7 +128,16 @@ mod tests {
 
     #[test]
     fn hex_round_trips() {
-        for v in [1.0, -0.25, 1.34078079299425970996e154, 5e-324, f64::MAX, 0.1, -0.0, 3.0] {
+        for v in [
+            1.0,
+            -0.25,
+            1.34078079299425970996e154,
+            5e-324,
+            f64::MAX,
+            0.1,
+            -0.0,
+            3.0,
+        ] {
             let h = hex_f64(v);
             assert_eq!(parse_f64(&h).unwrap().to_bits(), v.to_bits(), "{h}");
         }

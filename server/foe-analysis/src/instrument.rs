@@ -9,9 +9,14 @@
 use crate::types::{Build, FunctionSignature, ParamType, ReturnType};
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::targets::{
+    CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine,
+};
 use inkwell::types::{AnyType, AnyTypeEnum, BasicTypeEnum};
-use inkwell::values::{BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode, InstructionValue};
+use inkwell::values::{
+    BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode,
+    InstructionValue,
+};
 use inkwell::{AddressSpace, FloatPredicate, OptimizationLevel};
 use std::path::Path;
 
@@ -80,9 +85,14 @@ pub enum InstrumentError {
     Codegen(String),
 }
 
-fn builder_error(what: impl Into<String>) -> impl FnOnce(inkwell::builder::BuilderError) -> InstrumentError {
+fn builder_error(
+    what: impl Into<String>,
+) -> impl FnOnce(inkwell::builder::BuilderError) -> InstrumentError {
     let what = what.into();
-    move |e| InstrumentError::Builder { what, message: e.to_string() }
+    move |e| InstrumentError::Builder {
+        what,
+        message: e.to_string(),
+    }
 }
 
 /// Symbol prefix of a build's definitions in the linked program.
@@ -96,15 +106,26 @@ pub fn build_prefix(build: Build) -> &'static str {
 /// Inserts `call void @__foe_check(i32 site)` after every floating-point instruction of every function defined
 /// in `module`, recording each site in `sites`. Already instrumented instructions are skipped. Returns the
 /// number of checks inserted.
-pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTable) -> Result<usize, InstrumentError> {
+pub fn instrument_module(
+    module: &Module<'_>,
+    build: Build,
+    sites: &mut SiteTable,
+) -> Result<usize, InstrumentError> {
     let ctx = module.get_context();
     let i32t = ctx.i32_type();
     let check = match module.get_function(CHECK_FN) {
         Some(f) => f,
         None => {
-            let f = module.add_function(CHECK_FN, ctx.void_type().fn_type(&[i32t.into()], false), None);
+            let f = module.add_function(
+                CHECK_FN,
+                ctx.void_type().fn_type(&[i32t.into()], false),
+                None,
+            );
             let nounwind = inkwell::attributes::Attribute::get_named_enum_kind_id("nounwind");
-            f.add_attribute(inkwell::attributes::AttributeLoc::Function, ctx.create_enum_attribute(nounwind, 0));
+            f.add_attribute(
+                inkwell::attributes::AttributeLoc::Function,
+                ctx.create_enum_attribute(nounwind, 0),
+            );
             f
         }
     };
@@ -128,7 +149,9 @@ pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTabl
             }
         }
         for inst in targets {
-            let Some(next) = inst.get_next_instruction() else { continue };
+            let Some(next) = inst.get_next_instruction() else {
+                continue;
+            };
             let loc = source_position(inst);
             let id = sites.push(Site {
                 build,
@@ -138,10 +161,11 @@ pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTabl
                 column: loc.map(|l| l.1).filter(|&c| c > 0),
             })?;
             let md = ctx.metadata_node(&[i32t.const_int(id as u64, false).into()]);
-            inst.set_metadata(md, kind).map_err(|e| InstrumentError::Builder {
-                what: format!("the site mark in {fname}"),
-                message: e.to_string(),
-            })?;
+            inst.set_metadata(md, kind)
+                .map_err(|e| InstrumentError::Builder {
+                    what: format!("the site mark in {fname}"),
+                    message: e.to_string(),
+                })?;
             builder.position_before(&next);
             let call = builder
                 .build_call(check, &[i32t.const_int(id as u64, false).into()], "")
@@ -160,14 +184,22 @@ pub fn instrument_module(module: &Module<'_>, build: Build, sites: &mut SiteTabl
 /// of the nearest preceding one, with column 0.
 fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
     let own = |i: InstructionValue<'_>| {
-        i.get_debug_location().filter(|l| l.get_line() > 0).map(|l| (l.get_line(), l.get_column()))
+        i.get_debug_location()
+            .filter(|l| l.get_line() > 0)
+            .map(|l| (l.get_line(), l.get_column()))
     };
     // A borrowed position keeps only the line: its column belongs to another operation.
     let line_only = |i: InstructionValue<'_>| own(i).map(|(line, _)| (line, 0));
     own(inst)
-        .or_else(|| std::iter::successors(inst.get_next_instruction(), |i| i.get_next_instruction()).find_map(line_only))
         .or_else(|| {
-            std::iter::successors(inst.get_previous_instruction(), |i| i.get_previous_instruction()).find_map(line_only)
+            std::iter::successors(inst.get_next_instruction(), |i| i.get_next_instruction())
+                .find_map(line_only)
+        })
+        .or_else(|| {
+            std::iter::successors(inst.get_previous_instruction(), |i| {
+                i.get_previous_instruction()
+            })
+            .find_map(line_only)
         })
 }
 
@@ -175,9 +207,12 @@ fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
 fn raises_fp_exceptions(inst: InstructionValue<'_>, check: FunctionValue<'_>) -> bool {
     use InstructionOpcode::*;
     match inst.get_opcode() {
-        FAdd | FSub | FMul | FDiv | FRem | FCmp | FPToSI | FPToUI | SIToFP | UIToFP | FPExt | FPTrunc => true,
+        FAdd | FSub | FMul | FDiv | FRem | FCmp | FPToSI | FPToUI | SIToFP | UIToFP | FPExt
+        | FPTrunc => true,
         Call => {
-            let Ok(call) = CallSiteValue::try_from(inst) else { return false };
+            let Ok(call) = CallSiteValue::try_from(inst) else {
+                return false;
+            };
             if let Some(callee) = call.get_called_fn_value() {
                 // Defined functions are instrumented themselves; the check itself raises nothing.
                 if callee == check || callee.count_basic_blocks() > 0 {
@@ -216,7 +251,10 @@ fn operation_text(inst: InstructionValue<'_>) -> String {
         UIToFP => "uitofp".into(),
         FPExt => "fpext".into(),
         FPTrunc => "fptrunc".into(),
-        FCmp => format!("fcmp {}", inst.get_fcmp_predicate().map(predicate_name).unwrap_or("?")),
+        FCmp => format!(
+            "fcmp {}",
+            inst.get_fcmp_predicate().map(predicate_name).unwrap_or("?")
+        ),
         Call => {
             let callee = CallSiteValue::try_from(inst)
                 .ok()
@@ -237,7 +275,10 @@ fn operation_text(inst: InstructionValue<'_>) -> String {
         .map(|v| v.get_type().as_any_type_enum());
     if inst.get_opcode() != Call {
         if vector_ty(inst.get_type()) {
-            return format!("{base} {}", inst.get_type().print_to_string().to_string_lossy());
+            return format!(
+                "{base} {}",
+                inst.get_type().print_to_string().to_string_lossy()
+            );
         }
         if let Some(t) = operand_ty.filter(|t| vector_ty(*t)) {
             return format!("{base} {}", t.print_to_string().to_string_lossy());
@@ -248,7 +289,9 @@ fn operation_text(inst: InstructionValue<'_>) -> String {
 
 /// `llvm.sqrt.f64` → `sqrt`, `llvm.maxnum.v2f64` → `maxnum`; other names unchanged.
 fn short_callee(name: &str) -> &str {
-    let Some(rest) = name.strip_prefix("llvm.") else { return name };
+    let Some(rest) = name.strip_prefix("llvm.") else {
+        return name;
+    };
     match rest.rsplit_once('.') {
         Some((head, suffix))
             if suffix.starts_with('f') || suffix.starts_with('v') || suffix.starts_with('i') =>
@@ -286,7 +329,9 @@ fn predicate_name(p: FloatPredicate) -> &'static str {
 pub fn prefix_symbols(module: &Module<'_>, build: Build) {
     let prefix = build_prefix(build);
     for (function, name) in crate::ir::user_functions(module) {
-        function.as_global_value().set_name(&format!("{prefix}{name}"));
+        function
+            .as_global_value()
+            .set_name(&format!("{prefix}{name}"));
         function.set_linkage(Linkage::Internal);
     }
     let mut doomed = Vec::new();
@@ -344,66 +389,111 @@ pub fn add_entry<'ctx>(
     let builder = ctx.create_builder();
     builder.position_at_end(block);
     let what = format!("the entry of {}", sig.name);
-    let args = wrapper.get_nth_param(0).expect("one parameter").into_pointer_value();
+    let args = wrapper
+        .get_nth_param(0)
+        .expect("one parameter")
+        .into_pointer_value();
     let mut call_args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::new();
     for (i, param) in sig.params.iter().enumerate() {
         // SAFETY: the driver passes one word per parameter.
-        let slot = unsafe { builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "") }
-            .map_err(builder_error(what.clone()))?;
+        let slot = unsafe {
+            builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "")
+        }
+        .map_err(builder_error(what.clone()))?;
         let value: BasicMetadataValueEnum<'ctx> = match param.ty {
-            ParamType::F64 => builder.build_load(ctx.f64_type(), slot, "").map_err(builder_error(what.clone()))?.into(),
+            ParamType::F64 => builder
+                .build_load(ctx.f64_type(), slot, "")
+                .map_err(builder_error(what.clone()))?
+                .into(),
             ParamType::F32 => {
-                let word = builder.build_load(i64t, slot, "").map_err(builder_error(what.clone()))?.into_int_value();
-                let low = builder.build_int_truncate(word, ctx.i32_type(), "").map_err(builder_error(what.clone()))?;
-                builder.build_bit_cast(low, ctx.f32_type(), "").map_err(builder_error(what.clone()))?.into()
+                let word = builder
+                    .build_load(i64t, slot, "")
+                    .map_err(builder_error(what.clone()))?
+                    .into_int_value();
+                let low = builder
+                    .build_int_truncate(word, ctx.i32_type(), "")
+                    .map_err(builder_error(what.clone()))?;
+                builder
+                    .build_bit_cast(low, ctx.f32_type(), "")
+                    .map_err(builder_error(what.clone()))?
+                    .into()
             }
             ParamType::Int { bits, .. } => {
-                let word = builder.build_load(i64t, slot, "").map_err(builder_error(what.clone()))?.into_int_value();
+                let word = builder
+                    .build_load(i64t, slot, "")
+                    .map_err(builder_error(what.clone()))?
+                    .into_int_value();
                 if bits == 64 {
                     word.into()
                 } else {
                     let width = std::num::NonZeroU32::new(bits)
                         .and_then(|b| ctx.custom_width_int_type(b).ok())
-                        .ok_or_else(|| InstrumentError::Builder { what: what.clone(), message: format!("no {bits}-bit integer type") })?;
-                    builder.build_int_truncate(word, width, "").map_err(builder_error(what.clone()))?.into()
+                        .ok_or_else(|| InstrumentError::Builder {
+                            what: what.clone(),
+                            message: format!("no {bits}-bit integer type"),
+                        })?;
+                    builder
+                        .build_int_truncate(word, width, "")
+                        .map_err(builder_error(what.clone()))?
+                        .into()
                 }
             }
             ParamType::OutPtr { bytes } => {
                 let buf_ty = ctx.i8_type().array_type(bytes.max(1));
-                let buf = builder.build_alloca(buf_ty, "").map_err(builder_error(what.clone()))?;
+                let buf = builder
+                    .build_alloca(buf_ty, "")
+                    .map_err(builder_error(what.clone()))?;
                 if let Some(inst) = buf.as_instruction() {
                     let _ = inst.set_alignment(16);
                 }
                 builder
-                    .build_memset(buf, 16, ctx.i8_type().const_zero(), i64t.const_int(bytes.max(1) as u64, false))
+                    .build_memset(
+                        buf,
+                        16,
+                        ctx.i8_type().const_zero(),
+                        i64t.const_int(bytes.max(1) as u64, false),
+                    )
                     .map_err(builder_error(what.clone()))?;
                 buf.into()
             }
         };
         call_args.push(value);
     }
-    let call = builder.build_call(target, &call_args, "").map_err(builder_error(what.clone()))?;
+    let call = builder
+        .build_call(target, &call_args, "")
+        .map_err(builder_error(what.clone()))?;
     let result = call.try_as_basic_value().basic();
     let bits = match (sig.ret, result) {
-        (ReturnType::F64, Some(v)) => {
-            builder.build_bit_cast(v, i64t, "").map_err(builder_error(what.clone()))?.into_int_value()
-        }
+        (ReturnType::F64, Some(v)) => builder
+            .build_bit_cast(v, i64t, "")
+            .map_err(builder_error(what.clone()))?
+            .into_int_value(),
         (ReturnType::F32, Some(v)) => {
-            let low = builder.build_bit_cast(v, ctx.i32_type(), "").map_err(builder_error(what.clone()))?;
-            builder.build_int_z_extend(low.into_int_value(), i64t, "").map_err(builder_error(what.clone()))?
+            let low = builder
+                .build_bit_cast(v, ctx.i32_type(), "")
+                .map_err(builder_error(what.clone()))?;
+            builder
+                .build_int_z_extend(low.into_int_value(), i64t, "")
+                .map_err(builder_error(what.clone()))?
         }
         (ReturnType::Int { bits, signed }, Some(BasicValueEnum::IntValue(v))) if bits <= 64 => {
             if bits == 64 {
                 v
             } else if signed && bits > 1 {
-                builder.build_int_s_extend(v, i64t, "").map_err(builder_error(what.clone()))?
+                builder
+                    .build_int_s_extend(v, i64t, "")
+                    .map_err(builder_error(what.clone()))?
             } else {
-                builder.build_int_z_extend(v, i64t, "").map_err(builder_error(what.clone()))?
+                builder
+                    .build_int_z_extend(v, i64t, "")
+                    .map_err(builder_error(what.clone()))?
             }
         }
         _ => i64t.const_zero(),
     };
-    builder.build_return(Some(&bits)).map_err(builder_error(what))?;
+    builder
+        .build_return(Some(&bits))
+        .map_err(builder_error(what))?;
     Ok(Ok(wrapper))
 }
 
@@ -416,18 +506,28 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
     }
     let params: Vec<BasicTypeEnum<'_>> = f.get_param_iter().map(|p| p.get_type()).collect();
     if params.len() != sig.params.len() {
-        return Err(format!("it takes {} parameters instead of {}", params.len(), sig.params.len()));
+        return Err(format!(
+            "it takes {} parameters instead of {}",
+            params.len(),
+            sig.params.len()
+        ));
     }
     for (i, (llvm, param)) in params.iter().zip(&sig.params).enumerate() {
         let ok = match (param.ty, llvm) {
             (ParamType::F64, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 64,
             (ParamType::F32, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 32,
-            (ParamType::Int { bits, .. }, BasicTypeEnum::IntType(t)) => t.get_bit_width() == bits && bits <= 64,
+            (ParamType::Int { bits, .. }, BasicTypeEnum::IntType(t)) => {
+                t.get_bit_width() == bits && bits <= 64
+            }
             (ParamType::OutPtr { .. }, BasicTypeEnum::PointerType(_)) => true,
             _ => false,
         };
         if !ok {
-            return Err(format!("parameter {} has type {} in this build", i + 1, llvm.print_to_string().to_string_lossy()));
+            return Err(format!(
+                "parameter {} has type {} in this build",
+                i + 1,
+                llvm.print_to_string().to_string_lossy()
+            ));
         }
     }
     let ret = ty.get_return_type();
@@ -435,7 +535,9 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
         (ReturnType::Void, None) => true,
         (ReturnType::F64, Some(BasicTypeEnum::FloatType(t))) => t.get_bit_width() == 64,
         (ReturnType::F32, Some(BasicTypeEnum::FloatType(t))) => t.get_bit_width() == 32,
-        (ReturnType::Int { bits, .. }, Some(BasicTypeEnum::IntType(t))) => t.get_bit_width() == bits,
+        (ReturnType::Int { bits, .. }, Some(BasicTypeEnum::IntType(t))) => {
+            t.get_bit_width() == bits
+        }
         (ReturnType::Other, Some(_)) => true,
         _ => false,
     };
@@ -447,13 +549,19 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
 
 /// Adds the entry table the driver calls through: `[2N x ptr]` (P, P' per function; null when unavailable)
 /// and its length N.
-pub fn add_entry_table<'ctx>(module: &Module<'ctx>, entries: &[(Option<FunctionValue<'ctx>>, Option<FunctionValue<'ctx>>)]) {
+pub fn add_entry_table<'ctx>(
+    module: &Module<'ctx>,
+    entries: &[(Option<FunctionValue<'ctx>>, Option<FunctionValue<'ctx>>)],
+) {
     let ctx = module.get_context();
     let ptr = ctx.ptr_type(AddressSpace::default());
     let values: Vec<_> = entries
         .iter()
         .flat_map(|(p, pp)| [*p, *pp])
-        .map(|f| f.map(|f| f.as_global_value().as_pointer_value()).unwrap_or_else(|| ptr.const_null()))
+        .map(|f| {
+            f.map(|f| f.as_global_value().as_pointer_value())
+                .unwrap_or_else(|| ptr.const_null())
+        })
         .collect();
     let table = module.add_global(ptr.array_type(values.len() as u32), None, ENTRY_TABLE);
     table.set_initializer(&ptr.const_array(&values));
@@ -479,10 +587,18 @@ const DATA_STUB_BYTES: u32 = 1 << 16;
 
 /// A module defining the symbols the linker found undefined: data in `data` as zeroed 64 KiB blocks, the rest
 /// as functions that call `__foe_undefined(index)` (the runtime ends the execution and reports the name).
-pub fn stub_module<'ctx>(ctx: &'ctx Context, missing: &[String], data: &[String]) -> Result<Module<'ctx>, InstrumentError> {
+pub fn stub_module<'ctx>(
+    ctx: &'ctx Context,
+    missing: &[String],
+    data: &[String],
+) -> Result<Module<'ctx>, InstrumentError> {
     let module = ctx.create_module("foe-stubs");
     let i32t = ctx.i32_type();
-    let report = module.add_function("__foe_undefined", ctx.void_type().fn_type(&[i32t.into()], false), None);
+    let report = module.add_function(
+        "__foe_undefined",
+        ctx.void_type().fn_type(&[i32t.into()], false),
+        None,
+    );
     let builder = ctx.create_builder();
     for (i, name) in missing.iter().enumerate() {
         if data.contains(name) {
@@ -495,7 +611,9 @@ pub fn stub_module<'ctx>(ctx: &'ctx Context, missing: &[String], data: &[String]
         let f = module.add_function(name, ctx.void_type().fn_type(&[], false), None);
         builder.position_at_end(ctx.append_basic_block(f, "entry"));
         let what = format!("the stub of {name}");
-        builder.build_call(report, &[i32t.const_int(i as u64, false).into()], "").map_err(builder_error(what.clone()))?;
+        builder
+            .build_call(report, &[i32t.const_int(i as u64, false).into()], "")
+            .map_err(builder_error(what.clone()))?;
         builder.build_unreachable().map_err(builder_error(what))?;
     }
     Ok(module)
@@ -509,12 +627,33 @@ pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentErr
         .clone()
         .map_err(InstrumentError::Codegen)?;
     let triple = module.get_triple();
-    let triple = if triple.as_str().to_bytes().is_empty() { TargetMachine::get_default_triple() } else { triple };
-    let target = Target::from_triple(&triple).map_err(|e| InstrumentError::Codegen(e.to_string()))?;
-    let cpu = if triple.as_str().to_string_lossy().starts_with("x86_64") { "x86-64".to_string() } else { "generic".into() };
+    let triple = if triple.as_str().to_bytes().is_empty() {
+        TargetMachine::get_default_triple()
+    } else {
+        triple
+    };
+    let target =
+        Target::from_triple(&triple).map_err(|e| InstrumentError::Codegen(e.to_string()))?;
+    let cpu = if triple.as_str().to_string_lossy().starts_with("x86_64") {
+        "x86-64".to_string()
+    } else {
+        "generic".into()
+    };
     let machine = target
-        .create_target_machine(&triple, &cpu, "", OptimizationLevel::None, RelocMode::PIC, CodeModel::Default)
-        .ok_or_else(|| InstrumentError::Codegen(format!("no target machine for {}", triple.as_str().to_string_lossy())))?;
+        .create_target_machine(
+            &triple,
+            &cpu,
+            "",
+            OptimizationLevel::None,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| {
+            InstrumentError::Codegen(format!(
+                "no target machine for {}",
+                triple.as_str().to_string_lossy()
+            ))
+        })?;
     machine
         .write_to_file(module, FileType::Object, path)
         .map_err(|e| InstrumentError::Codegen(e.to_string().trim_end().to_string()))
@@ -523,7 +662,9 @@ pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentErr
 /// Strips debug info and verifies the module before code generation.
 pub fn finish_module(module: &Module<'_>) -> Result<(), InstrumentError> {
     module.strip_debug_info();
-    module.verify().map_err(|e| InstrumentError::Verify(first_line(&e.to_string())))
+    module
+        .verify()
+        .map_err(|e| InstrumentError::Verify(first_line(&e.to_string())))
 }
 
 fn first_line(s: &str) -> String {
@@ -563,7 +704,10 @@ declare double @llvm.sqrt.f64(double)
         let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
         let mut sites = SiteTable::default();
         assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 9);
-        let ops: Vec<_> = sites.iter().map(|(_, s)| (s.function.as_str(), s.operation.as_str())).collect();
+        let ops: Vec<_> = sites
+            .iter()
+            .map(|(_, s)| (s.function.as_str(), s.operation.as_str()))
+            .collect();
         assert_eq!(
             ops,
             vec![
@@ -578,14 +722,21 @@ declare double @llvm.sqrt.f64(double)
                 ("g", "fdiv"),
             ]
         );
-        assert!(sites.iter().all(|(_, s)| s.build == Build::PPrime && s.line.is_none()));
+        assert!(sites
+            .iter()
+            .all(|(_, s)| s.build == Build::PPrime && s.line.is_none()));
         // Idempotent: a second pass finds everything marked.
         assert_eq!(instrument_module(&m, Build::PPrime, &mut sites).unwrap(), 0);
         m.verify().unwrap();
         let text = m.print_to_string().to_string();
         assert_eq!(text.matches("call void @__foe_check(i32").count(), 9);
         // The check follows its instruction.
-        assert!(text.contains("%a = fadd double %x, 1.000000e+00, !foe.site !0\n  call void @__foe_check(i32 0)"), "{text}");
+        assert!(
+            text.contains(
+                "%a = fadd double %x, 1.000000e+00, !foe.site !0\n  call void @__foe_check(i32 0)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -595,8 +746,14 @@ declare double @llvm.sqrt.f64(double)
         prefix_symbols(&m, Build::P);
         assert!(m.get_function("__foe_p.f").is_some());
         assert!(m.get_function("__foe_p.g").is_some());
-        assert!(m.get_function("exp").is_some(), "declarations keep their names");
-        assert_eq!(m.get_global("__foe_p.counter").map(|g| g.get_linkage()), Some(Linkage::Internal));
+        assert!(
+            m.get_function("exp").is_some(),
+            "declarations keep their names"
+        );
+        assert_eq!(
+            m.get_global("__foe_p.counter").map(|g| g.get_linkage()),
+            Some(Linkage::Internal)
+        );
         let sig = FunctionSignature {
             name: "f".into(),
             params: vec![],
@@ -606,7 +763,10 @@ declare double @llvm.sqrt.f64(double)
         assert!(add_entry(&m, Build::P, 0, &sig).unwrap().is_err());
         let g = FunctionSignature {
             name: "g".into(),
-            params: vec![crate::types::Param { name: "x".into(), ty: ParamType::F64 }],
+            params: vec![crate::types::Param {
+                name: "x".into(),
+                ty: ParamType::F64,
+            }],
             ret: ReturnType::F64,
         };
         let entry = add_entry(&m, Build::P, 1, &g).unwrap().unwrap();

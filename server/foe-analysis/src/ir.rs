@@ -16,9 +16,14 @@ use std::sync::OnceLock;
 pub const OUT_BUFFER_BYTES: u32 = 4096;
 
 /// Parses clang's textual IR into a module of `ctx`.
-pub fn parse_module<'ctx>(ctx: &'ctx Context, ll: &str, name: &str) -> Result<Module<'ctx>, String> {
+pub fn parse_module<'ctx>(
+    ctx: &'ctx Context,
+    ll: &str,
+    name: &str,
+) -> Result<Module<'ctx>, String> {
     let buffer = MemoryBuffer::create_from_memory_range_copy(ll.as_bytes(), name);
-    ctx.create_module_from_ir(buffer).map_err(|e| format!("cannot parse the IR of {name}: {e}"))
+    ctx.create_module_from_ir(buffer)
+        .map_err(|e| format!("cannot parse the IR of {name}: {e}"))
 }
 
 /// A function defined in the analysed file, as the reference build P has it.
@@ -55,13 +60,18 @@ impl DebugFacts {
         static BASIC: OnceLock<Regex> = OnceLock::new();
         static DERIVED: OnceLock<Regex> = OnceLock::new();
         let define = re(&DEFINE, r#"(?m)^define [^@]*@"?([\w.$]+)"?\(.*!dbg !(\d+)"#);
-        let subprogram =
-            re(&SUBPROGRAM, r#"(?m)^!(\d+) = distinct !DISubprogram\(.*?\bline: (\d+).*?scopeLine: (\d+)"#);
+        let subprogram = re(
+            &SUBPROGRAM,
+            r#"(?m)^!(\d+) = distinct !DISubprogram\(.*?\bline: (\d+).*?scopeLine: (\d+)"#,
+        );
         let arg = re(
             &ARG,
             r#"(?m)^!\d+ = !DILocalVariable\(name: "([^"]+)", arg: (\d+), scope: !(\d+)(?:.*?type: !(\d+))?"#,
         );
-        let basic = re(&BASIC, r#"(?m)^!(\d+) = !DIBasicType\(.*?encoding: (DW_ATE_\w+)"#);
+        let basic = re(
+            &BASIC,
+            r#"(?m)^!(\d+) = !DIBasicType\(.*?encoding: (DW_ATE_\w+)"#,
+        );
         let derived = re(
             &DERIVED,
             r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(?:typedef|const_type|volatile_type).*?baseType: !(\d+)"#,
@@ -72,14 +82,20 @@ impl DebugFacts {
             facts.function_sp.insert(c[1].to_string(), num(&c[2]));
         }
         for c in subprogram.captures_iter(ll) {
-            facts.subprograms.insert(num(&c[1]), (num(&c[2]), num(&c[3])));
+            facts
+                .subprograms
+                .insert(num(&c[1]), (num(&c[2]), num(&c[3])));
         }
         for c in arg.captures_iter(ll) {
             let ty = c.get(4).map(|m| num(m.as_str()));
-            facts.args.insert((num(&c[3]), num(&c[2])), (c[1].to_string(), ty));
+            facts
+                .args
+                .insert((num(&c[3]), num(&c[2])), (c[1].to_string(), ty));
         }
         for c in basic.captures_iter(ll) {
-            facts.unsigned_types.insert(num(&c[1]), c[2].contains("unsigned"));
+            facts
+                .unsigned_types
+                .insert(num(&c[1]), c[2].contains("unsigned"));
         }
         for c in derived.captures_iter(ll) {
             facts.derived_base.insert(num(&c[1]), num(&c[2]));
@@ -107,13 +123,18 @@ impl DebugFacts {
 
     /// (declaration line, body line) of a function.
     pub fn lines(&self, function: &str) -> Option<(u32, u32)> {
-        self.subprograms.get(self.function_sp.get(function)?).copied()
+        self.subprograms
+            .get(self.function_sp.get(function)?)
+            .copied()
     }
 }
 
 /// The functions defined in `module` (P), in source order, with their signatures; a function whose interface
 /// foe cannot drive comes back as `Err((name, reason))`.
-pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionInfo, (String, String)>> {
+pub fn describe_functions(
+    module: &Module<'_>,
+    ll: &str,
+) -> Vec<Result<FunctionInfo, (String, String)>> {
     let facts = DebugFacts::from_ll(ll);
     let mut out = Vec::new();
     for (function, name) in user_functions(module) {
@@ -122,7 +143,11 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
             body_line,
             end_line: last_line(function).unwrap_or(body_line).max(body_line),
         });
-        out.push(signature_of(function, &facts).map(|signature| FunctionInfo { signature, span }).map_err(|r| (name, r)));
+        out.push(
+            signature_of(function, &facts)
+                .map(|signature| FunctionInfo { signature, span })
+                .map_err(|r| (name, r)),
+        );
     }
     out.sort_by_key(|r| match r {
         Ok(info) => info.span.as_ref().map(|s| s.line).unwrap_or(u32::MAX),
@@ -132,7 +157,9 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
 }
 
 /// The functions the analysed file defines (not declarations, intrinsics or foe's own), with their names.
-pub fn user_functions<'ctx>(module: &Module<'ctx>) -> impl Iterator<Item = (FunctionValue<'ctx>, String)> {
+pub fn user_functions<'ctx>(
+    module: &Module<'ctx>,
+) -> impl Iterator<Item = (FunctionValue<'ctx>, String)> {
     module.get_functions().filter_map(|function| {
         if function.count_basic_blocks() == 0 {
             return None;
@@ -155,7 +182,10 @@ pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
     last
 }
 
-fn signature_of(function: FunctionValue<'_>, facts: &DebugFacts) -> Result<FunctionSignature, String> {
+fn signature_of(
+    function: FunctionValue<'_>,
+    facts: &DebugFacts,
+) -> Result<FunctionSignature, String> {
     let name = function.get_name().to_string_lossy().into_owned();
     let fn_type = function.get_type();
     if fn_type.is_var_arg() {
@@ -164,35 +194,57 @@ fn signature_of(function: FunctionValue<'_>, facts: &DebugFacts) -> Result<Funct
     let mut params = Vec::new();
     for (i, param) in function.get_param_iter().enumerate() {
         let debug = facts.arg(&name, i);
-        let unsigned = debug.and_then(|(_, ty)| *ty).map(|t| facts.is_unsigned(t)).unwrap_or(false);
+        let unsigned = debug
+            .and_then(|(_, ty)| *ty)
+            .map(|t| facts.is_unsigned(t))
+            .unwrap_or(false);
         let ty = match param.get_type() {
             BasicTypeEnum::FloatType(t) => match t.get_bit_width() {
                 64 => ParamType::F64,
                 32 => ParamType::F32,
-                bits => return Err(format!("parameter {} has a {bits}-bit floating type", i + 1)),
+                bits => {
+                    return Err(format!(
+                        "parameter {} has a {bits}-bit floating type",
+                        i + 1
+                    ))
+                }
             },
             BasicTypeEnum::IntType(t) => match t.get_bit_width() {
-                bits @ (1 | 8 | 16 | 32 | 64) => ParamType::Int { bits, signed: !unsigned },
+                bits @ (1 | 8 | 16 | 32 | 64) => ParamType::Int {
+                    bits,
+                    signed: !unsigned,
+                },
                 bits => return Err(format!("parameter {} is a {bits}-bit integer", i + 1)),
             },
             BasicTypeEnum::PointerType(_) => {
                 if has_byval(function, i) {
                     return Err(format!("parameter {} is a struct passed by value", i + 1));
                 }
-                ParamType::OutPtr { bytes: OUT_BUFFER_BYTES }
+                ParamType::OutPtr {
+                    bytes: OUT_BUFFER_BYTES,
+                }
             }
-            other => return Err(format!("parameter {} has unsupported type {}", i + 1, other.print_to_string())),
+            other => {
+                return Err(format!(
+                    "parameter {} has unsupported type {}",
+                    i + 1,
+                    other.print_to_string()
+                ))
+            }
         };
-        let name = debug.map(|(n, _)| n.clone()).unwrap_or_else(|| format!("arg{}", i + 1));
+        let name = debug
+            .map(|(n, _)| n.clone())
+            .unwrap_or_else(|| format!("arg{}", i + 1));
         params.push(Param { name, ty });
     }
     let ret = match fn_type.get_return_type() {
         None => ReturnType::Void,
         Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 64 => ReturnType::F64,
         Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 32 => ReturnType::F32,
-        Some(BasicTypeEnum::IntType(t)) if t.get_bit_width() <= 64 => {
-            ReturnType::Int { bits: t.get_bit_width(), signed: true }
-        }
+        Some(BasicTypeEnum::IntType(t)) if t.get_bit_width() <= 64 => ReturnType::Int {
+            bits: t.get_bit_width(),
+            signed: true,
+        },
         Some(_) => ReturnType::Other,
     };
     Ok(FunctionSignature { name, params, ret })
@@ -201,8 +253,9 @@ fn signature_of(function: FunctionValue<'_>, facts: &DebugFacts) -> Result<Funct
 fn has_byval(function: FunctionValue<'_>, index: usize) -> bool {
     use inkwell::attributes::AttributeLoc;
     let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("byval");
-    function.get_enum_attribute(AttributeLoc::Param(index as u32), kind).is_some()
-
+    function
+        .get_enum_attribute(AttributeLoc::Param(index as u32), kind)
+        .is_some()
 }
 
 /// The textual IR of one function with metadata numbering removed (it shifts when other functions change),

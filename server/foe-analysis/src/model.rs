@@ -46,10 +46,19 @@ fn pipeline(build: Build) -> &'static str {
 
 fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachine, String> {
     static INIT: OnceLock<Result<(), String>> = OnceLock::new();
-    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone()?;
-    let target = Target::from_triple(triple).map_err(|e| format!("no LLVM target for {triple}: {e}"))?;
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
+        .clone()?;
+    let target =
+        Target::from_triple(triple).map_err(|e| format!("no LLVM target for {triple}: {e}"))?;
     target
-        .create_target_machine(triple, "generic", "", OptimizationLevel::None, RelocMode::Default, CodeModel::Default)
+        .create_target_machine(
+            triple,
+            "generic",
+            "",
+            OptimizationLevel::None,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
         .ok_or_else(|| format!("cannot create a target machine for {triple}"))
 }
 
@@ -77,10 +86,19 @@ pub fn model_function(
     let function = llvm::function(module, &sig.name)
         .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
     if function.entry_block().is_none() {
-        return Err(format!("`{}` has no body in the {} build", sig.name, build.label()));
+        return Err(format!(
+            "`{}` has no body in the {} build",
+            sig.name,
+            build.label()
+        ));
     }
     check_supported(function)?;
-    let mut executor = exec::Executor::new(llvm::Layout::of(module), build, cfg.unroll_bound, cfg.max_paths);
+    let mut executor = exec::Executor::new(
+        llvm::Layout::of(module),
+        build,
+        cfg.unroll_bound,
+        cfg.max_paths,
+    );
     executor.run(function, sig)?;
     tracing::debug!(
         function = %sig.name,
@@ -101,7 +119,9 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
         if !seen.insert(f.id()) {
             continue;
         }
-        let Some(entry) = f.entry_block() else { continue };
+        let Some(entry) = f.entry_block() else {
+            continue;
+        };
         let mut blocks = vec![entry];
         let mut seen_blocks = HashSet::new();
         while let Some(b) = blocks.pop() {
@@ -116,7 +136,10 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
                         todo.push(callee);
                     }
                 } else if !SUPPORTED.contains(&opcode) {
-                    return Err(format!("uses the `{}` instruction", exec::opcode_name(opcode)));
+                    return Err(format!(
+                        "uses the `{}` instruction",
+                        exec::opcode_name(opcode)
+                    ));
                 }
                 if matches!(opcode, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
                     blocks.extend((0..inst.num_successors()).map(|i| inst.successor(i)));
@@ -143,11 +166,53 @@ fn check_type(ty: llvm::Ty<'_>) -> Result<(), String> {
 const SUPPORTED: &[LLVMOpcode] = {
     use LLVMOpcode::*;
     &[
-        LLVMRet, LLVMBr, LLVMSwitch, LLVMUnreachable, LLVMFNeg, LLVMAdd, LLVMFAdd, LLVMSub, LLVMFSub, LLVMMul, LLVMFMul,
-        LLVMUDiv, LLVMSDiv, LLVMFDiv, LLVMURem, LLVMSRem, LLVMFRem, LLVMShl, LLVMLShr, LLVMAShr, LLVMAnd, LLVMOr,
-        LLVMXor, LLVMAlloca, LLVMLoad, LLVMStore, LLVMGetElementPtr, LLVMTrunc, LLVMZExt, LLVMSExt, LLVMFPToUI,
-        LLVMFPToSI, LLVMUIToFP, LLVMSIToFP, LLVMFPTrunc, LLVMFPExt, LLVMBitCast, LLVMAddrSpaceCast, LLVMICmp,
-        LLVMFCmp, LLVMPHI, LLVMSelect, LLVMExtractElement, LLVMInsertElement, LLVMShuffleVector, LLVMExtractValue,
-        LLVMInsertValue, LLVMFreeze,
+        LLVMRet,
+        LLVMBr,
+        LLVMSwitch,
+        LLVMUnreachable,
+        LLVMFNeg,
+        LLVMAdd,
+        LLVMFAdd,
+        LLVMSub,
+        LLVMFSub,
+        LLVMMul,
+        LLVMFMul,
+        LLVMUDiv,
+        LLVMSDiv,
+        LLVMFDiv,
+        LLVMURem,
+        LLVMSRem,
+        LLVMFRem,
+        LLVMShl,
+        LLVMLShr,
+        LLVMAShr,
+        LLVMAnd,
+        LLVMOr,
+        LLVMXor,
+        LLVMAlloca,
+        LLVMLoad,
+        LLVMStore,
+        LLVMGetElementPtr,
+        LLVMTrunc,
+        LLVMZExt,
+        LLVMSExt,
+        LLVMFPToUI,
+        LLVMFPToSI,
+        LLVMUIToFP,
+        LLVMSIToFP,
+        LLVMFPTrunc,
+        LLVMFPExt,
+        LLVMBitCast,
+        LLVMAddrSpaceCast,
+        LLVMICmp,
+        LLVMFCmp,
+        LLVMPHI,
+        LLVMSelect,
+        LLVMExtractElement,
+        LLVMInsertElement,
+        LLVMShuffleVector,
+        LLVMExtractValue,
+        LLVMInsertValue,
+        LLVMFreeze,
     ]
 };

@@ -6,22 +6,22 @@
 use crate::compile::{self, CompileError};
 use crate::config::AnalysisConfig;
 use crate::domain::{self, Domain};
+use crate::fpfmt;
 use crate::ir::FunctionInfo;
 use crate::model::{self, Query};
 use crate::report::FunctionStatus;
-use crate::{exec, ir, search, solve};
+use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
 use crate::types::Build;
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use crate::{exec, ir, search, solve};
+use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 use std::collections::{BTreeMap, HashSet};
-use std::time::Instant;
-use inkwell::context::Context;
-use crate::fpfmt;
-use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
-use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What to analyse.
 #[derive(Debug, Clone)]
@@ -137,9 +137,17 @@ fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
 
 fn compile_error(e: CompileError) -> AnalysisError {
     match e {
-        CompileError::Rejected { first_error, line, column, stderr } => {
-            AnalysisError::Compile { message: first_error, line, column, stderr }
-        }
+        CompileError::Rejected {
+            first_error,
+            line,
+            column,
+            stderr,
+        } => AnalysisError::Compile {
+            message: first_error,
+            line,
+            column,
+            stderr,
+        },
         CompileError::Unavailable { .. } => AnalysisError::Environment(e.to_string()),
     }
 }
@@ -179,7 +187,8 @@ pub fn analyse(
     let started = Instant::now();
     let context = Context::create();
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
-    let pp_module = ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
+    let pp_module =
+        ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
     let described = ir::describe_functions(&p_module, &pair.p_ll);
 
     let mut reports: Vec<Option<FunctionReport>> = vec![None; described.len()];
@@ -194,8 +203,13 @@ pub fn analyse(
             }
         };
         let name = info.signature.name.clone();
-        let (decl_line, end_line) = info.span.as_ref().map(|s| (s.line, s.end_line)).unwrap_or((0, 0));
-        let (domain, domain_errors) = domain::domain_for(request.text, &info.signature, prev_end, decl_line);
+        let (decl_line, end_line) = info
+            .span
+            .as_ref()
+            .map(|s| (s.line, s.end_line))
+            .unwrap_or((0, 0));
+        let (domain, domain_errors) =
+            domain::domain_for(request.text, &info.signature, prev_end, decl_line);
         prev_end = end_line.max(prev_end);
         if request.only_function.is_some_and(|f| f != name) {
             let mut r = FunctionReport::skipped(&name, "not selected");
@@ -217,8 +231,18 @@ pub fn analyse(
             reports[index] = Some(r);
             continue;
         };
-        let p_function = p_module.get_function(&name).expect("described functions exist in P");
-        let key = cache_key(&config, &info, &domain, p_function, pp_function, &p_module, &pp_module);
+        let p_function = p_module
+            .get_function(&name)
+            .expect("described functions exist in P");
+        let key = cache_key(
+            &config,
+            &info,
+            &domain,
+            p_function,
+            pp_function,
+            &p_module,
+            &pp_module,
+        );
         if let Some(mut hit) = cache.get(&key) {
             hit.cached = true;
             reports[index] = Some(hit);
@@ -230,10 +254,14 @@ pub fn analyse(
     let mut pending = Vec::new();
     if !to_model.is_empty() {
         if let Err(e) = model::prepare_for_modelling(&p_module, Build::P) {
-            return Err(AnalysisError::Internal(format!("cannot prepare P for modelling: {e}")));
+            return Err(AnalysisError::Internal(format!(
+                "cannot prepare P for modelling: {e}"
+            )));
         }
         if let Err(e) = model::prepare_for_modelling(&pp_module, Build::PPrime) {
-            return Err(AnalysisError::Internal(format!("cannot prepare P' for modelling: {e}")));
+            return Err(AnalysisError::Internal(format!(
+                "cannot prepare P' for modelling: {e}"
+            )));
         }
     }
     for (index, info, key, domain) in to_model {
@@ -247,7 +275,14 @@ pub fn analyse(
                     .map_err(|r| format!("cannot model the fast-math build: {r}"))
             });
         match modelled {
-            Ok((queries_p, queries_pp)) => pending.push(Pending { index, info, key, domain, queries_p, queries_pp }),
+            Ok((queries_p, queries_pp)) => pending.push(Pending {
+                index,
+                info,
+                key,
+                domain,
+                queries_p,
+                queries_pp,
+            }),
             Err(reason) => {
                 let mut r = FunctionReport::skipped(&sig.name, reason);
                 r.signature = Some(sig.clone());
@@ -261,44 +296,89 @@ pub fn analyse(
     drop(pp_module);
     timings.insert("model".to_string(), ms(started));
 
-    progress.phase(Phase::Solve, &format!("solving {} functions", pending.len()));
-    let started = Instant::now();
-    let mut solved = Vec::new();
-    for (i, item) in pending.into_iter().enumerate() {
-        cancel.check()?;
-        progress.phase(Phase::Solve, &format!("{} ({}/{})", item.info.signature.name, i + 1, solved.len() + 1));
-        let sig = &item.info.signature;
-        let anywhere = solve::solve(sig, &item.queries_p, &item.queries_pp, None, &config);
-        let mut candidates: Vec<Input> = anywhere.candidates.iter().map(|c| c.input.clone()).collect();
-        let mut timeouts = anywhere.timeouts;
-        if !item.domain.is_empty() {
-            let inside = solve::solve(sig, &item.queries_p, &item.queries_pp, Some(&item.domain), &config);
-            timeouts += inside.timeouts;
-            let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
-            for c in inside.candidates {
-                if seen.insert(c.input.key()) {
-                    candidates.push(c.input);
+    // The instrumented runner does not depend on the solver's results: it is built (clang and llc child processes)
+    // while the functions are solved.
+    let signatures: Vec<FunctionSignature> =
+        pending.iter().map(|p| p.info.signature.clone()).collect();
+    let (solved, runner) = std::thread::scope(|scope| -> Result<_, AnalysisError> {
+        let builder = (!signatures.is_empty()).then(|| {
+            scope.spawn(|| {
+                let started = Instant::now();
+                (
+                    exec::Runner::build(&pair.p_ll, &pair.pp_ll, &signatures, &config),
+                    ms(started),
+                )
+            })
+        });
+        progress.phase(
+            Phase::Solve,
+            &format!("solving {} functions", pending.len()),
+        );
+        let started = Instant::now();
+        let mut solved = Vec::new();
+        let count = pending.len();
+        for (i, item) in pending.into_iter().enumerate() {
+            cancel.check()?;
+            progress.phase(
+                Phase::Solve,
+                &format!("{} ({}/{count})", item.info.signature.name, i + 1),
+            );
+            let sig = &item.info.signature;
+            let anywhere = solve::solve(sig, &item.queries_p, &item.queries_pp, None, &config);
+            let mut candidates: Vec<Input> = anywhere
+                .candidates
+                .iter()
+                .map(|c| c.input.clone())
+                .collect();
+            let mut timeouts = anywhere.timeouts;
+            if !item.domain.is_empty() {
+                let inside = solve::solve_within(
+                    sig,
+                    &item.queries_p,
+                    &item.queries_pp,
+                    &item.domain,
+                    &anywhere,
+                    &config,
+                );
+                timeouts += inside.timeouts;
+                let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
+                for c in inside.candidates {
+                    if seen.insert(c.input.key()) {
+                        candidates.push(c.input);
+                    }
                 }
             }
+            solved.push((item, anywhere, candidates, timeouts));
         }
-        solved.push((item, anywhere, candidates, timeouts));
-    }
-    timings.insert("solve".to_string(), ms(started));
+        timings.insert("solve".to_string(), ms(started));
+        let runner = builder.map(|handle| match handle.join() {
+            Ok((runner, took)) => {
+                timings.insert("build_runner".to_string(), took);
+                runner
+            }
+            Err(_) => Err(exec::ExecError::Toolchain(
+                "the thread building the runner panicked".into(),
+            )),
+        });
+        Ok((solved, runner))
+    })?;
     cancel.check()?;
 
     let mut executions_total = 0usize;
-    if !solved.is_empty() {
-        progress.phase(Phase::BuildRunner, "building the instrumented runner");
-        let started = Instant::now();
-        let signatures: Vec<FunctionSignature> = solved.iter().map(|(p, ..)| p.info.signature.clone()).collect();
-        let runner = exec::Runner::build(&pair.p_ll, &pair.pp_ll, &signatures, &config);
-        timings.insert("build_runner".to_string(), ms(started));
+    if let Some(runner) = runner {
+        progress.phase(Phase::BuildRunner, "instrumented runner built");
         let mut runner = match runner {
             Ok(r) => Some(r),
             Err(e) => {
                 tracing::warn!("cannot build the runner: {e}");
                 for (item, anywhere, candidates, timeouts) in &solved {
-                    let mut r = base_report(item, anywhere, candidates.len(), *timeouts, config.solver_timeout_ms);
+                    let mut r = base_report(
+                        item,
+                        anywhere,
+                        candidates.len(),
+                        *timeouts,
+                        config.solver_timeout_ms,
+                    );
                     r.status = FunctionStatus::Skipped;
                     r.reason = format!("cannot build the instrumented program: {e}");
                     reports[item.index] = Some(r);
@@ -312,7 +392,13 @@ pub fn analyse(
             for (item, anywhere, candidates, timeouts) in &solved {
                 cancel.check()?;
                 progress.phase(Phase::Execute, &item.info.signature.name);
-                let mut report = base_report(item, anywhere, candidates.len(), *timeouts, config.solver_timeout_ms);
+                let mut report = base_report(
+                    item,
+                    anywhere,
+                    candidates.len(),
+                    *timeouts,
+                    config.solver_timeout_ms,
+                );
                 let domain = (!item.domain.is_empty()).then_some(&item.domain);
                 match search::search(runner, &item.info.signature, candidates, domain, &config) {
                     Ok(found) => {
@@ -325,11 +411,18 @@ pub fn analyse(
                         }
                         if found.crashed > 0 {
                             let first = found.first_crash.as_deref().unwrap_or("crashed");
-                            let note = format!("{} executions did not return normally (first: {first})", found.crashed);
+                            let note = format!(
+                                "{} executions did not return normally (first: {first})",
+                                found.crashed
+                            );
                             report.reason = join_reason(&report.reason, &note);
                         }
                         if found.timed_out > 0 {
-                            let stopped = if found.stopped_early { "; search stopped early" } else { "" };
+                            let stopped = if found.stopped_early {
+                                "; search stopped early"
+                            } else {
+                                ""
+                            };
                             let note = format!(
                                 "{} executions did not return within {} ms{stopped}",
                                 found.timed_out, config.exec_timeout_ms
@@ -339,7 +432,8 @@ pub fn analyse(
                         cache.put(item.key.clone(), report.clone());
                     }
                     Err(e) => {
-                        report.reason = join_reason(&report.reason, &format!("execution failed: {e}"));
+                        report.reason =
+                            join_reason(&report.reason, &format!("execution failed: {e}"));
                     }
                 }
                 reports[item.index] = Some(report);
@@ -370,7 +464,13 @@ fn join_reason(a: &str, b: &str) -> String {
 }
 
 /// The report of an analysed function before its search results are added.
-fn base_report(item: &Pending, solved: &solve::SolveOutcome, candidates: usize, timeouts: usize, limit_ms: u64) -> FunctionReport {
+fn base_report(
+    item: &Pending,
+    solved: &solve::SolveOutcome,
+    candidates: usize,
+    timeouts: usize,
+    limit_ms: u64,
+) -> FunctionReport {
     let mut r = FunctionReport::skipped(&item.info.signature.name, "");
     r.status = FunctionStatus::Analysed;
     r.formulae = solved.formulae.clone();
@@ -409,7 +509,10 @@ fn cache_key<'ctx>(
 }
 
 /// `function` and every function of the same module it calls, transitively.
-fn with_callees<'ctx>(function: FunctionValue<'ctx>, module: &Module<'ctx>) -> Vec<FunctionValue<'ctx>> {
+fn with_callees<'ctx>(
+    function: FunctionValue<'ctx>,
+    module: &Module<'ctx>,
+) -> Vec<FunctionValue<'ctx>> {
     let mut seen = vec![function];
     let mut i = 0;
     while i < seen.len() {
@@ -420,7 +523,11 @@ fn with_callees<'ctx>(function: FunctionValue<'ctx>, module: &Module<'ctx>) -> V
                     continue;
                 }
                 let n = inst.get_num_operands();
-                let Some(inkwell::values::Operand::Value(callee)) = inst.get_operand(n.saturating_sub(1)) else { continue };
+                let Some(inkwell::values::Operand::Value(callee)) =
+                    inst.get_operand(n.saturating_sub(1))
+                else {
+                    continue;
+                };
                 let name = callee.get_name().to_string_lossy().into_owned();
                 if let Some(g) = module.get_function(&name) {
                     if g.count_basic_blocks() > 0 && !seen.contains(&g) {
@@ -467,11 +574,20 @@ pub fn replay(
             Err((name, reason)) if name == function => Some(Err(reason)),
             _ => None,
         })
-        .ok_or_else(|| AnalysisError::Environment(format!("no function `{function}` is defined in {}", request.path.display())))?
-        .map_err(|reason| AnalysisError::Environment(format!("cannot run `{function}`: {reason}")))?;
+        .ok_or_else(|| {
+            AnalysisError::Environment(format!(
+                "no function `{function}` is defined in {}",
+                request.path.display()
+            ))
+        })?
+        .map_err(|reason| {
+            AnalysisError::Environment(format!("cannot run `{function}`: {reason}"))
+        })?;
     let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
-    let mut runner = exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config)
-        .map_err(|e| AnalysisError::Environment(format!("cannot build the instrumented program: {e}")))?;
+    let mut runner =
+        exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config).map_err(
+            |e| AnalysisError::Environment(format!("cannot build the instrumented program: {e}")),
+        )?;
     let outcome = runner
         .run(&sig.name, std::slice::from_ref(&input))
         .map_err(|e| AnalysisError::Environment(format!("cannot run both builds: {e}")))?
@@ -497,7 +613,10 @@ pub fn replay(
 }
 
 /// Parses `NAME=VALUE` pairs into an input for `sig`; every searchable parameter needs a value.
-pub fn parse_assignments(sig: &FunctionSignature, assignments: &[(String, String)]) -> Result<Input, String> {
+pub fn parse_assignments(
+    sig: &FunctionSignature,
+    assignments: &[(String, String)],
+) -> Result<Input, String> {
     let mut values = Vec::new();
     for p in &sig.params {
         if !p.ty.is_searchable() {
@@ -507,21 +626,34 @@ pub fn parse_assignments(sig: &FunctionSignature, assignments: &[(String, String
         let (_, text) = assignments
             .iter()
             .find(|(n, _)| *n == p.name)
-            .ok_or_else(|| format!("missing a value for `{}` (give --input {}=VALUE)", p.name, p.name))?;
+            .ok_or_else(|| {
+                format!(
+                    "missing a value for `{}` (give --input {}=VALUE)",
+                    p.name, p.name
+                )
+            })?;
         let value = match p.ty {
-            ParamType::F64 => ArgValue::F64(fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?),
+            ParamType::F64 => ArgValue::F64(
+                fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?,
+            ),
             ParamType::F32 => {
-                let v = fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?;
+                let v =
+                    fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?;
                 ArgValue::F32(v as f32)
             }
-            ParamType::Int { .. } => {
-                ArgValue::Int(text.trim().parse::<i64>().map_err(|_| format!("`{text}` is not an integer"))?)
-            }
+            ParamType::Int { .. } => ArgValue::Int(
+                text.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("`{text}` is not an integer"))?,
+            ),
             ParamType::OutPtr { .. } => ArgValue::OutPtr,
         };
         values.push(value);
     }
-    if let Some((unknown, _)) = assignments.iter().find(|(n, _)| !sig.params.iter().any(|p| &p.name == n)) {
+    if let Some((unknown, _)) = assignments
+        .iter()
+        .find(|(n, _)| !sig.params.iter().any(|p| &p.name == n))
+    {
         return Err(format!("`{}` has no parameter `{unknown}`", sig.name));
     }
     Ok(Input(values))

@@ -37,10 +37,18 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
 }
 
 /// Runs a tool (clang, the linker) to completion with `stdin` fed in, killing it after `timeout`.
-pub fn run_tool(mut cmd: Command, stdin: Option<&[u8]>, timeout: Duration) -> std::io::Result<ToolOutput> {
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+pub fn run_tool(
+    mut cmd: Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+) -> std::io::Result<ToolOutput> {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn()?;
     if let Some(data) = stdin {
         let mut pipe = child.stdin.take().expect("piped stdin");
@@ -64,11 +72,19 @@ pub fn run_tool(mut cmd: Command, stdin: Option<&[u8]>, timeout: Duration) -> st
     let (status, timed_out) = wait_with_deadline(&mut child, timeout)?;
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-    Ok(ToolOutput { status, stdout, stderr, timed_out })
+    Ok(ToolOutput {
+        status,
+        stdout,
+        stderr,
+        timed_out,
+    })
 }
 
 /// Waits for `child`, killing it at the deadline; returns its exit code (None when killed by a signal).
-pub fn wait_with_deadline(child: &mut Child, timeout: Duration) -> std::io::Result<(Option<i32>, bool)> {
+pub fn wait_with_deadline(
+    child: &mut Child,
+    timeout: Duration,
+) -> std::io::Result<(Option<i32>, bool)> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
@@ -87,14 +103,19 @@ pub fn wait_with_deadline(child: &mut Child, timeout: Duration) -> std::io::Resu
 /// stdin/stdout piped for the batch protocol, stderr discarded.
 pub fn spawn_sandboxed(mut cmd: Command, limits: SandboxLimits) -> std::io::Result<Child> {
     use std::os::unix::process::CommandExt;
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
     let memory = limits.memory_mib.saturating_mul(1024 * 1024);
     let cpu = limits.cpu_seconds;
     // SAFETY: the closure only calls async-signal-safe libc functions between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             let set = |res, value: u64| {
-                let lim = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+                let lim = libc::rlimit {
+                    rlim_cur: value as libc::rlim_t,
+                    rlim_max: value as libc::rlim_t,
+                };
                 libc::setrlimit(res, &lim)
             };
             set(libc::RLIMIT_CORE, 0);

@@ -21,7 +21,12 @@ pub struct NamedValue {
 
 impl NamedValue {
     pub fn new(name: &str, v: ArgValue) -> NamedValue {
-        NamedValue { name: name.to_string(), value: v.hex(), decimal: v.decimal(), raw: Some(v) }
+        NamedValue {
+            name: name.to_string(),
+            value: v.hex(),
+            decimal: v.decimal(),
+            raw: Some(v),
+        }
     }
 }
 
@@ -38,7 +43,10 @@ pub struct TraceEvent {
 
 impl TraceEvent {
     pub fn loc(&self) -> Option<SourceLoc> {
-        Some(SourceLoc { line: self.line?, column: self.column.unwrap_or(0) })
+        Some(SourceLoc {
+            line: self.line?,
+            column: self.column.unwrap_or(0),
+        })
     }
 }
 

@@ -133,10 +133,18 @@ pub fn f64_to_rational(v: f64) -> BigRational {
         return BigRational::zero();
     }
     let bits = v.to_bits();
-    let sign = if bits >> 63 == 1 { Sign::Minus } else { Sign::Plus };
+    let sign = if bits >> 63 == 1 {
+        Sign::Minus
+    } else {
+        Sign::Plus
+    };
     let exp = ((bits >> 52) & 0x7ff) as i64;
     let frac = bits & ((1u64 << 52) - 1);
-    let (m, e) = if exp == 0 { (frac, -1074) } else { (frac | (1u64 << 52), exp - 1075) };
+    let (m, e) = if exp == 0 {
+        (frac, -1074)
+    } else {
+        (frac | (1u64 << 52), exp - 1075)
+    };
     let m = BigInt::from_biguint(sign, m.into());
     if e >= 0 {
         BigRational::from_integer(m << e as usize)
@@ -207,7 +215,10 @@ mod tests {
     fn rounds_simple_fractions() {
         assert_eq!(round_rational(&q(1, 3), FloatFormat::Double), 1.0 / 3.0);
         assert_eq!(round_rational(&q(-1, 10), FloatFormat::Double), -0.1);
-        assert_eq!(round_rational(&q(1, 10), FloatFormat::Single), 0.1f32 as f64);
+        assert_eq!(
+            round_rational(&q(1, 10), FloatFormat::Single),
+            0.1f32 as f64
+        );
         assert_eq!(round_rational(&q(7, 1), FloatFormat::Double), 7.0);
     }
 
@@ -217,7 +228,10 @@ mod tests {
         assert_eq!(round_rational(&max, FloatFormat::Double), f64::MAX);
         // DBL_MAX + 2^970 is the tie between DBL_MAX and 2^1024: it rounds to infinity (even).
         let half_ulp = BigRational::from_integer(BigInt::one() << 970usize);
-        assert_eq!(round_rational(&(&max + &half_ulp), FloatFormat::Double), f64::INFINITY);
+        assert_eq!(
+            round_rational(&(&max + &half_ulp), FloatFormat::Double),
+            f64::INFINITY
+        );
         let just_below = &max + &half_ulp - BigRational::new(BigInt::one(), BigInt::from(2));
         assert_eq!(round_rational(&just_below, FloatFormat::Double), f64::MAX);
         let tiny = f64_to_rational(5e-324);

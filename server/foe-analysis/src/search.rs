@@ -50,7 +50,11 @@ pub fn compare_kinds(a: &[u8], b: &[u8]) -> Option<(usize, DivergenceClass)> {
     if a == b {
         return None;
     }
-    let first = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let first = a
+        .iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()));
     let (ca, cb) = (counts(a.iter().copied()), counts(b.iter().copied()));
     let class = if ca.iter().zip(&cb).any(|(x, y)| (*x == 0) != (*y == 0)) {
         DivergenceClass::Appears
@@ -130,7 +134,12 @@ pub fn search(
         .filter(|(_, key, _)| reported.insert(key.clone()))
         .map(|(_, _, d)| d)
         .collect();
-    tracing::debug!(candidates = cands.len(), executions = state.executions, diff_producing, "search done");
+    tracing::debug!(
+        candidates = cands.len(),
+        executions = state.executions,
+        diff_producing,
+        "search done"
+    );
     Ok(SearchOutcome {
         divergences,
         diff_producing,
@@ -149,7 +158,10 @@ const GROUP_POINTS: usize = 1 << 18;
 /// The number of points [`neighbourhood`] gives at most.
 fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
     let side = 2 * cfg.radius as u128 + 1;
-    let cube = sig.searchable_params().try_fold(1u128, |acc, _| acc.checked_mul(side)).unwrap_or(u128::MAX);
+    let cube = sig
+        .searchable_params()
+        .try_fold(1u128, |acc, _| acc.checked_mul(side))
+        .unwrap_or(u128::MAX);
     cube.min(cfg.neighbourhood_budget.max(1) as u128) as usize
 }
 
@@ -186,7 +198,12 @@ fn search_group(
 ) -> Result<(), ExecError> {
     let mut cands: Vec<CandidateState> = group
         .iter()
-        .map(|c| CandidateState { points: neighbourhood(sig, c, cfg), next: 0, best: None, done: false })
+        .map(|c| CandidateState {
+            points: neighbourhood(sig, c, cfg),
+            next: 0,
+            best: None,
+            done: false,
+        })
         .collect();
     let mut runs: Vec<(Input, RawPair)> = Vec::new();
     let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
@@ -220,7 +237,14 @@ fn search_group(
                     }
                 }
                 if state.in_domain(&input) {
-                    collect_plain(runner, sig, &input, &pair, &mut state.plain, &mut state.plain_seen);
+                    collect_plain(
+                        runner,
+                        sig,
+                        &input,
+                        &pair,
+                        &mut state.plain,
+                        &mut state.plain_seen,
+                    );
                 }
                 index.insert(input.key(), runs.len());
                 runs.push((input, pair));
@@ -231,18 +255,31 @@ fn search_group(
         for c in cands.iter_mut().filter(|c| !c.done) {
             let hi = round_end.min(c.points.len());
             for pos in c.next..hi {
-                let Some(&run) = index.get(&c.points[pos].key()) else { continue };
+                let Some(&run) = index.get(&c.points[pos].key()) else {
+                    continue;
+                };
                 let (input, pair) = &runs[run];
-                if !pair.p.returned() || !pair.pp.returned() || pair.p.truncated || pair.pp.truncated {
+                if !pair.p.returned()
+                    || !pair.pp.returned()
+                    || pair.p.truncated
+                    || pair.pp.truncated
+                {
                     continue;
                 }
                 let kp: Vec<u8> = pair.p.kinds().collect();
                 let kpp: Vec<u8> = pair.pp.kinds().collect();
-                let Some((first, class)) = compare_kinds(&kp, &kpp) else { continue };
+                let Some((first, class)) = compare_kinds(&kp, &kpp) else {
+                    continue;
+                };
                 let inside = state.in_domain(input);
                 let rank = (!inside, class, pos);
                 if c.best.as_ref().is_none_or(|b| rank < b.rank) {
-                    c.best = Some(Best { rank, run, first, class });
+                    c.best = Some(Best {
+                        rank,
+                        run,
+                        first,
+                        class,
+                    });
                 }
                 if class == DivergenceClass::Appears && inside {
                     c.done = true;
@@ -265,7 +302,9 @@ fn search_group(
         let (input, pair) = &runs[b.run];
         let inside = state.in_domain(input);
         let d = divergence(runner, sig, input, pair, b.first, b.class, inside);
-        state.found.push(((!inside, b.class, first_index + i), input.key(), d));
+        state
+            .found
+            .push(((!inside, b.class, first_index + i), input.key(), d));
     }
     Ok(())
 }
@@ -291,13 +330,19 @@ struct Best {
 /// Whether an input fits the signature (so one bad candidate cannot fail a batch).
 fn fits(sig: &FunctionSignature, input: &Input) -> Result<(), String> {
     if input.0.len() != sig.params.len() {
-        return Err(format!("{} values for {} parameters", input.0.len(), sig.params.len()));
+        return Err(format!(
+            "{} values for {} parameters",
+            input.0.len(),
+            sig.params.len()
+        ));
     }
     for (p, v) in sig.params.iter().zip(&input.0) {
         let ok = match (p.ty, v) {
             (ParamType::F64, ArgValue::F64(_)) | (ParamType::F32, ArgValue::F32(_)) => true,
             (ParamType::OutPtr { .. }, ArgValue::OutPtr) => true,
-            (ParamType::Int { bits, signed }, ArgValue::Int(v)) => crate::exec::int_fits(*v, bits, signed),
+            (ParamType::Int { bits, signed }, ArgValue::Int(v)) => {
+                crate::exec::int_fits(*v, bits, signed)
+            }
             _ => false,
         };
         if !ok {
@@ -309,13 +354,19 @@ fn fits(sig: &FunctionSignature, input: &Input) -> Result<(), String> {
 
 /// The points of a candidate's neighbourhood in search order (candidate first, by increasing L∞ shell, axis
 /// points and diagonals before the rest), distinct, at most `cfg.neighbourhood_budget` (at least 1).
-pub fn neighbourhood(sig: &FunctionSignature, candidate: &Input, cfg: &AnalysisConfig) -> Vec<Input> {
+pub fn neighbourhood(
+    sig: &FunctionSignature,
+    candidate: &Input,
+    cfg: &AnalysisConfig,
+) -> Vec<Input> {
     let dims: Vec<(usize, ParamType)> = sig.searchable_params().map(|(i, p)| (i, p.ty)).collect();
     let m = dims.len();
     let r = cfg.radius as i64;
     let budget = cfg.neighbourhood_budget.max(1);
     let side = 2 * r as u128 + 1;
-    let cube = (0..m).try_fold(1u128, |acc, _| acc.checked_mul(side)).unwrap_or(u128::MAX);
+    let cube = (0..m)
+        .try_fold(1u128, |acc, _| acc.checked_mul(side))
+        .unwrap_or(u128::MAX);
     let mut offsets: Vec<Vec<i64>> = Vec::new();
     if cube <= budget as u128 {
         // The whole cube, ordered by (shell, category, lexicographic).
@@ -376,9 +427,14 @@ fn category(d: &[i64]) -> u8 {
 /// For cubes larger than the budget: per shell the axis points and (a sample of) the diagonals, then seeded
 /// random points of the shells in turn for what is left of the budget; ordered by shell and category.
 fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Vec<i64>> {
-    let mut rng = SplitMix(candidate.key().iter().fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
-        h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
-    }));
+    let mut rng = SplitMix(
+        candidate
+            .key()
+            .iter()
+            .fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
+                h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
+            }),
+    );
     let mut set: HashSet<Vec<i64>> = HashSet::new();
     let mut out: Vec<Vec<i64>> = Vec::new();
     let mut push = |d: Vec<i64>, out: &mut Vec<Vec<i64>>| {
@@ -401,13 +457,23 @@ fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Ve
         let per_shell = (structured_cap / r.max(1) as usize).max(2);
         if m < 20 && (1usize << m) <= per_shell {
             for signs in 0..(1u64 << m) {
-                push((0..m).map(|i| if signs >> i & 1 == 1 { k } else { -k }).collect(), &mut out);
+                push(
+                    (0..m)
+                        .map(|i| if signs >> i & 1 == 1 { k } else { -k })
+                        .collect(),
+                    &mut out,
+                );
             }
         } else {
             push(vec![k; m], &mut out);
             push(vec![-k; m], &mut out);
             for _ in 0..per_shell.saturating_sub(2) {
-                push((0..m).map(|_| if rng.next() & 1 == 1 { k } else { -k }).collect(), &mut out);
+                push(
+                    (0..m)
+                        .map(|_| if rng.next() & 1 == 1 { k } else { -k })
+                        .collect(),
+                    &mut out,
+                );
             }
         }
         if out.len() >= structured_cap {
@@ -460,9 +526,17 @@ pub fn step_value(v: ArgValue, ty: ParamType, k: i64) -> ArgValue {
                 (b, true) => (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1),
                 (b, false) => (0, (1i128 << b) - 1),
             };
-            let base = if bits == 64 && !signed { x as u64 as i128 } else { x as i128 };
+            let base = if bits == 64 && !signed {
+                x as u64 as i128
+            } else {
+                x as i128
+            };
             let stepped = (base + k as i128).clamp(lo, hi);
-            ArgValue::Int(if bits == 64 && !signed { stepped as u64 as i64 } else { stepped as i64 })
+            ArgValue::Int(if bits == 64 && !signed {
+                stepped as u64 as i64
+            } else {
+                stepped as i64
+            })
         }
         (other, _) => other,
     }
@@ -486,9 +560,16 @@ fn collect_plain(
     seen: &mut HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
 ) {
     for &word in &pair.p.events {
-        let Some(e) = runner.event(word) else { continue };
+        let Some(e) = runner.event(word) else {
+            continue;
+        };
         if seen.insert((e.kind, e.line, e.column)) {
-            plain.push(PlainException { kind: e.kind, line: e.line, column: e.column, inputs: named_inputs(sig, input) });
+            plain.push(PlainException {
+                kind: e.kind,
+                line: e.line,
+                column: e.column,
+                inputs: named_inputs(sig, input),
+            });
         }
     }
 }
@@ -542,26 +623,50 @@ fn explain(
     let first_loc = pp.get(first).or_else(|| p.get(first)).and_then(|e| e.loc());
     match class {
         DivergenceClass::Appears => {
-            let only_pp: Vec<ExceptionKind> = ExceptionKind::ALL.into_iter().filter(|&k| has(pp, k) && !has(p, k)).collect();
-            let only_p: Vec<ExceptionKind> = ExceptionKind::ALL.into_iter().filter(|&k| has(p, k) && !has(pp, k)).collect();
+            let only_pp: Vec<ExceptionKind> = ExceptionKind::ALL
+                .into_iter()
+                .filter(|&k| has(pp, k) && !has(p, k))
+                .collect();
+            let only_p: Vec<ExceptionKind> = ExceptionKind::ALL
+                .into_iter()
+                .filter(|&k| has(p, k) && !has(pp, k))
+                .collect();
             // The appearing event closest to the first divergence.
             let pick = |t: &[TraceEvent], kinds: &[ExceptionKind]| {
-                t.iter().skip(first).chain(t.iter().take(first)).find(|e| kinds.contains(&e.kind)).cloned()
+                t.iter()
+                    .skip(first)
+                    .chain(t.iter().take(first))
+                    .find(|e| kinds.contains(&e.kind))
+                    .cloned()
             };
             if let Some(e) = pick(pp, &only_pp) {
-                let mut s = format!("fast-math build {} here, plain build does not", verb(e.kind));
+                let mut s = format!(
+                    "fast-math build {} here, plain build does not",
+                    verb(e.kind)
+                );
                 if let Some(k) = only_p.first() {
-                    s.push_str(&format!("; plain build {}, fast-math build does not", verb(*k)));
+                    s.push_str(&format!(
+                        "; plain build {}, fast-math build does not",
+                        verb(*k)
+                    ));
                 }
                 (s, e.loc())
             } else if let Some(e) = pick(p, &only_p) {
-                (format!("plain build {} here, fast-math build does not", verb(e.kind)), e.loc())
+                (
+                    format!(
+                        "plain build {} here, fast-math build does not",
+                        verb(e.kind)
+                    ),
+                    e.loc(),
+                )
             } else {
                 ("exception traces differ".into(), first_loc)
             }
         }
         DivergenceClass::Count => {
-            let k = ExceptionKind::ALL.into_iter().find(|&k| count(p, k) != count(pp, k));
+            let k = ExceptionKind::ALL
+                .into_iter()
+                .find(|&k| count(p, k) != count(pp, k));
             let s = match k {
                 Some(k) => format!(
                     "fast-math build raises {k} {}, plain build {}",

@@ -15,7 +15,9 @@ use crate::model::Query;
 use crate::report::FormulaCounts;
 use crate::round::{f64_to_rational, round_rational, step_f32, step_f64, FloatFormat};
 use crate::sym::{self, Expr, VarType};
-use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, SourceLoc};
+use crate::types::{
+    ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, SourceLoc,
+};
 use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive};
 use std::collections::{HashMap, HashSet};
@@ -44,6 +46,8 @@ pub struct SolveOutcome {
     pub timeouts: usize,
     /// Distinct (by bit pattern) candidate inputs, in query order.
     pub candidates: Vec<Candidate>,
+    /// What the real phases gave for each satisfiable-looking unique formula, for [`solve_within`].
+    results: Vec<RealResult>,
 }
 
 /// The verdict on one unique formula.
@@ -55,7 +59,7 @@ enum Verdict {
 }
 
 /// What solving one formula over the reals gave.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct RealResult {
     verdict: Verdict,
     /// The rounded model (or a neighbour of it that raises the exception).
@@ -67,9 +71,10 @@ struct RealResult {
 /// Solves the union of both builds' queries (deduplicated syntactically), each with a per-query time limit, in
 /// parallel on `cfg.threads` threads. With `domain` the declared parameter ranges are added to every query.
 ///
-/// Two phases: every formula over the reals; then, with `cfg.fp_theory_fallback`, the formulae whose rounded
-/// model misses the exception in IEEE arithmetic again in the FP theory, all of them within half the time the
-/// first phase took (at most one query time limit).
+/// Three phases: every formula over the reals with half the time limit; the ones Z3 gave up on again with the
+/// other half, by concretisation; then, with `cfg.fp_theory_fallback`, the formulae whose rounded model misses the
+/// exception in IEEE arithmetic again in the FP theory, all of them within half the time the first phases took
+/// (at most one query time limit).
 pub fn solve(
     sig: &FunctionSignature,
     queries_p: &[Query],
@@ -77,14 +82,125 @@ pub fn solve(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
 ) -> SolveOutcome {
+    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg)
+}
+
+/// [`solve`] within `domain` after `anywhere` solved the same queries without it: a formula unsatisfiable or
+/// given up on anywhere is not solved again, nor one whose candidate already lies in the domain.
+pub fn solve_within(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: &Domain,
+    anywhere: &SolveOutcome,
+    cfg: &AnalysisConfig,
+) -> SolveOutcome {
+    solve_reusing(
+        sig,
+        queries_p,
+        queries_pp,
+        Some(domain),
+        Some(&anywhere.results),
+        cfg,
+    )
+}
+
+fn solve_reusing(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: Option<&Domain>,
+    prior: Option<&[RealResult]>,
+    cfg: &AnalysisConfig,
+) -> SolveOutcome {
     let started = Instant::now();
     let mut seen = HashSet::new();
-    let unique: Vec<&Query> = queries_p.iter().chain(queries_pp).filter(|q| seen.insert(q.formula.clone())).collect();
-    let jobs: Vec<&Query> = unique.iter().copied().filter(|q| !q.formula.is_false()).collect();
+    let unique: Vec<&Query> = queries_p
+        .iter()
+        .chain(queries_pp)
+        .filter(|q| seen.insert(q.formula.clone()))
+        .collect();
+    let jobs: Vec<&Query> = unique
+        .iter()
+        .copied()
+        .filter(|q| !q.formula.is_false())
+        .collect();
     let timeout_ms = cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32;
 
-    let real: Vec<Option<RealResult>> =
-        limit::parallel(&jobs, cfg.threads, |q, limiter| solve_real(sig, &q.formula, domain, timeout_ms, limiter));
+    let mut real: Vec<Option<RealResult>> = (0..jobs.len())
+        .map(|i| {
+            let before = prior?.get(i)?;
+            let inside = before
+                .input
+                .as_ref()
+                .is_some_and(|x| domain.map_or(true, |d| d.contains(x)));
+            match before.verdict {
+                Verdict::Sat if !inside => None,
+                Verdict::Sat => Some(RealResult {
+                    misses: false,
+                    ..before.clone()
+                }),
+                verdict => Some(RealResult {
+                    verdict,
+                    input: None,
+                    misses: false,
+                }),
+            }
+        })
+        .collect();
+    let todo: Vec<usize> = (0..jobs.len()).filter(|i| real[*i].is_none()).collect();
+    // Phase one: every formula as a whole with half the time limit. Phase two: the ones Z3 gave up on with the
+    // other half, multivariate parts by concretisation, binding parameters first to the models phase one found
+    // for neighbouring formulae (which share most of their path conditions).
+    let first_ms = (timeout_ms / 2).max(1);
+    let first = limit::parallel(&todo, cfg.threads, |&i, limiter| {
+        solve_real(
+            sig,
+            &jobs[i].formula,
+            domain,
+            first_ms,
+            Approach::Whole,
+            limiter,
+        )
+    });
+    for (i, r) in todo.iter().zip(first) {
+        real[*i] = r;
+    }
+    let given_up: Vec<usize> = todo
+        .iter()
+        .copied()
+        .filter(|i| {
+            real[*i]
+                .as_ref()
+                .map_or(true, |r| r.verdict == Verdict::Unknown)
+        })
+        .collect();
+    if !given_up.is_empty() {
+        let models: Vec<(usize, Input)> = real
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, r.as_ref()?.input.clone()?)))
+            .collect();
+        let retried = limit::parallel(&given_up, cfg.threads, |&i, limiter| {
+            let mut nearest = models.clone();
+            nearest.sort_by_key(|(j, _)| j.abs_diff(i));
+            let hints: Vec<Input> = nearest.into_iter().map(|(_, input)| input).collect();
+            let rest_ms = (timeout_ms - first_ms).max(1);
+            solve_real(
+                sig,
+                &jobs[i].formula,
+                domain,
+                rest_ms,
+                Approach::Concretise(&hints),
+                limiter,
+            )
+        });
+        for (i, r) in given_up.into_iter().zip(retried) {
+            if r.as_ref().is_some_and(|r| r.verdict != Verdict::Unknown) {
+                real[i] = r;
+            }
+        }
+    }
     let real_done = started.elapsed();
     let mut fp: HashMap<usize, Input> = HashMap::new();
     if cfg.fp_theory_fallback {
@@ -92,36 +208,68 @@ pub fn solve(
             .iter()
             .enumerate()
             .filter_map(|(i, r)| match r {
-                Some(RealResult { input: Some(input), misses: true, .. }) => Some((i, jobs[i], input)),
+                Some(RealResult {
+                    input: Some(input),
+                    misses: true,
+                    ..
+                }) => Some((i, jobs[i], input)),
                 _ => None,
             })
             .collect();
         // The retries get half the time the real phase took, at least 50 ms and at most one query time limit (which
         // may itself be below 50 ms): most misses are cancellations or exact results that no float input turns into
         // the exception.
-        let budget = (real_done / 2).max(Duration::from_millis(50)).min(Duration::from_millis(timeout_ms as u64));
+        let budget = (real_done / 4)
+            .max(Duration::from_millis(50))
+            .min(Duration::from_millis(timeout_ms as u64));
         let deadline = Instant::now() + budget;
         let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
             solve_fp(&q.formula, domain, timeout_ms, deadline, input, limiter)
         });
-        fp.extend(retries.iter().zip(found).filter_map(|((i, _, _), r)| Some((*i, r??))));
+        fp.extend(
+            retries
+                .iter()
+                .zip(found)
+                .filter_map(|((i, _, _), r)| Some((*i, r??))),
+        );
     }
 
     let mut outcome = SolveOutcome {
-        formulae: FormulaCounts { p: queries_p.len(), p_prime: queries_pp.len(), unique: unique.len() },
+        formulae: FormulaCounts {
+            p: queries_p.len(),
+            p_prime: queries_pp.len(),
+            unique: unique.len(),
+        },
         ..SolveOutcome::default()
     };
     let mut keys = HashSet::new();
     for (i, (query, result)) in jobs.iter().zip(real).enumerate() {
-        let result = result.unwrap_or(RealResult { verdict: Verdict::Unknown, input: None, misses: false });
+        let result = result.unwrap_or(RealResult {
+            verdict: Verdict::Unknown,
+            input: None,
+            misses: false,
+        });
+        let exact = fp.remove(&i);
+        let input = exact.clone().or(result.input.clone());
+        outcome.results.push(RealResult {
+            input,
+            misses: result.misses && exact.is_none(),
+            ..result
+        });
         match result.verdict {
             Verdict::Sat => outcome.satisfiable += 1,
-            Verdict::Unknown => outcome.timeouts += 1,
-            Verdict::Unsat => {}
+            // Given up on here, not in an earlier solve whose verdict was taken over.
+            Verdict::Unknown if todo.binary_search(&i).is_ok() => outcome.timeouts += 1,
+            Verdict::Unknown | Verdict::Unsat => {}
         }
-        for input in result.input.into_iter().chain(fp.remove(&i)) {
+        for input in result.input.into_iter().chain(exact) {
             if keys.insert(input.key()) {
-                outcome.candidates.push(Candidate { input, build: query.build, kind: query.kind, loc: query.loc });
+                outcome.candidates.push(Candidate {
+                    input,
+                    build: query.build,
+                    kind: query.kind,
+                    loc: query.loc,
+                });
             }
         }
     }
@@ -159,15 +307,23 @@ fn solve_real(
     formula: &Expr,
     domain: Option<&Domain>,
     timeout_ms: u32,
+    approach: Approach<'_>,
     limiter: &limit::Limiter<'_>,
 ) -> RealResult {
     let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
     let mut values: HashMap<usize, ArgValue> = HashMap::new();
     for part in independent_parts(formula, &domain_params(domain)) {
-        let remaining = deadline.saturating_duration_since(Instant::now()).as_millis() as u32;
-        let (verdict, part_values) = solve_part(sig, &part, domain, remaining.max(1), limiter);
+        let remaining = deadline
+            .saturating_duration_since(Instant::now())
+            .as_millis() as u32;
+        let (verdict, part_values) =
+            solve_part(sig, &part, domain, remaining.max(1), approach, limiter);
         if verdict != Verdict::Sat {
-            return RealResult { verdict, input: None, misses: false };
+            return RealResult {
+                verdict,
+                input: None,
+                misses: false,
+            };
         }
         values.extend(part_values);
     }
@@ -187,12 +343,24 @@ fn solve_real(
     );
     let verdict = Verdict::Sat;
     if check::holds(formula, &input.0) != Some(false) {
-        return RealResult { verdict, input: Some(input), misses: false };
+        return RealResult {
+            verdict,
+            input: Some(input),
+            misses: false,
+        };
     }
     match repair(formula, &input) {
         // A neighbour of the rounded model raises it: Ariadne's findFloat step.
-        Some(repaired) => RealResult { verdict, input: Some(repaired), misses: false },
-        None => RealResult { verdict, input: Some(input), misses: true },
+        Some(repaired) => RealResult {
+            verdict,
+            input: Some(repaired),
+            misses: false,
+        },
+        None => RealResult {
+            verdict,
+            input: Some(input),
+            misses: true,
+        },
     }
 }
 
@@ -248,7 +416,10 @@ fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
     for (c, conjunct) in conjuncts.into_iter().enumerate() {
         let root = find(&mut parent, c);
         let k = *part_of_root.entry(root).or_insert_with(|| {
-            parts.push(Part { conjuncts: Vec::new(), params: Vec::new() });
+            parts.push(Part {
+                conjuncts: Vec::new(),
+                params: Vec::new(),
+            });
             parts.len() - 1
         });
         parts[k].conjuncts.push(conjunct);
@@ -260,17 +431,167 @@ fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
     }
     for &p in constrained {
         if !parts.iter().any(|part| part.params.contains(&p)) {
-            parts.push(Part { conjuncts: Vec::new(), params: vec![p] });
+            parts.push(Part {
+                conjuncts: Vec::new(),
+                params: vec![p],
+            });
         }
     }
     parts
 }
 
-/// Solves one independent part; the values of its parameters when satisfiable.
+/// How a formula's parts are solved.
+#[derive(Clone, Copy)]
+enum Approach<'a> {
+    /// Each part as a whole.
+    Whole,
+    /// Parts with several float parameters by Ariadne's concretisation (seed 000, §3.3.1): all float parameters
+    /// but one are bound to values, first those of these inputs, then sampled ones, and the remaining univariate
+    /// problem, which nlsat decides quickly, is solved; up to [`MAX_CONCRETIZATIONS`] bindings. Other parts as a
+    /// whole.
+    Concretise(&'a [Input]),
+}
+
+/// Solves one independent part within `timeout_ms`; the values of its parameters when satisfiable.
 fn solve_part(
     sig: &FunctionSignature,
     part: &Part,
     domain: Option<&Domain>,
+    timeout_ms: u32,
+    approach: Approach<'_>,
+    limiter: &limit::Limiter<'_>,
+) -> (Verdict, Vec<(usize, ArgValue)>) {
+    let floats: Vec<usize> = part
+        .params
+        .iter()
+        .copied()
+        .filter(|i| {
+            matches!(
+                sig.params.get(*i).map(|p| p.ty),
+                Some(ParamType::F64 | ParamType::F32)
+            )
+        })
+        .collect();
+    let hints = match approach {
+        Approach::Concretise(hints) if floats.len() > 1 => hints,
+        _ => return check_part(sig, part, domain, &[], timeout_ms, limiter),
+    };
+    let started = Instant::now();
+    let range_of = |i: usize| domain.and_then(|d| d.ranges.iter().find(|r| r.param == i));
+    let hinted = |input: &Input, i: usize| match input.0.get(i) {
+        Some(ArgValue::F64(v)) => Some(*v),
+        Some(ArgValue::F32(v)) => Some(*v as f64),
+        _ => None,
+    };
+    let mut sampler = Sampler::new(
+        part.conjuncts
+            .iter()
+            .fold(0u64, |h, c| h ^ c.fingerprint() as u64),
+    );
+    let attempt_ms = (timeout_ms / 4).max(1);
+    for attempt in 0..MAX_CONCRETIZATIONS {
+        let spent = started.elapsed().as_millis() as u32;
+        if spent + 1 >= timeout_ms {
+            break;
+        }
+        let free = floats[attempt % floats.len()];
+        let hint = hints.get(attempt / floats.len());
+        let bindings: Vec<(usize, f64)> = floats
+            .iter()
+            .filter(|i| **i != free)
+            .map(|&i| {
+                let value = hint.and_then(|h| hinted(h, i));
+                (
+                    i,
+                    value.unwrap_or_else(|| sampler.value(sig.params[i].ty, range_of(i))),
+                )
+            })
+            .collect();
+        let (verdict, values) = check_part(
+            sig,
+            part,
+            domain,
+            &bindings,
+            attempt_ms.min(timeout_ms - spent),
+            limiter,
+        );
+        tracing::trace!(
+            attempt,
+            free,
+            hinted = hint.is_some(),
+            ?verdict,
+            "concretised query part"
+        );
+        if verdict == Verdict::Sat {
+            return (verdict, values);
+        }
+    }
+    (Verdict::Unknown, vec![])
+}
+
+/// Bindings of all float parameters but one tried per part that Z3 gives up on.
+const MAX_CONCRETIZATIONS: usize = 8;
+
+/// Deterministic sampling of parameter values for concretisation (Ariadne's `random(dom(s))`): within the
+/// declared range when there is one, else a random sign and mantissa with an exponent that is small half of the
+/// time and anywhere in the format's range otherwise (splitmix64, seeded from the formula so runs repeat).
+struct Sampler(u64);
+
+impl Sampler {
+    fn new(seed: u64) -> Sampler {
+        Sampler(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform value in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn value(&mut self, ty: ParamType, range: Option<&crate::domain::ParamRange>) -> f64 {
+        let max_exp = if ty == ParamType::F32 { 127 } else { 1023 };
+        let lo = range
+            .and_then(|r| r.lo)
+            .map(|b| b.value)
+            .filter(|v| v.is_finite());
+        let hi = range
+            .and_then(|r| r.hi)
+            .map(|b| b.value)
+            .filter(|v| v.is_finite());
+        let v = match (lo, hi) {
+            (Some(lo), Some(hi)) => lo + self.unit() * (hi - lo),
+            _ => {
+                let exp = if self.next() & 1 == 0 {
+                    (self.next() % 17) as i32 - 8
+                } else {
+                    (self.next() % (2 * max_exp as u64 - 1)) as i32 - (max_exp - 1)
+                };
+                let sign = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
+                let v = sign * (1.0 + self.unit()) * 2f64.powi(exp);
+                v.clamp(lo.unwrap_or(f64::MIN), hi.unwrap_or(f64::MAX))
+            }
+        };
+        if ty == ParamType::F32 {
+            v as f32 as f64
+        } else {
+            v
+        }
+    }
+}
+
+/// One Z3 check of a part, with `bindings` fixing some float parameters to values.
+fn check_part(
+    sig: &FunctionSignature,
+    part: &Part,
+    domain: Option<&Domain>,
+    bindings: &[(usize, f64)],
     timeout_ms: u32,
     limiter: &limit::Limiter<'_>,
 ) -> (Verdict, Vec<(usize, ArgValue)>) {
@@ -278,28 +599,67 @@ fn solve_part(
     let mut encoder = real::RealEncoder::new();
     let goals: Vec<Bool> = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
     let underflow = part.conjuncts.iter().any(|c| {
-        c.postorder().iter().any(|e| matches!(e.kind(), sym::Kind::Exception { kind: ExceptionKind::Underflow, .. }))
+        c.postorder().iter().any(|e| {
+            matches!(
+                e.kind(),
+                sym::Kind::Exception {
+                    kind: ExceptionKind::Underflow,
+                    ..
+                }
+            )
+        })
     });
     let constraints = input_constraints(sig, domain, &part.params, underflow);
+    let fixed: Vec<Bool> = bindings
+        .iter()
+        .map(|&(i, v)| {
+            let fmt = if sig.params[i].ty == ParamType::F32 {
+                FloatFormat::Single
+            } else {
+                FloatFormat::Double
+            };
+            Real::new_const(real::param_name(i as u32, VarType::Float(fmt)))
+                .eq(Real::from_big_rational(&f64_to_rational(v)))
+        })
+        .collect();
     let reals_only = !encoder.uses_integers
-        && part.params.iter().all(|i| matches!(sig.params.get(*i).map(|p| p.ty), Some(ParamType::F64 | ParamType::F32)));
+        && part.params.iter().all(|i| {
+            matches!(
+                sig.params.get(*i).map(|p| p.ty),
+                Some(ParamType::F64 | ParamType::F32)
+            )
+        });
     let solver = solver(reals_only);
-    for goal in goals.iter().chain(&encoder.side).chain(&constraints) {
+    for goal in goals
+        .iter()
+        .chain(&encoder.side)
+        .chain(&constraints)
+        .chain(&fixed)
+    {
         solver.assert(goal);
     }
+    let encoded_ms = started.elapsed().as_millis() as u64;
     let verdict = match limiter.check(&solver, timeout_ms) {
         SatResult::Sat => Verdict::Sat,
         SatResult::Unsat => Verdict::Unsat,
         SatResult::Unknown => Verdict::Unknown,
     };
-    tracing::trace!(ms = started.elapsed().as_millis() as u64, ?verdict, reals_only, "real query part");
+    tracing::trace!(
+        ms = started.elapsed().as_millis() as u64,
+        encoded_ms,
+        ?verdict,
+        reals_only,
+        fixed = fixed.len(),
+        "real query part"
+    );
     let model = match verdict {
         Verdict::Sat => solver.get_model(),
         _ => None,
     };
     match model {
         Some(model) => (verdict, param_values(sig, &model, &part.params)),
-        None if verdict == Verdict::Sat => (Verdict::Unknown, vec![]),
+        // Unsat under bindings says nothing about the part.
+        None if verdict == Verdict::Sat || !bindings.is_empty() => (Verdict::Unknown, vec![]),
         None => (verdict, vec![]),
     }
 }
@@ -343,7 +703,9 @@ fn repair(formula: &Expr, input: &Input) -> Option<Input> {
     for (index, _) in &params {
         let i = *index as usize;
         for v in variants(input.0.get(i)?) {
-            if matches!(v, ArgValue::F64(x) if !x.is_finite()) || matches!(v, ArgValue::F32(x) if !x.is_finite()) {
+            if matches!(v, ArgValue::F64(x) if !x.is_finite())
+                || matches!(v, ArgValue::F32(x) if !x.is_finite())
+            {
                 continue;
             }
             let mut values = input.0.clone();
@@ -395,7 +757,12 @@ fn solve_fp(
         solver.from_string(query.smtlib.as_str());
         let started = Instant::now();
         let result = limiter.check(&solver, timeout);
-        tracing::trace!(ms = started.elapsed().as_millis() as u64, fixed = fixed.len(), ?result, "fp query");
+        tracing::trace!(
+            ms = started.elapsed().as_millis() as u64,
+            fixed = fixed.len(),
+            ?result,
+            "fp query"
+        );
         if result != SatResult::Sat {
             continue;
         }
@@ -403,7 +770,9 @@ fn solve_fp(
         let mut values = real_input.0.clone();
         for (index, fmt) in &query.params {
             let width = if *fmt == FloatFormat::Double { 64 } else { 32 };
-            let bits = model.eval(&BV::new_const(fp::bits_name(*index), width), true)?.as_u64()?;
+            let bits = model
+                .eval(&BV::new_const(fp::bits_name(*index), width), true)?
+                .as_u64()?;
             values[*index as usize] = match fmt {
                 FloatFormat::Double => ArgValue::F64(f64::from_bits(bits)),
                 FloatFormat::Single => ArgValue::F32(f32::from_bits(bits as u32)),
@@ -418,7 +787,9 @@ fn solve_fp(
 
 /// The parameters the declared domain constrains.
 fn domain_params(domain: Option<&Domain>) -> Vec<usize> {
-    domain.map(|d| d.ranges.iter().map(|r| r.param).collect()).unwrap_or_default()
+    domain
+        .map(|d| d.ranges.iter().map(|r| r.param).collect())
+        .unwrap_or_default()
 }
 
 /// For the parameters in `mentioned`: |x| ≤ Ω for floats (and, for underflow queries, x = 0 or |x| ≥ the
@@ -437,7 +808,11 @@ fn input_constraints(
         }
         match p.ty {
             ParamType::F64 | ParamType::F32 => {
-                let fmt = if p.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
+                let fmt = if p.ty == ParamType::F64 {
+                    FloatFormat::Double
+                } else {
+                    FloatFormat::Single
+                };
                 let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
                 let max = Real::from_big_rational(&sym::max_finite(fmt));
                 out.push(x.le(&max));
@@ -459,12 +834,27 @@ fn input_constraints(
         }
     }
     for range in domain.map(|d| d.ranges.as_slice()).unwrap_or(&[]) {
-        let Some(p) = sig.params.get(range.param).filter(|_| mentioned.contains(&range.param)) else { continue };
+        let Some(p) = sig
+            .params
+            .get(range.param)
+            .filter(|_| mentioned.contains(&range.param))
+        else {
+            continue;
+        };
         let value = match p.ty {
-            ParamType::F64 => Real::new_const(real::param_name(range.param as u32, VarType::Float(FloatFormat::Double))),
-            ParamType::F32 => Real::new_const(real::param_name(range.param as u32, VarType::Float(FloatFormat::Single))),
+            ParamType::F64 => Real::new_const(real::param_name(
+                range.param as u32,
+                VarType::Float(FloatFormat::Double),
+            )),
+            ParamType::F32 => Real::new_const(real::param_name(
+                range.param as u32,
+                VarType::Float(FloatFormat::Single),
+            )),
             ParamType::Int { bits, signed } => {
-                let n = Int::new_const(real::param_name(range.param as u32, VarType::Int { bits, signed }));
+                let n = Int::new_const(real::param_name(
+                    range.param as u32,
+                    VarType::Int { bits, signed },
+                ));
                 let reading = if signed || bits == 1 {
                     n
                 } else {
@@ -477,10 +867,18 @@ fn input_constraints(
         };
         let bound = |b: &Bound| Real::from_big_rational(&f64_to_rational(b.value));
         if let Some(lo) = range.lo.filter(|b| b.value.is_finite()) {
-            out.push(if lo.inclusive { value.ge(bound(&lo)) } else { value.gt(bound(&lo)) });
+            out.push(if lo.inclusive {
+                value.ge(bound(&lo))
+            } else {
+                value.gt(bound(&lo))
+            });
         }
         if let Some(hi) = range.hi.filter(|b| b.value.is_finite()) {
-            out.push(if hi.inclusive { value.le(bound(&hi)) } else { value.lt(bound(&hi)) });
+            out.push(if hi.inclusive {
+                value.le(bound(&hi))
+            } else {
+                value.lt(bound(&hi))
+            });
         }
     }
     out
@@ -496,14 +894,22 @@ fn int_param_range(bits: u32) -> (BigInt, BigInt) {
 }
 
 /// The model's values of `params`, rounded exactly to their formats (integers clamped to their width).
-fn param_values(sig: &FunctionSignature, model: &z3::Model, params: &[usize]) -> Vec<(usize, ArgValue)> {
+fn param_values(
+    sig: &FunctionSignature,
+    model: &z3::Model,
+    params: &[usize],
+) -> Vec<(usize, ArgValue)> {
     params
         .iter()
         .filter_map(|&i| {
             let p = sig.params.get(i)?;
             let value = match p.ty {
                 ParamType::F64 | ParamType::F32 => {
-                    let fmt = if p.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
+                    let fmt = if p.ty == ParamType::F64 {
+                        FloatFormat::Double
+                    } else {
+                        FloatFormat::Single
+                    };
                     let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
                     let rounded = model
                         .eval(&x, true)
@@ -516,13 +922,20 @@ fn param_values(sig: &FunctionSignature, model: &z3::Model, params: &[usize]) ->
                     }
                 }
                 ParamType::Int { bits, signed } => {
-                    let n = Int::new_const(real::param_name(i as u32, VarType::Int { bits, signed }));
+                    let n =
+                        Int::new_const(real::param_name(i as u32, VarType::Int { bits, signed }));
                     let (lo, hi) = int_param_range(bits);
-                    let v = model.eval(&n, true).and_then(|v| real::model_integer(&v)).unwrap_or_default();
+                    let v = model
+                        .eval(&n, true)
+                        .and_then(|v| real::model_integer(&v))
+                        .unwrap_or_default();
                     let v = v.clamp(lo, hi);
                     // Unsigned parameters are shown as their unsigned value where it fits an i64.
-                    let v =
-                        if !signed && bits < 64 && v.is_negative() { v + (BigInt::one() << bits as usize) } else { v };
+                    let v = if !signed && bits < 64 && v.is_negative() {
+                        v + (BigInt::one() << bits as usize)
+                    } else {
+                        v
+                    };
                     ArgValue::Int(v.to_i64().unwrap_or(0))
                 }
                 ParamType::OutPtr { .. } => ArgValue::OutPtr,
@@ -531,4 +944,3 @@ fn param_values(sig: &FunctionSignature, model: &z3::Model, params: &[usize]) ->
         })
         .collect()
 }
-

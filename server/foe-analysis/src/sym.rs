@@ -42,7 +42,10 @@ pub enum VarType {
     Float(FloatFormat),
     /// An integer of `bits` width. Every integer term holds the signed (two's complement) reading of its
     /// bits, whatever its C type; `signed` only says how to present the value (and `bits == 1` ranges 0..=1).
-    Int { bits: u32, signed: bool },
+    Int {
+        bits: u32,
+        signed: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -162,7 +165,10 @@ pub enum SiteOp {
     /// Narrowing conversion (`fptrunc`) to `fmt`.
     Narrow,
     /// `fptosi` / `fptoui` to an integer of `bits`.
-    FpToInt { bits: u32, signed: bool },
+    FpToInt {
+        bits: u32,
+        signed: bool,
+    },
     Math(MathFn),
 }
 
@@ -173,38 +179,88 @@ pub enum Kind {
     IntConst(BigInt),
     BoolConst(bool),
     /// Input parameter `index` of the analysed function.
-    Param { index: u32, ty: VarType },
+    Param {
+        index: u32,
+        ty: VarType,
+    },
     /// An IEEE `+ - * /` of `fmt`, valued as the exact real result.
-    Arith { op: ArithOp, fmt: FloatFormat, a: Expr, b: Expr },
+    Arith {
+        op: ArithOp,
+        fmt: FloatFormat,
+        a: Expr,
+        b: Expr,
+    },
     Neg(Expr),
     Abs(Expr),
     /// a·b + c exactly.
-    Fma { fmt: FloatFormat, a: Expr, b: Expr, c: Expr },
+    Fma {
+        fmt: FloatFormat,
+        a: Expr,
+        b: Expr,
+        c: Expr,
+    },
     /// A conversion to `fmt` (`fpext`, `fptrunc`, `sitofp`, `uitofp`): valued as its (real or integer) argument.
-    Convert { fmt: FloatFormat, a: Expr },
+    Convert {
+        fmt: FloatFormat,
+        a: Expr,
+    },
     /// An elementary function: a fresh value constrained by [`side_constraints`].
-    Math { func: MathFn, fmt: FloatFormat, args: Vec<Expr> },
+    Math {
+        func: MathFn,
+        fmt: FloatFormat,
+        args: Vec<Expr>,
+    },
     /// `floor`, `ceil`, `trunc`, `round` of a real: an integral real.
-    ToIntegral { mode: Integral, fmt: FloatFormat, a: Expr },
+    ToIntegral {
+        mode: Integral,
+        fmt: FloatFormat,
+        a: Expr,
+    },
     /// `fptosi`/`fptoui`: the real truncated toward zero, held in signed form like every integer.
-    FpToInt { bits: u32, signed: bool, a: Expr },
+    FpToInt {
+        bits: u32,
+        signed: bool,
+        a: Expr,
+    },
     IntToReal(Expr),
     /// Integer arithmetic without wrap-around (symbolic operands only; constants wrap exactly).
-    IntArith { op: IntOp, a: Expr, b: Expr },
+    IntArith {
+        op: IntOp,
+        a: Expr,
+        b: Expr,
+    },
     /// The unsigned reading of an integer of `bits` held in signed form.
-    Unsigned { bits: u32, a: Expr },
+    Unsigned {
+        bits: u32,
+        a: Expr,
+    },
     /// An integer operation foe does not model (`xor`, `udiv`, ... on symbolic values): an unconstrained
     /// integer of `bits` width that depends only on its arguments.
-    Opaque { op: String, bits: u32, args: Vec<Expr> },
+    Opaque {
+        op: String,
+        bits: u32,
+        args: Vec<Expr>,
+    },
     /// Whether a real is an integer.
     IsInt(Expr),
-    Ite { c: Expr, a: Expr, b: Expr },
-    Cmp { op: CmpOp, a: Expr, b: Expr },
+    Ite {
+        c: Expr,
+        a: Expr,
+        b: Expr,
+    },
+    Cmp {
+        op: CmpOp,
+        a: Expr,
+        b: Expr,
+    },
     Not(Expr),
     And(Vec<Expr>),
     Or(Vec<Expr>),
     /// The exception `kind` raised by `site`: over the reals it means [`real_condition`].
-    Exception { kind: ExceptionKind, site: Site },
+    Exception {
+        kind: ExceptionKind,
+        site: Site,
+    },
 }
 
 impl PartialEq for Expr {
@@ -260,7 +316,10 @@ impl Expr {
         self.as_bool() == Some(true)
     }
     pub fn is_const(&self) -> bool {
-        matches!(self.kind(), Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_))
+        matches!(
+            self.kind(),
+            Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_)
+        )
     }
 
     /// The direct subterms, in order.
@@ -318,9 +377,15 @@ fn sort_of(kind: &Kind) -> Sort {
         | Kind::Math { .. }
         | Kind::ToIntegral { .. }
         | Kind::IntToReal(_) => Sort::Real,
-        Kind::Param { ty: VarType::Float(_), .. } => Sort::Real,
+        Kind::Param {
+            ty: VarType::Float(_),
+            ..
+        } => Sort::Real,
         Kind::IntConst(_)
-        | Kind::Param { ty: VarType::Int { .. }, .. }
+        | Kind::Param {
+            ty: VarType::Int { .. },
+            ..
+        }
         | Kind::FpToInt { .. }
         | Kind::IntArith { .. }
         | Kind::Unsigned { .. }
@@ -381,7 +446,9 @@ fn fingerprint_of(kind: &Kind) -> u128 {
 fn children_of(kind: &Kind) -> Vec<&Expr> {
     match kind {
         Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_) | Kind::Param { .. } => vec![],
-        Kind::Arith { a, b, .. } | Kind::IntArith { a, b, .. } | Kind::Cmp { a, b, .. } => vec![a, b],
+        Kind::Arith { a, b, .. } | Kind::IntArith { a, b, .. } | Kind::Cmp { a, b, .. } => {
+            vec![a, b]
+        }
         Kind::Neg(a)
         | Kind::Abs(a)
         | Kind::Convert { a, .. }
@@ -393,7 +460,9 @@ fn children_of(kind: &Kind) -> Vec<&Expr> {
         | Kind::Not(a) => vec![a],
         Kind::Fma { a, b, c, .. } => vec![a, b, c],
         Kind::Ite { c, a, b } => vec![c, a, b],
-        Kind::Math { args, .. } | Kind::Opaque { args, .. } | Kind::And(args) | Kind::Or(args) => args.iter().collect(),
+        Kind::Math { args, .. } | Kind::Opaque { args, .. } | Kind::And(args) | Kind::Or(args) => {
+            args.iter().collect()
+        }
         Kind::Exception { site, .. } => site.args.iter().collect(),
     }
 }
@@ -401,7 +470,11 @@ fn children_of(kind: &Kind) -> Vec<&Expr> {
 fn mk(kind: Kind) -> Expr {
     let sort = sort_of(&kind);
     let fingerprint = fingerprint_of(&kind);
-    Expr(Arc::new(Node { kind, sort, fingerprint }))
+    Expr(Arc::new(Node {
+        kind,
+        sort,
+        fingerprint,
+    }))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -521,7 +594,12 @@ pub fn exact(op: ArithOp, a: Expr, b: Expr) -> Expr {
         }
     }
     // The format is irrelevant to the real reading; Double marks "exact helper".
-    mk(Kind::Arith { op, fmt: FloatFormat::Double, a, b })
+    mk(Kind::Arith {
+        op,
+        fmt: FloatFormat::Double,
+        a,
+        b,
+    })
 }
 
 pub fn neg(a: Expr) -> Expr {
@@ -650,7 +728,11 @@ pub fn unsigned(bits: u32, a: Expr) -> Expr {
 }
 
 pub fn opaque(op: &str, bits: u32, args: Vec<Expr>) -> Expr {
-    mk(Kind::Opaque { op: op.to_string(), bits, args })
+    mk(Kind::Opaque {
+        op: op.to_string(),
+        bits,
+        args,
+    })
 }
 
 /// Truncation toward zero of a real to an integer (`fptosi`/`fptoui`).
@@ -860,7 +942,11 @@ pub fn real_condition(kind: ExceptionKind, site: &Site) -> Formula {
     for arg in &site.args {
         let fmt = match arg.kind() {
             Kind::Arith { fmt, .. } | Kind::Fma { fmt, .. } | Kind::Convert { fmt, .. } => *fmt,
-            Kind::Math { func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan, fmt, .. } => *fmt,
+            Kind::Math {
+                func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan,
+                fmt,
+                ..
+            } => *fmt,
             _ => continue,
         };
         let max = max_finite(fmt);
@@ -889,7 +975,10 @@ fn operation_condition(kind: ExceptionKind, site: &Site) -> Formula {
                     let yt = exact(ArithOp::Mul, y.clone(), real(big));
                     let neg_yt = neg(yt.clone());
                     or([
-                        and([gt(y.clone(), zero()), or([ge(x.clone(), yt.clone()), le(x.clone(), neg_yt.clone())])]),
+                        and([
+                            gt(y.clone(), zero()),
+                            or([ge(x.clone(), yt.clone()), le(x.clone(), neg_yt.clone())]),
+                        ]),
                         and([lt(y, zero()), or([ge(x.clone(), neg_yt), le(x, yt)])]),
                     ])
                 }
@@ -900,7 +989,11 @@ fn operation_condition(kind: ExceptionKind, site: &Site) -> Formula {
                     and([
                         ne(x.clone(), zero()),
                         or([
-                            and([gt(y.clone(), zero()), lt(neg_yl.clone(), x.clone()), lt(x.clone(), yl.clone())]),
+                            and([
+                                gt(y.clone(), zero()),
+                                lt(neg_yl.clone(), x.clone()),
+                                lt(x.clone(), yl.clone()),
+                            ]),
                             and([lt(y, zero()), lt(yl, x.clone()), lt(x, neg_yl)]),
                         ]),
                     ])
@@ -955,11 +1048,25 @@ fn math_condition(func: MathFn, fmt: FloatFormat, kind: ExceptionKind, args: &[E
         (MathFn::Fmod, Invalid) => eq(args.get(1).cloned().unwrap_or_else(zero), zero()),
         (MathFn::Exp, Overflow) => {
             // ln(Ω): 709.782712893384 / 88.72283905206835 (the double just below the true value)
-            gt(x, real(rational_f64(if single { 88.72283905206835 } else { 709.782712893384 })))
+            gt(
+                x,
+                real(rational_f64(if single {
+                    88.72283905206835
+                } else {
+                    709.782712893384
+                })),
+            )
         }
         (MathFn::Exp, Underflow) => {
             // ln(λ): −708.3964185322641 / −87.33654475055310
-            lt(x, real(rational_f64(if single { -87.3365447505531 } else { -708.3964185322641 })))
+            lt(
+                x,
+                real(rational_f64(if single {
+                    -87.3365447505531
+                } else {
+                    -708.3964185322641
+                })),
+            )
         }
         (MathFn::Exp2, Overflow) => ge(x, real_i(if single { 128 } else { 1024 })),
         (MathFn::Exp2, Underflow) => lt(x, real_i(if single { -126 } else { -1022 })),
@@ -972,8 +1079,14 @@ fn math_condition(func: MathFn, fmt: FloatFormat, kind: ExceptionKind, args: &[E
                 Invalid => and([lt(x, zero()), not(is_int(y))]),
                 DivideByZero => and([eq(x, zero()), lt(y, zero())]),
                 // Sufficient conditions: 2^129 / 2^1025 overflow, 2^-160 / 2^-1080 underflow (inexactly).
-                Overflow => and([ge(x, real_i(2)), ge(y, real_i(if single { 129 } else { 1025 }))]),
-                Underflow => and([ge(x, real_i(2)), le(y, real_i(if single { -160 } else { -1080 }))]),
+                Overflow => and([
+                    ge(x, real_i(2)),
+                    ge(y, real_i(if single { 129 } else { 1025 })),
+                ]),
+                Underflow => and([
+                    ge(x, real_i(2)),
+                    le(y, real_i(if single { -160 } else { -1080 })),
+                ]),
             }
         }
         _ => fals(),
@@ -990,18 +1103,29 @@ pub fn side_constraints(e: &Expr) -> Vec<Formula> {
             let x = args.first().cloned().unwrap_or_else(zero);
             let d = e.clone();
             match func {
-                MathFn::Sqrt => vec![ge(d.clone(), zero()), eq(exact(ArithOp::Mul, d.clone(), d), x)],
+                MathFn::Sqrt => vec![
+                    ge(d.clone(), zero()),
+                    eq(exact(ArithOp::Mul, d.clone(), d), x),
+                ],
                 MathFn::Exp | MathFn::Exp2 => vec![
                     gt(d.clone(), zero()),
                     implies(ge(x.clone(), zero()), ge(d.clone(), one())),
                     implies(le(x.clone(), zero()), le(d.clone(), one())),
-                    if *func == MathFn::Exp { ge(d, exact(ArithOp::Add, one(), x)) } else { tru() },
+                    if *func == MathFn::Exp {
+                        ge(d, exact(ArithOp::Add, one(), x))
+                    } else {
+                        tru()
+                    },
                 ],
                 MathFn::Log | MathFn::Log2 | MathFn::Log10 => vec![
                     gt(x.clone(), zero()),
                     implies(ge(x.clone(), one()), ge(d.clone(), zero())),
                     implies(le(x.clone(), one()), le(d.clone(), zero())),
-                    if *func == MathFn::Log { le(d, exact(ArithOp::Sub, x, one())) } else { tru() },
+                    if *func == MathFn::Log {
+                        le(d, exact(ArithOp::Sub, x, one()))
+                    } else {
+                        tru()
+                    },
                 ],
                 MathFn::Sin | MathFn::Cos => vec![ge(d.clone(), real_i(-1)), le(d, one())],
                 MathFn::Atan => vec![gt(d.clone(), real_i(-2)), lt(d, real_i(2))],
@@ -1016,7 +1140,10 @@ pub fn side_constraints(e: &Expr) -> Vec<Formula> {
                 MathFn::Fmod => {
                     let y = args.get(1).cloned().unwrap_or_else(zero);
                     vec![
-                        lt(exact(ArithOp::Mul, d.clone(), d.clone()), exact(ArithOp::Mul, y.clone(), y)),
+                        lt(
+                            exact(ArithOp::Mul, d.clone(), d.clone()),
+                            exact(ArithOp::Mul, y.clone(), y),
+                        ),
                         ge(exact(ArithOp::Mul, d, x), zero()),
                     ]
                 }
@@ -1054,7 +1181,9 @@ fn write_expr(e: &Expr, f: &mut fmt::Formatter<'_>, budget: &mut usize) -> fmt::
     let head: String = match e.kind() {
         Kind::RealConst(q) => {
             let v = const_f64(q);
-            return if q.is_integer() && q.abs() < BigRational::from_integer(BigInt::from(1u64 << 53)) {
+            return if q.is_integer()
+                && q.abs() < BigRational::from_integer(BigInt::from(1u64 << 53))
+            {
                 write!(f, "{}", q.to_integer())
             } else if f64_to_rational(v) == *q || !v.is_finite() {
                 write!(f, "{v:e}")
@@ -1074,10 +1203,19 @@ fn write_expr(e: &Expr, f: &mut fmt::Formatter<'_>, budget: &mut usize) -> fmt::
         Kind::Neg(_) => "-".into(),
         Kind::Abs(_) => "abs".into(),
         Kind::Fma { .. } => "fma".into(),
-        Kind::Convert { fmt, .. } => format!("to_{}", if *fmt == FloatFormat::Single { "f32" } else { "f64" }),
+        Kind::Convert { fmt, .. } => format!(
+            "to_{}",
+            if *fmt == FloatFormat::Single {
+                "f32"
+            } else {
+                "f64"
+            }
+        ),
         Kind::Math { func, .. } => func.name().into(),
         Kind::ToIntegral { mode, .. } => format!("{mode:?}").to_lowercase(),
-        Kind::FpToInt { bits, signed, .. } => format!("fpto{}i{bits}", if *signed { "s" } else { "u" }),
+        Kind::FpToInt { bits, signed, .. } => {
+            format!("fpto{}i{bits}", if *signed { "s" } else { "u" })
+        }
         Kind::IntToReal(_) => "to_real".into(),
         Kind::IntArith { op, .. } => match op {
             IntOp::Add => "+i",
@@ -1182,20 +1320,40 @@ mod tests {
     fn constants_fold_with_rounding_and_conditions_fold_exactly() {
         let third = arith(ArithOp::Div, FloatFormat::Double, real_i(1), real_i(3));
         assert_eq!(third.as_real(), Some(&f64_to_rational(1.0 / 3.0)));
-        let site = Site { op: SiteOp::Arith(ArithOp::Div), fmt: FloatFormat::Double, args: vec![real_i(2), x()] };
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Div),
+            fmt: FloatFormat::Double,
+            args: vec![real_i(2), x()],
+        };
         assert!(exception(ExceptionKind::Invalid, site.clone()).is_false());
         assert!(!exception(ExceptionKind::DivideByZero, site).is_const());
         let big = real_f64(f64::MAX);
-        let site = Site { op: SiteOp::Arith(ArithOp::Mul), fmt: FloatFormat::Double, args: vec![big, real_i(2)] };
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Mul),
+            fmt: FloatFormat::Double,
+            args: vec![big, real_i(2)],
+        };
         assert!(exception(ExceptionKind::Overflow, site).is_true());
     }
 
     #[test]
     fn thresholds_are_the_rounding_ties() {
-        assert_eq!(round_rational(&overflow_threshold(FloatFormat::Double), FloatFormat::Double), f64::INFINITY);
+        assert_eq!(
+            round_rational(
+                &overflow_threshold(FloatFormat::Double),
+                FloatFormat::Double
+            ),
+            f64::INFINITY
+        );
         let below = overflow_threshold(FloatFormat::Double) - pow2(-1);
         assert_eq!(round_rational(&below, FloatFormat::Double), f64::MAX);
-        assert_eq!(round_rational(&overflow_threshold(FloatFormat::Single), FloatFormat::Single), f64::INFINITY);
+        assert_eq!(
+            round_rational(
+                &overflow_threshold(FloatFormat::Single),
+                FloatFormat::Single
+            ),
+            f64::INFINITY
+        );
         let below = overflow_threshold(FloatFormat::Single) - pow2(-1);
         assert_eq!(round_rational(&below, FloatFormat::Single), f32::MAX as f64);
     }

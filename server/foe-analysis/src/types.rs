@@ -50,7 +50,9 @@ impl ExceptionKind {
     }
 
     pub fn from_runtime_code(code: u8) -> Option<ExceptionKind> {
-        ExceptionKind::ALL.into_iter().find(|k| k.runtime_code() == code)
+        ExceptionKind::ALL
+            .into_iter()
+            .find(|k| k.runtime_code() == code)
     }
 }
 
@@ -86,9 +88,14 @@ pub enum ParamType {
     F64,
     F32,
     /// An integer of `bits` width (8, 16, 32 or 64); `signed` from the debug info (defaults to signed).
-    Int { bits: u32, signed: bool },
+    Int {
+        bits: u32,
+        signed: bool,
+    },
     /// A pointer treated as an out-parameter: the caller passes a zeroed buffer of `bytes` bytes.
-    OutPtr { bytes: u32 },
+    OutPtr {
+        bytes: u32,
+    },
 }
 
 impl ParamType {
@@ -104,7 +111,10 @@ pub enum ReturnType {
     Void,
     F64,
     F32,
-    Int { bits: u32, signed: bool },
+    Int {
+        bits: u32,
+        signed: bool,
+    },
     /// Anything else (a pointer, a struct): run, but its value is not reported.
     Other,
 }
@@ -128,7 +138,10 @@ pub struct FunctionSignature {
 impl FunctionSignature {
     /// The parameters the search drives (every one but out-parameters), in order.
     pub fn searchable_params(&self) -> impl Iterator<Item = (usize, &Param)> {
-        self.params.iter().enumerate().filter(|(_, p)| p.ty.is_searchable())
+        self.params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.ty.is_searchable())
     }
 }
 

@@ -8,13 +8,19 @@ mod output;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use foe_analysis::pipeline::{self, AnalysisError, AnalysisRequest, CancelToken, NoCache, NoProgress};
+use foe_analysis::pipeline::{
+    self, AnalysisError, AnalysisRequest, CancelToken, NoCache, NoProgress,
+};
 use foe_analysis::AnalysisConfig;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "foe", version, about = "Find where -ffast-math changes a C program's floating-point exceptions")]
+#[command(
+    name = "foe",
+    version,
+    about = "Find where -ffast-math changes a C program's floating-point exceptions"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -80,7 +86,11 @@ struct Settings {
     #[arg(long, value_name = "FLAGS", allow_hyphen_values = true)]
     p_flags: Option<String>,
     /// Flags of the fast-math build P' (default "-O2 -ffast-math").
-    #[arg(long = "p-prime-flags", value_name = "FLAGS", allow_hyphen_values = true)]
+    #[arg(
+        long = "p-prime-flags",
+        value_name = "FLAGS",
+        allow_hyphen_values = true
+    )]
     p_prime_flags: Option<String>,
     /// The clang to use (default clang-19).
     #[arg(long)]
@@ -91,7 +101,7 @@ struct Settings {
     /// Loop unrolling bound while modelling (default 2).
     #[arg(long)]
     unroll: Option<u32>,
-    /// Per-query solver time limit in ms (default 2000).
+    /// Per-query solver time limit in ms (default 500).
     #[arg(long)]
     solver_timeout_ms: Option<u64>,
     /// Per-execution time limit in ms (default 500).
@@ -149,8 +159,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(if lsp { "info" } else { "warn" })),
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG").unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new(if lsp { "info" } else { "warn" })
+            }),
         )
         .with_ansi(false)
         .init();
@@ -170,7 +181,9 @@ fn read_source(file: &Path) -> anyhow::Result<String> {
 /// Prints an engine error the way a compiler does and gives exit status 2.
 fn engine_error(e: AnalysisError) -> anyhow::Result<ExitCode> {
     match &e {
-        AnalysisError::Compile { message, stderr, .. } => {
+        AnalysisError::Compile {
+            message, stderr, ..
+        } => {
             eprintln!("foe: the file does not compile: {message}");
             if stderr.lines().count() > 1 {
                 eprint!("{stderr}");
@@ -183,15 +196,25 @@ fn engine_error(e: AnalysisError) -> anyhow::Result<ExitCode> {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Check { file, function, format, settings } => {
+        Command::Check {
+            file,
+            function,
+            format,
+            settings,
+        } => {
             let config = settings.config()?;
             let text = read_source(&file)?;
-            let request =
-                AnalysisRequest { path: &file, text: &text, config: &config, only_function: function.as_deref() };
-            let report = match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
-                Ok(r) => r,
-                Err(e) => return engine_error(e),
+            let request = AnalysisRequest {
+                path: &file,
+                text: &text,
+                config: &config,
+                only_function: function.as_deref(),
             };
+            let report =
+                match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
+                    Ok(r) => r,
+                    Err(e) => return engine_error(e),
+                };
             if let Some(name) = &function {
                 if !report.functions.iter().any(|f| &f.name == name) {
                     eprintln!("foe: no function `{name}` is defined in {}", file.display());
@@ -201,11 +224,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             match format {
                 Format::Text => print!("{}", output::text_report(&report, &text)),
                 Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-                Format::Sarif => println!("{}", serde_json::to_string_pretty(&output::sarif(&report))?),
+                Format::Sarif => {
+                    println!("{}", serde_json::to_string_pretty(&output::sarif(&report))?)
+                }
             }
-            Ok(ExitCode::from(if report.divergence_count() > 0 { 1 } else { 0 }))
+            Ok(ExitCode::from(if report.divergence_count() > 0 {
+                1
+            } else {
+                0
+            }))
         }
-        Command::Replay { file, function, inputs, format, settings } => {
+        Command::Replay {
+            file,
+            function,
+            inputs,
+            format,
+            settings,
+        } => {
             let config = settings.config()?;
             let text = read_source(&file)?;
             let assignments = inputs
@@ -216,13 +251,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         .ok_or_else(|| anyhow::anyhow!("--input takes NAME=VALUE, not `{a}`"))
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let request = AnalysisRequest { path: &file, text: &text, config: &config, only_function: None };
+            let request = AnalysisRequest {
+                path: &file,
+                text: &text,
+                config: &config,
+                only_function: None,
+            };
             let replayed = match pipeline::replay(&request, &function, &assignments) {
                 Ok(r) => r,
                 Err(e) => return engine_error(e),
             };
             match format {
-                Format::Json | Format::Sarif => println!("{}", serde_json::to_string_pretty(&replayed)?),
+                Format::Json | Format::Sarif => {
+                    println!("{}", serde_json::to_string_pretty(&replayed)?)
+                }
                 Format::Text => print!("{}", output::text_replay(&replayed, &file)),
             }
             Ok(ExitCode::SUCCESS)
@@ -233,7 +275,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut failed = false;
             for file in &files {
                 let text = read_source(file)?;
-                let request = AnalysisRequest { path: file, text: &text, config: &config, only_function: None };
+                let request = AnalysisRequest {
+                    path: file,
+                    text: &text,
+                    config: &config,
+                    only_function: None,
+                };
                 let started = std::time::Instant::now();
                 match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
                     Ok(report) => rows.push((report, started.elapsed())),
@@ -246,7 +293,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", output::table(&rows));
             Ok(ExitCode::from(if failed { 2 } else { 0 }))
         }
-        Command::Bench { files, runs, settings } => {
+        Command::Bench {
+            files,
+            runs,
+            settings,
+        } => {
             let config = settings.config()?;
             bench::run(&files, runs.max(1), &config)?;
             Ok(ExitCode::SUCCESS)

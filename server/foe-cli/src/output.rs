@@ -11,7 +11,10 @@ fn event_text(e: &TraceEvent) -> String {
     match (e.line, e.column) {
         (Some(l), Some(c)) => format!("{} at {l}:{c} ({})", e.kind, e.operation),
         (Some(l), None) => format!("{} at {l} ({})", e.kind, e.operation),
-        _ => format!("{} at an instruction without a debug location ({})", e.kind, e.operation),
+        _ => format!(
+            "{} at an instruction without a debug location ({})",
+            e.kind, e.operation
+        ),
     }
 }
 
@@ -25,11 +28,29 @@ pub fn trace_text(trace: &[TraceEvent]) -> String {
 
 fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileReport) {
     let (line, col) = d.location.map(|l| (l.line, l.column)).unwrap_or((0, 0));
-    let domain = if d.in_domain { "" } else { " [outside the declared domain]" };
-    let _ = writeln!(out, "{file}:{line}:{col}: warning: {} [{:?}]{domain}", d.summary, d.class);
-    let inputs: Vec<String> = d.inputs.iter().map(|i| format!("{} = {} ({})", i.name, i.value, i.decimal)).collect();
+    let domain = if d.in_domain {
+        ""
+    } else {
+        " [outside the declared domain]"
+    };
+    let _ = writeln!(
+        out,
+        "{file}:{line}:{col}: warning: {} [{:?}]{domain}",
+        d.summary, d.class
+    );
+    let inputs: Vec<String> = d
+        .inputs
+        .iter()
+        .map(|i| format!("{} = {} ({})", i.name, i.value, i.decimal))
+        .collect();
     let _ = writeln!(out, "    input: {}", inputs.join(", "));
-    let _ = writeln!(out, "    P  ({}): {}; returns {}", report.flags_p.join(" "), trace_text(&d.trace_p), d.result_p);
+    let _ = writeln!(
+        out,
+        "    P  ({}): {}; returns {}",
+        report.flags_p.join(" "),
+        trace_text(&d.trace_p),
+        d.result_p
+    );
     let ftz = if report.ftz_p_prime { ", FTZ/DAZ" } else { "" };
     let _ = writeln!(
         out,
@@ -69,13 +90,21 @@ pub fn text_report(report: &FileReport, _source: &str) -> String {
                 );
                 if !f.domain.is_empty() {
                     let inside = f.divergences.iter().filter(|d| d.in_domain).count();
-                    let _ = writeln!(out, "  declared domain: {}; {inside} divergent inside it", f.domain.join(" && "));
+                    let _ = writeln!(
+                        out,
+                        "  declared domain: {}; {inside} divergent inside it",
+                        f.domain.join(" && ")
+                    );
                 }
                 for d in &f.divergences {
                     divergence_text(&mut out, file, d, report);
                 }
                 for e in &f.plain_exceptions {
-                    let inputs: Vec<String> = e.inputs.iter().map(|i| format!("{}={}", i.name, i.decimal)).collect();
+                    let inputs: Vec<String> = e
+                        .inputs
+                        .iter()
+                        .map(|i| format!("{}={}", i.name, i.decimal))
+                        .collect();
                     let _ = writeln!(
                         out,
                         "{file}:{}:{}: note: the plain build raises {} here ({})",
@@ -88,18 +117,49 @@ pub fn text_report(report: &FileReport, _source: &str) -> String {
             }
         }
     }
-    let timings: Vec<String> = report.timings_ms.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    let _ = writeln!(out, "{} divergent input(s); timings (ms): {}", report.divergence_count(), timings.join(", "));
+    let timings: Vec<String> = report
+        .timings_ms
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{} divergent input(s); timings (ms): {}",
+        report.divergence_count(),
+        timings.join(", ")
+    );
     out
 }
 
 /// The human output of `foe replay`.
 pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
     let mut out = String::new();
-    let inputs: Vec<String> = r.inputs.iter().map(|i| format!("{} = {} ({})", i.name, i.value, i.decimal)).collect();
-    let _ = writeln!(out, "{}: {}({})", file.display(), r.function, inputs.join(", "));
-    let _ = writeln!(out, "P  ({}): {}; returns {}", r.flags_p.join(" "), trace_text(&r.trace_p), r.result_p);
-    let _ = writeln!(out, "P' ({}): {}; returns {}", r.flags_p_prime.join(" "), trace_text(&r.trace_p_prime), r.result_p_prime);
+    let inputs: Vec<String> = r
+        .inputs
+        .iter()
+        .map(|i| format!("{} = {} ({})", i.name, i.value, i.decimal))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{}: {}({})",
+        file.display(),
+        r.function,
+        inputs.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "P  ({}): {}; returns {}",
+        r.flags_p.join(" "),
+        trace_text(&r.trace_p),
+        r.result_p
+    );
+    let _ = writeln!(
+        out,
+        "P' ({}): {}; returns {}",
+        r.flags_p_prime.join(" "),
+        trace_text(&r.trace_p_prime),
+        r.result_p_prime
+    );
     match (r.first_divergence, r.class) {
         (Some(i), Some(c)) => {
             let _ = writeln!(out, "traces differ ({c:?}) from event {i}");
@@ -120,10 +180,21 @@ pub fn table(rows: &[(FileReport, Duration)]) -> String {
         "program", "formulae (P, P')", "satisfiable", "unique inputs", "diff-producing", "time (s)"
     );
     for (report, elapsed) in rows {
-        let analysed: Vec<_> = report.functions.iter().filter(|f| f.status == FunctionStatus::Analysed).collect();
+        let analysed: Vec<_> = report
+            .functions
+            .iter()
+            .filter(|f| f.status == FunctionStatus::Analysed)
+            .collect();
         for f in &analysed {
-            let formulae = format!("{} ({}, {})", f.formulae.unique, f.formulae.p, f.formulae.p_prime);
-            let time = if analysed.len() == 1 { format!("{:.2}", elapsed.as_secs_f64()) } else { "-".into() };
+            let formulae = format!(
+                "{} ({}, {})",
+                f.formulae.unique, f.formulae.p, f.formulae.p_prime
+            );
+            let time = if analysed.len() == 1 {
+                format!("{:.2}", elapsed.as_secs_f64())
+            } else {
+                "-".into()
+            };
             let _ = writeln!(
                 out,
                 "{:<28} {:>18} {:>12} {:>14} {:>15} {:>10}",
@@ -131,9 +202,18 @@ pub fn table(rows: &[(FileReport, Duration)]) -> String {
             );
         }
         if analysed.len() != 1 {
-            let _ = writeln!(out, "{:<28} {:>82.2}", format!("({} total)", report.file), elapsed.as_secs_f64());
+            let _ = writeln!(
+                out,
+                "{:<28} {:>82.2}",
+                format!("({} total)", report.file),
+                elapsed.as_secs_f64()
+            );
         }
-        for f in report.functions.iter().filter(|f| f.status == FunctionStatus::Skipped) {
+        for f in report
+            .functions
+            .iter()
+            .filter(|f| f.status == FunctionStatus::Skipped)
+        {
             let _ = writeln!(out, "{:<28} skipped: {}", f.name, f.reason);
         }
     }
@@ -146,7 +226,9 @@ pub fn rule_id(d: &Divergence) -> String {
     let pp = d.trace_p_prime.get(d.first_divergence).map(|e| e.kind);
     match (p, pp) {
         (_, Some(k)) if !d.trace_p.iter().any(|e| e.kind == k) => format!("fast-math-{k}-appears"),
-        (Some(k), _) if !d.trace_p_prime.iter().any(|e| e.kind == k) => format!("fast-math-{k}-disappears"),
+        (Some(k), _) if !d.trace_p_prime.iter().any(|e| e.kind == k) => {
+            format!("fast-math-{k}-disappears")
+        }
         _ => "fast-math-exception-order".into(),
     }
 }
@@ -170,7 +252,11 @@ pub fn sarif(report: &FileReport) -> Value {
                 rules.push(id.clone());
             }
             let loc = d.location;
-            let other = if d.trace_p_prime.get(d.first_divergence).is_some() { &d.trace_p } else { &d.trace_p_prime };
+            let other = if d.trace_p_prime.get(d.first_divergence).is_some() {
+                &d.trace_p
+            } else {
+                &d.trace_p_prime
+            };
             let related: Vec<Value> = other
                 .iter()
                 .filter(|e| e.line.is_some())
@@ -183,7 +269,11 @@ pub fn sarif(report: &FileReport) -> Value {
                     })
                 })
                 .collect();
-            let inputs: Vec<String> = d.inputs.iter().map(|i| format!("{}={}", i.name, i.value)).collect();
+            let inputs: Vec<String> = d
+                .inputs
+                .iter()
+                .map(|i| format!("{}={}", i.name, i.value))
+                .collect();
             results.push(json!({
                 "ruleId": id,
                 "level": "warning",

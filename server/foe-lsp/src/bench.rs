@@ -58,7 +58,13 @@ pub struct LatencyOptions {
 
 impl Default for LatencyOptions {
     fn default() -> Self {
-        LatencyOptions { functions: 24, runs: 1, debounce_ms: 300, timeout: Duration::from_secs(600), settings: json!({}) }
+        LatencyOptions {
+            functions: 24,
+            runs: 1,
+            debounce_ms: 300,
+            timeout: Duration::from_secs(600),
+            settings: json!({}),
+        }
     }
 }
 
@@ -96,8 +102,15 @@ pub struct LatencyReport {
 
 impl fmt::Display for LatencyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "time to publishDiagnostics (debounce {} ms, included in didChange rows)", self.debounce_ms)?;
-        writeln!(f, "| file | functions | event | median ms | min ms | runs | from cache | diagnostics |")?;
+        writeln!(
+            f,
+            "time to publishDiagnostics (debounce {} ms, included in didChange rows)",
+            self.debounce_ms
+        )?;
+        writeln!(
+            f,
+            "| file | functions | event | median ms | min ms | runs | from cache | diagnostics |"
+        )?;
         writeln!(f, "|---|---|---|---|---|---|---|---|")?;
         for r in &self.rows {
             writeln!(
@@ -119,18 +132,26 @@ impl fmt::Display for LatencyReport {
 }
 
 /// Runs the benchmark; `server` builds the command that starts a fresh server (e.g. `foe lsp`).
-pub fn latency_benchmark(server: &dyn Fn() -> Command, options: &LatencyOptions) -> anyhow::Result<LatencyReport> {
+pub fn latency_benchmark(
+    server: &dyn Fn() -> Command,
+    options: &LatencyOptions,
+) -> anyhow::Result<LatencyReport> {
     let dir = tempfile::tempdir()?;
     let mut rows = vec![];
     let many = many_functions(options.functions);
     let changed = options.functions / 2;
     for (name, text, edited) in [
-        ("turbine1.c", TURBINE1.to_string(), TURBINE1.replace("- 4.5;", "- 4.25;")),
+        (
+            "turbine1.c",
+            TURBINE1.to_string(),
+            TURBINE1.replace("- 4.5;", "- 4.25;"),
+        ),
         ("many.c", many.clone(), edit_function(&many, changed)),
     ] {
         let path = dir.path().join(name);
         std::fs::write(&path, &text)?;
-        let functions = text.matches("\ndouble ").count() + usize::from(text.starts_with("double "));
+        let functions =
+            text.matches("\ndouble ").count() + usize::from(text.starts_with("double "));
         let row = |event: &str| LatencyRow {
             file: name.into(),
             functions,
@@ -139,8 +160,12 @@ pub fn latency_benchmark(server: &dyn Fn() -> Command, options: &LatencyOptions)
             cached: 0,
             diagnostics: 0,
         };
-        let (mut cold, mut reopen, mut change, mut comment) =
-            (row("didOpen, cold"), row("didOpen, warm (reopened)"), row("didChange, one function edited"), row("didChange, comment only"));
+        let (mut cold, mut reopen, mut change, mut comment) = (
+            row("didOpen, cold"),
+            row("didOpen, warm (reopened)"),
+            row("didChange, one function edited"),
+            row("didChange, comment only"),
+        );
         for _ in 0..options.runs.max(1) {
             let mut s = Session::start(server, dir.path(), &path, options)?;
             s.open(&text, &mut cold)?;
@@ -152,7 +177,10 @@ pub fn latency_benchmark(server: &dyn Fn() -> Command, options: &LatencyOptions)
         }
         rows.extend([cold, reopen, change, comment]);
     }
-    Ok(LatencyReport { debounce_ms: options.debounce_ms, rows })
+    Ok(LatencyReport {
+        debounce_ms: options.debounce_ms,
+        rows,
+    })
 }
 
 /// One server with one document.
@@ -164,7 +192,12 @@ struct Session {
 }
 
 impl Session {
-    fn start(server: &dyn Fn() -> Command, root: &Path, path: &Path, options: &LatencyOptions) -> anyhow::Result<Session> {
+    fn start(
+        server: &dyn Fn() -> Command,
+        root: &Path,
+        path: &Path,
+        options: &LatencyOptions,
+    ) -> anyhow::Result<Session> {
         let mut command = server();
         command.stderr(std::process::Stdio::null());
         let mut client = LspClient::spawn(command)?;
@@ -175,7 +208,12 @@ impl Session {
         settings["debounceMs"] = json!(options.debounce_ms);
         client.set_settings(settings.clone());
         client.initialize(&file_uri(root), settings, Duration::from_secs(30))?;
-        Ok(Session { client, uri: file_uri(path), version: 0, timeout: options.timeout })
+        Ok(Session {
+            client,
+            uri: file_uri(path),
+            version: 0,
+            timeout: options.timeout,
+        })
     }
 
     fn open(&mut self, text: &str, row: &mut LatencyRow) -> anyhow::Result<()> {
@@ -185,10 +223,16 @@ impl Session {
     }
 
     fn close(&mut self) -> anyhow::Result<()> {
-        self.client.notify("textDocument/didClose", json!({ "textDocument": { "uri": self.uri } }))?;
+        self.client.notify(
+            "textDocument/didClose",
+            json!({ "textDocument": { "uri": self.uri } }),
+        )?;
         // The server clears the diagnostics of a closed document (version null).
         let uri = self.uri.clone();
-        self.client.wait_for("textDocument/publishDiagnostics", self.timeout, |p| p["uri"] == uri && p["version"].is_null());
+        self.client
+            .wait_for("textDocument/publishDiagnostics", self.timeout, |p| {
+                p["uri"] == uri && p["version"].is_null()
+            });
         Ok(())
     }
 
@@ -203,9 +247,12 @@ impl Session {
             .client
             .wait_diagnostics(&self.uri, Some(self.version), self.timeout)
             .ok_or_else(|| anyhow::anyhow!("no diagnostics for {} v{}", self.uri, self.version))?;
-        row.ms.push(got.at.saturating_duration_since(sent).as_secs_f64() * 1000.0);
+        row.ms
+            .push(got.at.saturating_duration_since(sent).as_secs_f64() * 1000.0);
         row.diagnostics = got.params()["diagnostics"].as_array().map_or(0, Vec::len);
-        let stats = self.client.request("foe/stats", None, Duration::from_secs(10))?;
+        let stats = self
+            .client
+            .request("foe/stats", None, Duration::from_secs(10))?;
         row.cached = stats["documents"]
             .as_array()
             .and_then(|d| d.iter().find(|d| d["uri"] == self.uri.as_str()))
@@ -217,7 +264,9 @@ impl Session {
 
 /// `file://` URI of an absolute path.
 pub fn file_uri(path: &Path) -> String {
-    tower_lsp::lsp_types::Url::from_file_path(path).map(|u| u.to_string()).unwrap_or_else(|_| format!("file://{}", path.display()))
+    tower_lsp::lsp_types::Url::from_file_path(path)
+        .map(|u| u.to_string())
+        .unwrap_or_else(|_| format!("file://{}", path.display()))
 }
 
 #[cfg(test)]
@@ -229,7 +278,11 @@ mod tests {
         let text = many_functions(4);
         let edited = edit_function(&text, 2);
         assert_ne!(text, edited);
-        let changed: Vec<(&str, &str)> = text.split("\n\n").zip(edited.split("\n\n")).filter(|(a, b)| a != b).collect();
+        let changed: Vec<(&str, &str)> = text
+            .split("\n\n")
+            .zip(edited.split("\n\n"))
+            .filter(|(a, b)| a != b)
+            .collect();
         assert_eq!(changed.len(), 1);
         assert!(changed[0].0.starts_with("double f02("));
         assert_eq!(text.lines().count(), edited.lines().count());

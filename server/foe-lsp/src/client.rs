@@ -57,7 +57,10 @@ impl std::error::Error for ResponseError {}
 impl LspClient {
     /// Starts the server; its stdin and stdout are taken over, stderr is left as `command` sets it.
     pub fn spawn(mut command: Command) -> std::io::Result<LspClient> {
-        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()?;
         let stdin: ChildStdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let mut client = LspClient::connect(stdout, stdin);
@@ -66,12 +69,21 @@ impl LspClient {
     }
 
     /// A client over any pair of streams (e.g. one end of a socket pair whose other end a server serves).
-    pub fn connect(reader: impl std::io::Read + Send + 'static, writer: impl Write + Send + 'static) -> LspClient {
+    pub fn connect(
+        reader: impl std::io::Read + Send + 'static,
+        writer: impl Write + Send + 'static,
+    ) -> LspClient {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut reader = BufReader::new(reader);
             while let Some(message) = read_message(&mut reader) {
-                if tx.send(Received { at: Instant::now(), message }).is_err() {
+                if tx
+                    .send(Received {
+                        at: Instant::now(),
+                        message,
+                    })
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -94,7 +106,10 @@ impl LspClient {
 
     fn write(&mut self, message: &Value) -> std::io::Result<()> {
         let body = serde_json::to_string(message)?;
-        let writer = self.writer.as_mut().ok_or_else(|| std::io::Error::other("the server's input is closed"))?;
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the server's input is closed"))?;
         write!(writer, "Content-Length: {}\r\n\r\n{body}", body.len())?;
         writer.flush()
     }
@@ -118,7 +133,12 @@ impl LspClient {
     }
 
     /// Sends a request and waits for its answer, buffering notifications that arrive meanwhile.
-    pub fn request(&mut self, method: &str, params: Option<Value>, timeout: Duration) -> anyhow::Result<Value> {
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> anyhow::Result<Value> {
         let id = self.send_request(method, params)?;
         self.response(id, timeout)
     }
@@ -127,7 +147,9 @@ impl LspClient {
     pub fn response(&mut self, id: i64, timeout: Duration) -> anyhow::Result<Value> {
         let deadline = Instant::now() + timeout;
         loop {
-            let r = self.next(deadline).ok_or_else(|| anyhow::anyhow!("no answer to request {id} within {timeout:?}"))?;
+            let r = self
+                .next(deadline)
+                .ok_or_else(|| anyhow::anyhow!("no answer to request {id} within {timeout:?}"))?;
             if r.message.get("id").and_then(Value::as_i64) == Some(id) && r.method().is_none() {
                 if let Some(e) = r.message.get("error") {
                     return Err(ResponseError(e.clone()).into());
@@ -165,10 +187,19 @@ impl LspClient {
 
     /// Waits for the first unconsumed notification with `method` that satisfies `pred`; it and the
     /// notifications before it are consumed.
-    pub fn wait_for(&mut self, method: &str, timeout: Duration, mut pred: impl FnMut(&Value) -> bool) -> Option<Received> {
+    pub fn wait_for(
+        &mut self,
+        method: &str,
+        timeout: Duration,
+        mut pred: impl FnMut(&Value) -> bool,
+    ) -> Option<Received> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(i) = self.pending.iter().position(|r| r.method() == Some(method) && pred(r.params())) {
+            if let Some(i) = self
+                .pending
+                .iter()
+                .position(|r| r.method() == Some(method) && pred(r.params()))
+            {
                 let found = self.pending[i].clone();
                 self.pending.drain(..=i);
                 return Some(found);
@@ -178,7 +209,12 @@ impl LspClient {
     }
 
     /// Waits for `publishDiagnostics` of `uri` at `version` (any version when None).
-    pub fn wait_diagnostics(&mut self, uri: &str, version: Option<i64>, timeout: Duration) -> Option<Received> {
+    pub fn wait_diagnostics(
+        &mut self,
+        uri: &str,
+        version: Option<i64>,
+        timeout: Duration,
+    ) -> Option<Received> {
         self.wait_for("textDocument/publishDiagnostics", timeout, |p| {
             p["uri"] == uri && (version.is_none() || p["version"].as_i64() == version)
         })
@@ -191,7 +227,12 @@ impl LspClient {
     }
 
     /// `initialize` (with progress, configuration and versioned edits supported) and `initialized`.
-    pub fn initialize(&mut self, root_uri: &str, options: Value, timeout: Duration) -> anyhow::Result<Value> {
+    pub fn initialize(
+        &mut self,
+        root_uri: &str,
+        options: Value,
+        timeout: Duration,
+    ) -> anyhow::Result<Value> {
         let params = json!({
             "processId": std::process::id(),
             "rootUri": root_uri,
@@ -230,7 +271,9 @@ impl LspClient {
         self.request("shutdown", None, timeout)?;
         self.notify("exit", Value::Null)?;
         self.writer = None;
-        let Some(child) = self.child.as_mut() else { return Ok(None) };
+        let Some(child) = self.child.as_mut() else {
+            return Ok(None);
+        };
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = child.try_wait()? {
@@ -299,7 +342,13 @@ pub fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     };
     let mut spans: Vec<(usize, usize, &str)> = edits
         .iter()
-        .map(|e| (offset(&e["range"]["start"]), offset(&e["range"]["end"]), e["newText"].as_str().unwrap_or("")))
+        .map(|e| {
+            (
+                offset(&e["range"]["start"]),
+                offset(&e["range"]["end"]),
+                e["newText"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     spans.sort_by_key(|s| std::cmp::Reverse(s.0));
     let mut out = text.to_string();
@@ -324,7 +373,9 @@ mod tests {
 
     #[test]
     fn applies_edits_in_utf16() {
-        let edits = vec![json!({"range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 2}}, "newText": "X"})];
+        let edits = vec![
+            json!({"range": {"start": {"line": 1, "character": 2}, "end": {"line": 1, "character": 2}}, "newText": "X"}),
+        ];
         assert_eq!(apply_text_edits("a\né{b\n", &edits), "a\né{Xb\n");
     }
 }

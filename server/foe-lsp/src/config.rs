@@ -62,7 +62,9 @@ impl ServerConfig {
     /// Applies the keys present in `value` over the current configuration.
     pub fn update(&mut self, value: &Value) -> Vec<String> {
         let mut r = Reader { warnings: vec![] };
-        let Some(obj) = section(value) else { return r.warnings };
+        let Some(obj) = section(value) else {
+            return r.warnings;
+        };
         let a = &mut self.analysis;
 
         if let Some(v) = r.bool(obj, "enable") {
@@ -118,7 +120,9 @@ impl ServerConfig {
                 "auto" => a.ftz_daz = FtzMode::Auto,
                 "on" => a.ftz_daz = FtzMode::On,
                 "off" => a.ftz_daz = FtzMode::Off,
-                other => r.warnings.push(format!("foe.ftzDaz: expected \"auto\", \"on\" or \"off\", got {other:?}")),
+                other => r.warnings.push(format!(
+                    "foe.ftzDaz: expected \"auto\", \"on\" or \"off\", got {other:?}"
+                )),
             }
         }
         if let Some(v) = r.bool(obj, "reportPlainExceptions") {
@@ -153,7 +157,8 @@ impl Reader {
     }
 
     fn wrong(&mut self, key: &str, expected: &str, got: &Value) {
-        self.warnings.push(format!("foe.{key}: expected {expected}, got {got}"));
+        self.warnings
+            .push(format!("foe.{key}: expected {expected}, got {got}"));
     }
 
     fn bool(&mut self, obj: &Map<String, Value>, key: &str) -> Option<bool> {
@@ -189,9 +194,13 @@ impl Reader {
         let v = self.get(obj, key)?;
         match v {
             Value::String(s) => Some(s.split_whitespace().map(str::to_string).collect()),
-            Value::Array(items) if items.iter().all(Value::is_string) => {
-                Some(items.iter().filter_map(|i| i.as_str()).map(str::to_string).collect())
-            }
+            Value::Array(items) if items.iter().all(Value::is_string) => Some(
+                items
+                    .iter()
+                    .filter_map(|i| i.as_str())
+                    .map(str::to_string)
+                    .collect(),
+            ),
             _ => {
                 self.wrong(key, "an array of strings or a string", v);
                 None
@@ -234,7 +243,8 @@ mod tests {
 
     #[test]
     fn wrong_types_warn_and_keep_defaults() {
-        let (c, w) = ServerConfig::from_json(&json!({"radius": "three", "enable": 1, "flagsP": [1]}));
+        let (c, w) =
+            ServerConfig::from_json(&json!({"radius": "three", "enable": 1, "flagsP": [1]}));
         assert_eq!(w.len(), 3, "{w:?}");
         assert_eq!(c.analysis.radius, 3);
         assert!(c.enable);
@@ -245,6 +255,8 @@ mod tests {
         assert!(!ServerConfig::is_settings_value(&Value::Null));
         assert!(!ServerConfig::is_settings_value(&json!({})));
         assert!(!ServerConfig::is_settings_value(&json!({"foe": {}})));
-        assert!(ServerConfig::is_settings_value(&json!({"foe": {"radius": 2}})));
+        assert!(ServerConfig::is_settings_value(
+            &json!({"foe": {"radius": 2}})
+        ));
     }
 }

@@ -3,7 +3,9 @@
 //! The server only ever calls [`Engine::analyse`] on a blocking worker thread; tests of the scheduling logic
 //! can put a scripted engine behind the same trait.
 
-use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress};
+use foe_analysis::pipeline::{
+    AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress,
+};
 use foe_analysis::report::FileReport;
 
 /// Analyses one file synchronously on the calling thread.

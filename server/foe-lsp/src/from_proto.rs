@@ -25,13 +25,20 @@ pub fn is_divergence(d: &Diagnostic) -> bool {
 
 /// The function a foe diagnostic belongs to (from its `data`).
 pub fn diagnostic_function(d: &Diagnostic) -> Option<String> {
-    d.data.as_ref()?.get("function")?.as_str().map(str::to_string)
+    d.data
+        .as_ref()?
+        .get("function")?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The functions a code-action request is about, each with the request's diagnostics that belong to it: the
 /// functions of the foe divergence diagnostics in the context, and the diverging function whose body holds
 /// the cursor.
-pub fn code_action_functions(analysis: &Analysis, params: &CodeActionParams) -> Vec<(String, Vec<Diagnostic>)> {
+pub fn code_action_functions(
+    analysis: &Analysis,
+    params: &CodeActionParams,
+) -> Vec<(String, Vec<Diagnostic>)> {
     let mut out: Vec<(String, Vec<Diagnostic>)> = vec![];
     let mut add = |name: String, d: Option<Diagnostic>| {
         let i = match out.iter().position(|(n, _)| *n == name) {
@@ -43,17 +50,30 @@ pub fn code_action_functions(analysis: &Analysis, params: &CodeActionParams) -> 
         };
         out[i].1.extend(d);
     };
-    for d in params.context.diagnostics.iter().filter(|d| is_divergence(d)) {
+    for d in params
+        .context
+        .diagnostics
+        .iter()
+        .filter(|d| is_divergence(d))
+    {
         if let Some(name) = diagnostic_function(d) {
             add(name, Some(d.clone()));
         }
     }
     let cursor = line(params.range.start);
     if let Some(report) = analysis.report() {
-        let diverging = report.functions.iter().filter(|f| f.status == FunctionStatus::Analysed && !f.divergences.is_empty());
+        let diverging = report
+            .functions
+            .iter()
+            .filter(|f| f.status == FunctionStatus::Analysed && !f.divergences.is_empty());
         for f in diverging {
-            let inside = f.span.as_ref().is_some_and(|s| s.line <= cursor && cursor <= s.end_line);
-            let flagged_here = to_proto::sites(report).iter().any(|s| s.function.name == f.name && s.loc.line == cursor);
+            let inside = f
+                .span
+                .as_ref()
+                .is_some_and(|s| s.line <= cursor && cursor <= s.end_line);
+            let flagged_here = to_proto::sites(report)
+                .iter()
+                .any(|s| s.function.name == f.name && s.loc.line == cursor);
             if inside || flagged_here {
                 add(f.name.clone(), None);
             }

@@ -35,11 +35,19 @@ pub fn run_stdio() -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .try_init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let clean = runtime.block_on(serve(Arc::new(FoeEngine), tokio::io::stdin(), tokio::io::stdout()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let clean = runtime.block_on(serve(
+        Arc::new(FoeEngine),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+    ));
     // Engine runs still in flight were cancelled by `shutdown`; do not wait long for them.
     runtime.shutdown_timeout(Duration::from_millis(500));
     if clean {
@@ -67,14 +75,21 @@ where
     .finish();
     // tower-lsp notices `exit` only when the next message arrives; stop as soon as it is handled.
     let exited = Arc::new(tokio::sync::Notify::new());
-    let service = ExitWatch { inner: service, exited: exited.clone() };
+    let service = ExitWatch {
+        inner: service,
+        exited: exited.clone(),
+    };
     // Requests wait on fix verification; keep room so notifications are never stuck behind them.
-    let server = Server::new(input, output, socket).concurrency_level(64).serve(service);
+    let server = Server::new(input, output, socket)
+        .concurrency_level(64)
+        .serve(service);
     tokio::select! {
         _ = server => {}
         _ = exited.notified() => {}
     }
-    state.get().is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
+    state
+        .get()
+        .is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
 }
 
 /// Passes requests through to the service and signals when `exit` has been handled.
@@ -91,7 +106,10 @@ where
     type Error = S::Error;
     type Future = S::Future;
 
-    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 

@@ -19,8 +19,9 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use tower_lsp::lsp_types::notification::Progress as ProgressNotification;
 use tower_lsp::lsp_types::request::WorkDoneProgressCreate;
 use tower_lsp::lsp_types::{
-    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, Url, WorkDoneProgress, WorkDoneProgressBegin,
-    WorkDoneProgressCreateParams, WorkDoneProgressEnd, WorkDoneProgressReport,
+    MessageType, NumberOrString, ProgressParams, ProgressParamsValue, Url, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    WorkDoneProgressReport,
 };
 use tower_lsp::Client;
 
@@ -60,10 +61,17 @@ impl Scheduler {
         if !state.accepting_jobs() {
             return;
         }
-        let Some(job) = state.begin_job(uri) else { return };
+        let Some(job) = state.begin_job(uri) else {
+            return;
+        };
         if !job.config.enable {
             let this = self.clone();
-            tokio::spawn(async move { this.inner.client.publish_diagnostics(job.uri, vec![], Some(job.version)).await });
+            tokio::spawn(async move {
+                this.inner
+                    .client
+                    .publish_diagnostics(job.uri, vec![], Some(job.version))
+                    .await
+            });
             return;
         }
         let this = self.clone();
@@ -85,7 +93,9 @@ impl Scheduler {
         if !inner.state.is_current(&job) {
             return;
         }
-        let Ok(_permit) = inner.permit.acquire().await else { return };
+        let Ok(_permit) = inner.permit.acquire().await else {
+            return;
+        };
         if !inner.state.is_current(&job) || job.cancel.is_cancelled() {
             return;
         }
@@ -95,8 +105,12 @@ impl Scheduler {
         let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
         let result = blocking(move || {
             // The engine adds the flags of the file's compile_commands.json entry itself.
-            let request =
-                AnalysisRequest { path: &j.path, text: &j.text, config: &j.config.analysis, only_function: None };
+            let request = AnalysisRequest {
+                path: &j.path,
+                text: &j.text,
+                config: &j.config.analysis,
+                only_function: None,
+            };
             engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
         })
         .await;
@@ -107,22 +121,46 @@ impl Scheduler {
         let name = file_name(&job);
         let outcome = match result {
             Ok(Ok(report)) => Outcome::Report(report),
-            Ok(Err(AnalysisError::Compile { message, line, column, .. })) => Outcome::CompileError { message, line, column },
+            Ok(Err(AnalysisError::Compile {
+                message,
+                line,
+                column,
+                ..
+            })) => Outcome::CompileError {
+                message,
+                line,
+                column,
+            },
             Ok(Err(AnalysisError::Cancelled)) => return,
             Ok(Err(e @ AnalysisError::Environment(_))) => {
                 let message = format!("foe: cannot analyse {name}: {e}");
                 if !inner.environment_error_shown.swap(true, Ordering::SeqCst) {
-                    inner.client.show_message(MessageType::ERROR, &message).await;
+                    inner
+                        .client
+                        .show_message(MessageType::ERROR, &message)
+                        .await;
                 }
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
             Ok(Err(e)) => {
-                inner.client.log_message(MessageType::ERROR, format!("foe: analysis of {name} failed: {e}")).await;
+                inner
+                    .client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("foe: analysis of {name} failed: {e}"),
+                    )
+                    .await;
                 return;
             }
             Err(panic) => {
-                inner.client.log_message(MessageType::ERROR, format!("foe: analysis of {name} crashed: {panic}")).await;
+                inner
+                    .client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("foe: analysis of {name} crashed: {panic}"),
+                    )
+                    .await;
                 return;
             }
         };
@@ -142,8 +180,17 @@ impl Scheduler {
             return;
         }
         let diagnostics = to_proto::diagnostics(&analysis, &job.uri);
-        inner.client.publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version)).await;
-        inner.client.log_message(MessageType::INFO, to_proto::analysis_summary(&name, &analysis)).await;
+        inner
+            .client
+            .publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version))
+            .await;
+        inner
+            .client
+            .log_message(
+                MessageType::INFO,
+                to_proto::analysis_summary(&name, &analysis),
+            )
+            .await;
     }
 
     /// Creates a `$/progress` token (when the client supports it) and forwards the engine's phases to it, in
@@ -159,13 +206,17 @@ impl Scheduler {
         let title = format!("foe: analysing {} (v{})", file_name(job), job.version);
         let forwarder = tokio::spawn(async move {
             let send = |value: WorkDoneProgress| {
-                let params =
-                    ProgressParams { token: token.clone(), value: ProgressParamsValue::WorkDone(value) };
+                let params = ProgressParams {
+                    token: token.clone(),
+                    value: ProgressParamsValue::WorkDone(value),
+                };
                 client.send_notification::<ProgressNotification>(params)
             };
             let created = supported
                 && client
-                    .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams { token: token.clone() })
+                    .send_request::<WorkDoneProgressCreate>(WorkDoneProgressCreateParams {
+                        token: token.clone(),
+                    })
                     .await
                     .is_ok();
             if created {
@@ -179,7 +230,11 @@ impl Scheduler {
             }
             while let Some((phase, detail)) = rx.recv().await {
                 if created && phase != Phase::Done {
-                    let message = if detail.is_empty() { phase.name().to_string() } else { format!("{}: {detail}", phase.name()) };
+                    let message = if detail.is_empty() {
+                        phase.name().to_string()
+                    } else {
+                        format!("{}: {detail}", phase.name())
+                    };
                     send(WorkDoneProgress::Report(WorkDoneProgressReport {
                         cancellable: Some(false),
                         message: Some(message),
@@ -226,34 +281,52 @@ impl Scheduler {
         let Some(span) = analysis.function(function).and_then(|f| f.span.clone()) else {
             return FixCheck::Unavailable;
         };
-        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else { return FixCheck::Unavailable };
+        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else {
+            return FixCheck::Unavailable;
+        };
         let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&edit));
-        let Ok(_permit) = self.inner.permit.acquire().await else { return FixCheck::Unavailable };
+        let Ok(_permit) = self.inner.permit.acquire().await else {
+            return FixCheck::Unavailable;
+        };
         if analysis.cancel.is_cancelled() {
             return FixCheck::Unavailable;
         }
-        let (a, engine, cache, name) =
-            (analysis.clone(), self.inner.engine.clone(), self.inner.state.cache.clone(), function.to_string());
+        let (a, engine, cache, name) = (
+            analysis.clone(),
+            self.inner.engine.clone(),
+            self.inner.state.cache.clone(),
+            function.to_string(),
+        );
         let result = blocking(move || {
-            let request =
-                AnalysisRequest { path: &a.path, text: &fixed, config: &a.config.analysis, only_function: Some(&name) };
+            let request = AnalysisRequest {
+                path: &a.path,
+                text: &fixed,
+                config: &a.config.analysis,
+                only_function: Some(&name),
+            };
             engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
         })
         .await;
-        let unchecked = |why: String| FixCheck::Unchecked { edit: edit.clone(), why };
+        let unchecked = |why: String| FixCheck::Unchecked {
+            edit: edit.clone(),
+            why,
+        };
         match result {
             Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
                 Some(f) if f.status == FunctionStatus::Analysed && f.divergences.is_empty() => {
                     FixCheck::Verified(edit)
                 }
-                Some(f) if f.status == FunctionStatus::Analysed => {
-                    FixCheck::Remains { edit, remaining: f.divergences.len() }
-                }
+                Some(f) if f.status == FunctionStatus::Analysed => FixCheck::Remains {
+                    edit,
+                    remaining: f.divergences.len(),
+                },
                 Some(f) => unchecked(format!("the edited function was skipped: {}", f.reason)),
                 None => unchecked("the edited function was not found".into()),
             },
             Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,
-            Ok(Err(AnalysisError::Compile { message, .. })) => unchecked(format!("the edited file does not compile: {message}")),
+            Ok(Err(AnalysisError::Compile { message, .. })) => {
+                unchecked(format!("the edited file does not compile: {message}"))
+            }
             Ok(Err(e)) => unchecked(e.to_string()),
             Err(panic) => unchecked(format!("the re-analysis crashed: {panic}")),
         }
@@ -276,7 +349,11 @@ impl Progress for ChannelProgress {
 
 /// Runs `f` on the blocking pool; a panic becomes an error message instead of taking the server down.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    match tokio::task::spawn_blocking(move || std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))).await {
+    match tokio::task::spawn_blocking(move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+    })
+    .await
+    {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(payload)) => Err(panic_message(&payload)),
         Err(e) => Err(e.to_string()),
@@ -294,5 +371,8 @@ fn panic_message(payload: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 fn file_name(job: &Job) -> String {
-    job.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| job.uri.to_string())
+    job.path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| job.uri.to_string())
 }

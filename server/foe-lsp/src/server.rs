@@ -29,7 +29,11 @@ impl Backend {
     pub fn new(client: Client, engine: Arc<dyn Engine>) -> Backend {
         let state = Arc::new(State::default());
         let scheduler = Scheduler::new(state.clone(), engine, client.clone());
-        Backend { client, state, scheduler }
+        Backend {
+            client,
+            state,
+            scheduler,
+        }
     }
 
     /// The shared state (read after the session ends to know whether `shutdown` came before `exit`).
@@ -56,7 +60,9 @@ impl Backend {
     async fn apply_settings(&self, value: &Value) {
         let mut config = (*self.state.config()).clone();
         for w in config.update(value) {
-            self.client.log_message(MessageType::WARNING, format!("foe: ignoring setting {w}")).await;
+            self.client
+                .log_message(MessageType::WARNING, format!("foe: ignoring setting {w}"))
+                .await;
         }
         self.state.set_config(config);
     }
@@ -75,8 +81,16 @@ impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let caps = &params.capabilities;
         let _ = self.state.caps.set(ClientCaps {
-            work_done_progress: caps.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
-            configuration: caps.workspace.as_ref().and_then(|w| w.configuration).unwrap_or(false),
+            work_done_progress: caps
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false),
+            configuration: caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.configuration)
+                .unwrap_or(false),
             document_changes: caps
                 .workspace
                 .as_ref()
@@ -92,19 +106,28 @@ impl LanguageServer for Backend {
             self.state.set_config(config);
         }
         Ok(InitializeResult {
-            server_info: Some(ServerInfo { name: "foe".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            server_info: Some(ServerInfo {
+                name: "foe".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
             capabilities: ServerCapabilities {
-                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-                    open_close: Some(true),
-                    change: Some(TextDocumentSyncKind::FULL),
-                    save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(false) })),
-                    ..Default::default()
-                })),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(
+                    TextDocumentSyncOptions {
+                        open_close: Some(true),
+                        change: Some(TextDocumentSyncKind::FULL),
+                        save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                            include_text: Some(false),
+                        })),
+                        ..Default::default()
+                    },
+                )),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
-                code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-                    code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
-                    ..Default::default()
-                })),
+                code_action_provider: Some(CodeActionProviderCapability::Options(
+                    CodeActionOptions {
+                        code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
+                        ..Default::default()
+                    },
+                )),
                 execute_command_provider: Some(ExecuteCommandOptions {
                     commands: vec![ANALYSE_COMMAND.into()],
                     ..Default::default()
@@ -127,16 +150,24 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let doc = params.text_document;
-        let Some(path) = from_proto::path(&doc.uri) else { return };
-        self.state.open(doc.uri.clone(), path, doc.version, doc.text);
+        let Some(path) = from_proto::path(&doc.uri) else {
+            return;
+        };
+        self.state
+            .open(doc.uri.clone(), path, doc.version, doc.text);
         self.scheduler.schedule(&doc.uri, Duration::ZERO);
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         let uri = params.text_document.uri;
         // Full synchronisation: the last change holds the whole text.
-        let Some(change) = params.content_changes.into_iter().last() else { return };
-        if self.state.change(&uri, params.text_document.version, change.text) {
+        let Some(change) = params.content_changes.into_iter().last() else {
+            return;
+        };
+        if self
+            .state
+            .change(&uri, params.text_document.version, change.text)
+        {
             self.scheduler.schedule(&uri, self.state.config().debounce);
         }
     }
@@ -150,21 +181,33 @@ impl LanguageServer for Backend {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         self.state.close(&params.text_document.uri);
-        self.client.publish_diagnostics(params.text_document.uri, vec![], None).await;
+        self.client
+            .publish_diagnostics(params.text_document.uri, vec![], None)
+            .await;
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         if ServerConfig::is_settings_value(&params.settings) {
             self.apply_settings(&params.settings).await;
         } else if self.state.caps().configuration {
-            let item = ConfigurationItem { scope_uri: None, section: Some("foe".into()) };
+            let item = ConfigurationItem {
+                scope_uri: None,
+                section: Some("foe".into()),
+            };
             match self.client.configuration(vec![item]).await {
                 Ok(values) => {
                     if let Some(v) = values.first() {
                         self.apply_settings(v).await;
                     }
                 }
-                Err(e) => self.client.log_message(MessageType::WARNING, format!("foe: cannot read settings: {e}")).await,
+                Err(e) => {
+                    self.client
+                        .log_message(
+                            MessageType::WARNING,
+                            format!("foe: cannot read settings: {e}"),
+                        )
+                        .await
+                }
             }
         }
         self.scheduler.schedule_all();
@@ -182,19 +225,31 @@ impl LanguageServer for Backend {
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         if let Some(only) = &params.context.only {
-            if !only.iter().any(|k| k.as_str().starts_with(CodeActionKind::QUICKFIX.as_str())) {
+            if !only
+                .iter()
+                .any(|k| k.as_str().starts_with(CodeActionKind::QUICKFIX.as_str()))
+            {
                 return Ok(None);
             }
         }
         let uri = params.text_document.uri.clone();
-        let Some(analysis) = self.state.current_analysis(&uri) else { return Ok(None) };
+        let Some(analysis) = self.state.current_analysis(&uri) else {
+            return Ok(None);
+        };
         let document_changes = self.state.caps().document_changes;
         let scheduler = self.scheduler.clone();
         guarded(async move {
             let mut actions = vec![];
             for (function, diagnostics) in from_proto::code_action_functions(&analysis, &params) {
                 let check = scheduler.fix_check(&analysis, &function).await;
-                actions.extend(to_proto::code_action(&uri, &analysis, &function, &check, diagnostics, document_changes));
+                actions.extend(to_proto::code_action(
+                    &uri,
+                    &analysis,
+                    &function,
+                    &check,
+                    diagnostics,
+                    document_changes,
+                ));
             }
             Some(actions)
         })
@@ -203,9 +258,17 @@ impl LanguageServer for Backend {
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
         if params.command != ANALYSE_COMMAND {
-            return Err(Error::invalid_params(format!("unknown command {}", params.command)));
+            return Err(Error::invalid_params(format!(
+                "unknown command {}",
+                params.command
+            )));
         }
-        match params.arguments.first().and_then(|a| a.as_str()).map(Url::parse) {
+        match params
+            .arguments
+            .first()
+            .and_then(|a| a.as_str())
+            .map(Url::parse)
+        {
             Some(Ok(uri)) => self.scheduler.schedule(&uri, Duration::ZERO),
             Some(Err(e)) => return Err(Error::invalid_params(format!("not a URI: {e}"))),
             None => self.scheduler.schedule_all(),

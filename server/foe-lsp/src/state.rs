@@ -57,7 +57,11 @@ pub struct Job {
 pub enum Outcome {
     Report(FileReport),
     /// The file does not compile: clang's first error.
-    CompileError { message: String, line: Option<u32>, column: Option<u32> },
+    CompileError {
+        message: String,
+        line: Option<u32>,
+        column: Option<u32>,
+    },
 }
 
 /// The result of one analysis job, kept for hovers, code actions and statistics.
@@ -177,7 +181,10 @@ impl Default for State {
 
 impl State {
     pub fn config(&self) -> Arc<ServerConfig> {
-        self.config.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn set_config(&self, config: ServerConfig) {
@@ -210,7 +217,9 @@ impl State {
 
     /// Replaces the text; returns false (and changes nothing) for an unknown document or an older version.
     pub fn change(&self, uri: &Url, version: i32, text: String) -> bool {
-        let Some(mut doc) = self.docs.get_mut(uri) else { return false };
+        let Some(mut doc) = self.docs.get_mut(uri) else {
+            return false;
+        };
         if version < doc.version {
             return false;
         }
@@ -246,13 +255,17 @@ impl State {
 
     /// Whether the job is for the document's current generation.
     pub fn is_current(&self, job: &Job) -> bool {
-        self.docs.get(&job.uri).is_some_and(|d| d.generation == job.generation)
+        self.docs
+            .get(&job.uri)
+            .is_some_and(|d| d.generation == job.generation)
     }
 
     /// Stores the analysis if its job is still current; returns whether it was stored.
     pub fn finish(&self, uri: &Url, analysis: Arc<Analysis>) -> bool {
         self.analyses.fetch_add(1, Ordering::Relaxed);
-        let Some(mut doc) = self.docs.get_mut(uri) else { return false };
+        let Some(mut doc) = self.docs.get_mut(uri) else {
+            return false;
+        };
         if doc.generation != analysis.generation {
             return false;
         }

@@ -6,15 +6,19 @@
 
 use crate::state::{Analysis, FixCheck, Outcome, State};
 use foe_analysis::fix::SourceEdit;
-use foe_analysis::report::{Divergence, DivergenceClass, FileReport, FunctionReport, FunctionStatus, NamedValue, TraceEvent};
+use foe_analysis::report::{
+    Divergence, DivergenceClass, FileReport, FunctionReport, FunctionStatus, NamedValue, TraceEvent,
+};
 use foe_analysis::types::{ExceptionKind, SourceLoc};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeDescription, Diagnostic, DiagnosticRelatedInformation,
-    DiagnosticSeverity, DocumentChanges, Hover, HoverContents, Location, MarkupContent, MarkupKind, NumberOrString,
-    OneOf, OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Url, WorkspaceEdit,
+    CodeAction, CodeActionKind, CodeActionOrCommand, CodeDescription, Diagnostic,
+    DiagnosticRelatedInformation, DiagnosticSeverity, DocumentChanges, Hover, HoverContents,
+    Location, MarkupContent, MarkupKind, NumberOrString, OneOf,
+    OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Url,
+    WorkspaceEdit,
 };
 
 /// Most inputs listed in a hover.
@@ -29,12 +33,20 @@ pub struct LineIndex<'a> {
 
 impl<'a> LineIndex<'a> {
     pub fn new(text: &'a str) -> LineIndex<'a> {
-        LineIndex { lines: text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect() }
+        LineIndex {
+            lines: text
+                .split('\n')
+                .map(|l| l.strip_suffix('\r').unwrap_or(l))
+                .collect(),
+        }
     }
 
     /// The text of a 1-based line ("" past the end).
     pub fn line(&self, line: u32) -> &'a str {
-        self.lines.get((line as usize).wrapping_sub(1)).copied().unwrap_or("")
+        self.lines
+            .get((line as usize).wrapping_sub(1))
+            .copied()
+            .unwrap_or("")
     }
 
     /// The LSP position of a 1-based line and 1-based byte column (0 means the line's first non-blank).
@@ -45,7 +57,10 @@ impl<'a> LineIndex<'a> {
         } else {
             floor_char_boundary(text, (column - 1) as usize)
         };
-        Position::new(line.saturating_sub(1), text[..byte].encode_utf16().count() as u32)
+        Position::new(
+            line.saturating_sub(1),
+            text[..byte].encode_utf16().count() as u32,
+        )
     }
 
     /// The range flagged for an event: the token at the column (an operator character, or an identifier such
@@ -65,7 +80,10 @@ impl<'a> LineIndex<'a> {
         };
         let utf16 = |b: usize| text[..b].encode_utf16().count() as u32;
         let line = loc.line.saturating_sub(1);
-        Range::new(Position::new(line, utf16(start)), Position::new(line, utf16(start + len)))
+        Range::new(
+            Position::new(line, utf16(start)),
+            Position::new(line, utf16(start + len)),
+        )
     }
 
     /// A whole 1-based line without leading and trailing blanks.
@@ -121,13 +139,21 @@ pub fn sites(report: &FileReport) -> Vec<Site<'_>> {
     let mut by_loc: BTreeMap<(SourceLoc, &str), Site<'_>> = BTreeMap::new();
     for f in &report.functions {
         for d in &f.divergences {
-            let Some(loc) = d.location.or_else(|| f.span.as_ref().map(|s| SourceLoc { line: s.line, column: 0 }))
-            else {
+            let Some(loc) = d.location.or_else(|| {
+                f.span.as_ref().map(|s| SourceLoc {
+                    line: s.line,
+                    column: 0,
+                })
+            }) else {
                 continue;
             };
             by_loc
                 .entry((loc, f.name.as_str()))
-                .or_insert_with(|| Site { loc, function: f, divergences: vec![] })
+                .or_insert_with(|| Site {
+                    loc,
+                    function: f,
+                    divergences: vec![],
+                })
                 .divergences
                 .push(d);
         }
@@ -156,11 +182,24 @@ pub fn divergence_code(d: &Divergence) -> String {
     match d.class {
         DivergenceClass::Order => "fast-math-exception-order".into(),
         DivergenceClass::Appears | DivergenceClass::Count => {
-            if let Some(k) = d.trace_p_prime.iter().map(|e| e.kind).find(|k| !p.contains_key(k)) {
+            if let Some(k) = d
+                .trace_p_prime
+                .iter()
+                .map(|e| e.kind)
+                .find(|k| !p.contains_key(k))
+            {
                 format!("fast-math-{k}-appears")
-            } else if let Some(k) = d.trace_p.iter().map(|e| e.kind).find(|k| !q.contains_key(k)) {
+            } else if let Some(k) = d
+                .trace_p
+                .iter()
+                .map(|e| e.kind)
+                .find(|k| !q.contains_key(k))
+            {
                 format!("fast-math-{k}-disappears")
-            } else if let Some(k) = first.chain(ExceptionKind::ALL).find(|k| p.get(k) != q.get(k)) {
+            } else if let Some(k) = first
+                .chain(ExceptionKind::ALL)
+                .find(|k| p.get(k) != q.get(k))
+            {
                 format!("fast-math-{k}-count")
             } else {
                 "fast-math-exception-order".into()
@@ -173,7 +212,15 @@ pub fn divergence_code(d: &Divergence) -> String {
 pub fn short_inputs(inputs: &[NamedValue]) -> String {
     inputs
         .iter()
-        .map(|v| format!("{}={}", v.name, v.raw.map(|r| r.short()).unwrap_or_else(|| v.decimal.clone())))
+        .map(|v| {
+            format!(
+                "{}={}",
+                v.name,
+                v.raw
+                    .map(|r| r.short())
+                    .unwrap_or_else(|| v.decimal.clone())
+            )
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -196,7 +243,13 @@ fn docs_href(base: &str, code: &str) -> Option<Url> {
     Url::parse(&format!("{base}#{anchor}")).ok()
 }
 
-fn diagnostic(range: Range, severity: DiagnosticSeverity, code: String, message: String, docs: &str) -> Diagnostic {
+fn diagnostic(
+    range: Range,
+    severity: DiagnosticSeverity,
+    code: String,
+    message: String,
+    docs: &str,
+) -> Diagnostic {
     Diagnostic {
         range,
         severity: Some(severity),
@@ -213,34 +266,76 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
     let idx = LineIndex::new(&analysis.text);
     let docs = analysis.config.docs_url.as_str();
     let report = match &analysis.outcome {
-        Outcome::CompileError { message, line, column } => {
+        Outcome::CompileError {
+            message,
+            line,
+            column,
+        } => {
             let range = match line {
-                Some(l) => idx.token_range(SourceLoc { line: *l, column: column.unwrap_or(0) }),
+                Some(l) => idx.token_range(SourceLoc {
+                    line: *l,
+                    column: column.unwrap_or(0),
+                }),
                 None => idx.line_range(1),
             };
-            let message = format!("foe cannot analyse this file: {}", strip_file_prefix(message));
-            return vec![diagnostic(range, DiagnosticSeverity::ERROR, "compile-error".into(), message, docs)];
+            let message = format!(
+                "foe cannot analyse this file: {}",
+                strip_file_prefix(message)
+            );
+            return vec![diagnostic(
+                range,
+                DiagnosticSeverity::ERROR,
+                "compile-error".into(),
+                message,
+                docs,
+            )];
         }
         Outcome::Report(r) => r,
     };
-    let mut out: Vec<Diagnostic> = sites(report).iter().map(|s| site_diagnostic(s, &idx, uri, docs)).collect();
+    let mut out: Vec<Diagnostic> = sites(report)
+        .iter()
+        .map(|s| site_diagnostic(s, &idx, uri, docs))
+        .collect();
     if analysis.config.analysis.report_plain_exceptions {
         for f in &report.functions {
             for e in &f.plain_exceptions {
                 let Some(line) = e.line else { continue };
-                let range = idx.token_range(SourceLoc { line, column: e.column.unwrap_or(0) });
-                let message = format!("the plain build raises {} here ({})", e.kind, short_inputs(&e.inputs));
-                let mut d = diagnostic(range, DiagnosticSeverity::INFORMATION, format!("plain-{}", e.kind), message, docs);
+                let range = idx.token_range(SourceLoc {
+                    line,
+                    column: e.column.unwrap_or(0),
+                });
+                let message = format!(
+                    "the plain build raises {} here ({})",
+                    e.kind,
+                    short_inputs(&e.inputs)
+                );
+                let mut d = diagnostic(
+                    range,
+                    DiagnosticSeverity::INFORMATION,
+                    format!("plain-{}", e.kind),
+                    message,
+                    docs,
+                );
                 d.data = Some(json!({ "function": f.name }));
                 out.push(d);
             }
         }
     }
     if analysis.config.report_skipped {
-        for f in report.functions.iter().filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected") {
+        for f in report
+            .functions
+            .iter()
+            .filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected")
+        {
             let range = idx.line_range(f.span.as_ref().map_or(1, |s| s.line));
             let message = format!("foe did not analyse `{}`: {}", f.name, f.reason);
-            let mut d = diagnostic(range, DiagnosticSeverity::HINT, "function-skipped".into(), message, docs);
+            let mut d = diagnostic(
+                range,
+                DiagnosticSeverity::HINT,
+                "function-skipped".into(),
+                message,
+                docs,
+            );
             d.data = Some(json!({ "function": f.name }));
             out.push(d);
         }
@@ -250,7 +345,10 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
 
 /// `file.c:3:7: error: x` → `error: x` (the diagnostic is already in the file).
 fn strip_file_prefix(message: &str) -> &str {
-    match message.find(": error:").or_else(|| message.find(": fatal error:")) {
+    match message
+        .find(": error:")
+        .or_else(|| message.find(": fatal error:"))
+    {
         Some(i) => &message[i + 2..],
         None => message,
     }
@@ -258,18 +356,35 @@ fn strip_file_prefix(message: &str) -> &str {
 
 fn site_diagnostic(site: &Site<'_>, idx: &LineIndex<'_>, uri: &Url, docs: &str) -> Diagnostic {
     let d = site.primary();
-    let summary = if d.summary.is_empty() { describe(&divergence_code(d)) } else { d.summary.clone() };
+    let summary = if d.summary.is_empty() {
+        describe(&divergence_code(d))
+    } else {
+        d.summary.clone()
+    };
     let mut message = format!("{summary} ({})", short_inputs(&d.inputs));
     if site.divergences.len() > 1 {
         let more = site.divergences.len() - 1;
-        message.push_str(&format!("; {more} more input{} diverge{} here", plural(more), if more == 1 { "s" } else { "" }));
+        message.push_str(&format!(
+            "; {more} more input{} diverge{} here",
+            plural(more),
+            if more == 1 { "s" } else { "" }
+        ));
     }
     match site.in_declared_domain() {
         Some(true) => message.push_str(" — inside the declared domain"),
-        Some(false) => message.push_str(&format!(" — outside the declared domain ({})", site.function.domain.join(" && "))),
+        Some(false) => message.push_str(&format!(
+            " — outside the declared domain ({})",
+            site.function.domain.join(" && ")
+        )),
         None => {}
     }
-    let mut diag = diagnostic(idx.token_range(site.loc), DiagnosticSeverity::WARNING, site.code(), message, docs);
+    let mut diag = diagnostic(
+        idx.token_range(site.loc),
+        DiagnosticSeverity::WARNING,
+        site.code(),
+        message,
+        docs,
+    );
     diag.related_information = Some(vec![related(d, site.function, idx, uri)]);
     diag.data = Some(json!({
         "function": site.function.name,
@@ -282,18 +397,40 @@ fn site_diagnostic(site: &Site<'_>, idx: &LineIndex<'_>, uri: &Url, docs: &str) 
 
 /// Points at the corresponding event of the other build: the event at the same position of its trace, or the
 /// function's declaration when the other trace has none there.
-fn related(d: &Divergence, f: &FunctionReport, idx: &LineIndex<'_>, uri: &Url) -> DiagnosticRelatedInformation {
+fn related(
+    d: &Divergence,
+    f: &FunctionReport,
+    idx: &LineIndex<'_>,
+    uri: &Url,
+) -> DiagnosticRelatedInformation {
     let p_prime = flagged_in_p_prime(d);
-    let (other, other_name) = if p_prime { (&d.trace_p, build_name(false)) } else { (&d.trace_p_prime, build_name(true)) };
-    let result = if p_prime { &d.result_p } else { &d.result_p_prime };
+    let (other, other_name) = if p_prime {
+        (&d.trace_p, build_name(false))
+    } else {
+        (&d.trace_p_prime, build_name(true))
+    };
+    let result = if p_prime {
+        &d.result_p
+    } else {
+        &d.result_p_prime
+    };
     let n = d.first_divergence + 1;
-    match other.get(d.first_divergence).and_then(|e| Some((e, e.loc()?))) {
+    match other
+        .get(d.first_divergence)
+        .and_then(|e| Some((e, e.loc()?)))
+    {
         Some((e, loc)) => DiagnosticRelatedInformation {
             location: Location::new(uri.clone(), idx.token_range(loc)),
-            message: format!("{other_name}: {} here instead (event {n} of its trace, `{}`)", e.kind, e.operation),
+            message: format!(
+                "{other_name}: {} here instead (event {n} of its trace, `{}`)",
+                e.kind, e.operation
+            ),
         },
         None => DiagnosticRelatedInformation {
-            location: Location::new(uri.clone(), idx.line_range(f.span.as_ref().map_or(1, |s| s.line))),
+            location: Location::new(
+                uri.clone(),
+                idx.line_range(f.span.as_ref().map_or(1, |s| s.line)),
+            ),
             message: format!(
                 "{other_name}: {} on this input (it returns {result})",
                 if other.is_empty() {
@@ -335,7 +472,13 @@ pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
     let here = sites_at(report, &idx, position);
     let range = here.first().map(|s| idx.token_range(s.loc));
     let markdown = site_markdown(analysis, report, &here, false)?;
-    Some(Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }), range })
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: markdown,
+        }),
+        range,
+    })
 }
 
 /// The markdown of `foe/trace` at a position: like the hover, with the traces of every shown input.
@@ -348,10 +491,14 @@ pub fn trace_markdown(analysis: &Analysis, position: Position) -> Option<String>
 /// The sites of the position's line whose flagged range holds the position, or every site of the line when
 /// none does.
 fn sites_at<'r>(report: &'r FileReport, idx: &LineIndex<'_>, position: Position) -> Vec<Site<'r>> {
-    let on_line: Vec<Site<'r>> = sites(report).into_iter().filter(|s| s.loc.line == position.line + 1).collect();
+    let on_line: Vec<Site<'r>> = sites(report)
+        .into_iter()
+        .filter(|s| s.loc.line == position.line + 1)
+        .collect();
     let contains = |s: &Site<'_>| {
         let r = idx.token_range(s.loc);
-        r.start.character <= position.character && position.character < r.end.character.max(r.start.character + 1)
+        r.start.character <= position.character
+            && position.character < r.end.character.max(r.start.character + 1)
     };
     if on_line.iter().any(contains) {
         on_line.into_iter().filter(contains).collect()
@@ -362,7 +509,12 @@ fn sites_at<'r>(report: &'r FileReport, idx: &LineIndex<'_>, position: Position)
 
 /// Markdown for sites: the inputs (up to five), both traces, both results and the flags of both builds.
 /// `all_traces` lists the traces of every shown input, not just the first.
-fn site_markdown(analysis: &Analysis, report: &FileReport, sites: &[Site<'_>], all_traces: bool) -> Option<String> {
+fn site_markdown(
+    analysis: &Analysis,
+    report: &FileReport,
+    sites: &[Site<'_>],
+    all_traces: bool,
+) -> Option<String> {
     if sites.is_empty() {
         return None;
     }
@@ -376,21 +528,40 @@ fn site_markdown(analysis: &Analysis, report: &FileReport, sites: &[Site<'_>], a
     Some(md)
 }
 
-fn write_site(md: &mut String, analysis: &Analysis, report: &FileReport, site: &Site<'_>, all_traces: bool) {
+fn write_site(
+    md: &mut String,
+    analysis: &Analysis,
+    report: &FileReport,
+    site: &Site<'_>,
+    all_traces: bool,
+) {
     use std::fmt::Write;
     let d = site.primary();
     let f = site.function;
-    let summary = if d.summary.is_empty() { describe(&divergence_code(d)) } else { d.summary.clone() };
+    let summary = if d.summary.is_empty() {
+        describe(&divergence_code(d))
+    } else {
+        d.summary.clone()
+    };
     let _ = writeln!(md, "**foe** · `{}` · {summary}\n", f.name);
     let shown = site.divergences.len().min(HOVER_INPUTS);
     let total = site.divergences.len();
-    let _ = write!(md, "`{}` · {total} diverging input{}", site.code(), plural(total));
+    let _ = write!(
+        md,
+        "`{}` · {total} diverging input{}",
+        site.code(),
+        plural(total)
+    );
     if total > shown {
         let _ = write!(md, " (first {shown} shown)");
     }
     if !f.domain.is_empty() {
         let inside = site.divergences.iter().filter(|d| d.in_domain).count();
-        let _ = write!(md, " · {inside} inside the declared domain `{}`", f.domain.join(" && "));
+        let _ = write!(
+            md,
+            " · {inside} inside the declared domain `{}`",
+            f.domain.join(" && ")
+        );
     }
     md.push_str("\n\n");
 
@@ -399,8 +570,16 @@ fn write_site(md: &mut String, analysis: &Analysis, report: &FileReport, site: &
     let _ = writeln!(md, "| # | {} |", names.join(" | "));
     let _ = writeln!(md, "|---|{}", "---|".repeat(names.len()));
     for (i, div) in site.divergences.iter().take(shown).enumerate() {
-        let cells: Vec<String> = div.inputs.iter().map(|v| format!("`{}` ({})", v.value, v.decimal)).collect();
-        let mark = if !f.domain.is_empty() && div.in_domain { " (in domain)" } else { "" };
+        let cells: Vec<String> = div
+            .inputs
+            .iter()
+            .map(|v| format!("`{}` ({})", v.value, v.decimal))
+            .collect();
+        let mark = if !f.domain.is_empty() && div.in_domain {
+            " (in domain)"
+        } else {
+            ""
+        };
         let _ = writeln!(md, "| {}{mark} | {} |", i + 1, cells.join(" | "));
     }
     md.push('\n');
@@ -410,16 +589,57 @@ fn write_site(md: &mut String, analysis: &Analysis, report: &FileReport, site: &
         if all_traces {
             let _ = writeln!(md, "**Input {}**: {}\n", i + 1, short_inputs(&div.inputs));
         }
-        let ftz = if report.ftz_p_prime { ", FTZ/DAZ on" } else { "" };
-        write_trace(md, "Plain build P", &report.flags_p.join(" "), "", &div.trace_p, div, &div.result_p);
-        write_trace(md, "Fast-math build P'", &report.flags_p_prime.join(" "), ftz, &div.trace_p_prime, div, &div.result_p_prime);
+        let ftz = if report.ftz_p_prime {
+            ", FTZ/DAZ on"
+        } else {
+            ""
+        };
+        write_trace(
+            md,
+            "Plain build P",
+            &report.flags_p.join(" "),
+            "",
+            &div.trace_p,
+            div,
+            &div.result_p,
+        );
+        write_trace(
+            md,
+            "Fast-math build P'",
+            &report.flags_p_prime.join(" "),
+            ftz,
+            &div.trace_p_prime,
+            div,
+            &div.result_p_prime,
+        );
     }
-    let inputs: Vec<String> = d.inputs.iter().map(|v| format!("--input {}={}", v.name, v.value)).collect();
-    let file = analysis.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let _ = writeln!(md, "Replay: `foe replay {file} --function {} {}`", f.name, inputs.join(" "));
+    let inputs: Vec<String> = d
+        .inputs
+        .iter()
+        .map(|v| format!("--input {}={}", v.name, v.value))
+        .collect();
+    let file = analysis
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let _ = writeln!(
+        md,
+        "Replay: `foe replay {file} --function {} {}`",
+        f.name,
+        inputs.join(" ")
+    );
 }
 
-fn write_trace(md: &mut String, title: &str, flags: &str, extra: &str, trace: &[TraceEvent], d: &Divergence, result: &str) {
+fn write_trace(
+    md: &mut String,
+    title: &str,
+    flags: &str,
+    extra: &str,
+    trace: &[TraceEvent],
+    d: &Divergence,
+    result: &str,
+) {
     use std::fmt::Write;
     let _ = writeln!(md, "**{title}** (`{flags}`{extra}):");
     if trace.is_empty() {
@@ -431,8 +651,18 @@ fn write_trace(md: &mut String, title: &str, flags: &str, extra: &str, trace: &[
             (Some(l), None) => format!("{l}"),
             _ => "unknown location".into(),
         };
-        let mark = if i == d.first_divergence { " ← first difference" } else { "" };
-        let _ = writeln!(md, "{}. {} at {at} (`{}`){mark}", i + 1, e.kind, e.operation);
+        let mark = if i == d.first_divergence {
+            " ← first difference"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            md,
+            "{}. {} at {at} (`{}`){mark}",
+            i + 1,
+            e.kind,
+            e.operation
+        );
     }
     if trace.len() > HOVER_EVENTS {
         let _ = writeln!(md, "- … {} more", trace.len() - HOVER_EVENTS);
@@ -467,13 +697,19 @@ pub fn code_action(
     let workspace_edit = if document_changes {
         WorkspaceEdit {
             document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
-                text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version: Some(analysis.version) },
+                text_document: OptionalVersionedTextDocumentIdentifier {
+                    uri: uri.clone(),
+                    version: Some(analysis.version),
+                },
                 edits: vec![OneOf::Left(text_edit)],
             }])),
             ..Default::default()
         }
     } else {
-        WorkspaceEdit { changes: Some(HashMap::from([(uri.clone(), vec![text_edit])])), ..Default::default() }
+        WorkspaceEdit {
+            changes: Some(HashMap::from([(uri.clone(), vec![text_edit])])),
+            ..Default::default()
+        }
     };
     Some(CodeActionOrCommand::CodeAction(CodeAction {
         title,
@@ -488,16 +724,26 @@ pub fn code_action(
 /// An insertion at a 1-based (line, byte column).
 pub fn text_edit(idx: &LineIndex<'_>, edit: &SourceEdit) -> TextEdit {
     let at = idx.position(edit.line, edit.column.max(1));
-    TextEdit { range: Range::new(at, at), new_text: edit.text.clone() }
+    TextEdit {
+        range: Range::new(at, at),
+        new_text: edit.text.clone(),
+    }
 }
 
 /// One line for `window/logMessage` after an analysis.
 pub fn analysis_summary(file: &str, analysis: &Analysis) -> String {
     let ms = analysis.elapsed.as_millis();
     match &analysis.outcome {
-        Outcome::CompileError { message, .. } => format!("foe: {file} v{} does not compile ({ms} ms): {message}", analysis.version),
+        Outcome::CompileError { message, .. } => format!(
+            "foe: {file} v{} does not compile ({ms} ms): {message}",
+            analysis.version
+        ),
         Outcome::Report(r) => {
-            let analysed = r.functions.iter().filter(|f| f.status == FunctionStatus::Analysed).count();
+            let analysed = r
+                .functions
+                .iter()
+                .filter(|f| f.status == FunctionStatus::Analysed)
+                .count();
             let cached = r.functions.iter().filter(|f| f.cached).count();
             format!(
                 "foe: {file} v{} analysed in {ms} ms: {} functions ({analysed} analysed, {cached} from cache), {} divergences at {} sites",
@@ -564,14 +810,34 @@ mod tests {
     fn positions_count_utf16() {
         let idx = LineIndex::new("int x;\n  /* é */ a*b\n");
         assert_eq!(idx.position(2, 12), Position::new(1, 10));
-        assert_eq!(idx.token_range(SourceLoc { line: 2, column: 12 }), Range::new(Position::new(1, 10), Position::new(1, 11)));
-        assert_eq!(idx.token_range(SourceLoc { line: 2, column: 11 }), Range::new(Position::new(1, 9), Position::new(1, 10)));
-        assert_eq!(idx.line_range(2), Range::new(Position::new(1, 2), Position::new(1, 13)));
+        assert_eq!(
+            idx.token_range(SourceLoc {
+                line: 2,
+                column: 12
+            }),
+            Range::new(Position::new(1, 10), Position::new(1, 11))
+        );
+        assert_eq!(
+            idx.token_range(SourceLoc {
+                line: 2,
+                column: 11
+            }),
+            Range::new(Position::new(1, 9), Position::new(1, 10))
+        );
+        assert_eq!(
+            idx.line_range(2),
+            Range::new(Position::new(1, 2), Position::new(1, 13))
+        );
         assert_eq!(idx.position(9, 3), Position::new(8, 0));
     }
 
     fn ev(kind: ExceptionKind, line: u32) -> TraceEvent {
-        TraceEvent { kind, line: Some(line), column: Some(3), operation: "fmul".into() }
+        TraceEvent {
+            kind,
+            line: Some(line),
+            column: Some(3),
+            operation: "fmul".into(),
+        }
     }
 
     fn div(p: Vec<TraceEvent>, q: Vec<TraceEvent>, class: DivergenceClass) -> Divergence {
@@ -592,26 +858,48 @@ mod tests {
     #[test]
     fn codes_name_kind_and_direction() {
         use ExceptionKind::*;
-        assert_eq!(divergence_code(&div(vec![], vec![ev(Overflow, 1)], DivergenceClass::Appears)), "fast-math-overflow-appears");
+        assert_eq!(
+            divergence_code(&div(
+                vec![],
+                vec![ev(Overflow, 1)],
+                DivergenceClass::Appears
+            )),
+            "fast-math-overflow-appears"
+        );
         assert_eq!(
             divergence_code(&div(vec![ev(Invalid, 1)], vec![], DivergenceClass::Appears)),
             "fast-math-invalid-disappears"
         );
         assert_eq!(
-            divergence_code(&div(vec![ev(Underflow, 1)], vec![ev(Underflow, 1), ev(Underflow, 2)], DivergenceClass::Count)),
+            divergence_code(&div(
+                vec![ev(Underflow, 1)],
+                vec![ev(Underflow, 1), ev(Underflow, 2)],
+                DivergenceClass::Count
+            )),
             "fast-math-underflow-count"
         );
         assert_eq!(
-            divergence_code(&div(vec![ev(Underflow, 1), ev(Overflow, 2)], vec![ev(Overflow, 2), ev(Underflow, 1)], DivergenceClass::Order)),
+            divergence_code(&div(
+                vec![ev(Underflow, 1), ev(Overflow, 2)],
+                vec![ev(Overflow, 2), ev(Underflow, 1)],
+                DivergenceClass::Order
+            )),
             "fast-math-exception-order"
         );
-        assert_eq!(describe("fast-math-divide-by-zero-appears"), "fast-math build raises divide-by-zero here, plain build does not");
+        assert_eq!(
+            describe("fast-math-divide-by-zero-appears"),
+            "fast-math build raises divide-by-zero here, plain build does not"
+        );
     }
 
     #[test]
     fn every_code_has_a_heading_in_the_docs() {
         let docs = include_str!("../../../docs/diagnostics.md");
-        let mut codes = vec!["fast-math-exception-order".to_string(), "compile-error".into(), "function-skipped".into()];
+        let mut codes = vec![
+            "fast-math-exception-order".to_string(),
+            "compile-error".into(),
+            "function-skipped".into(),
+        ];
         for k in ExceptionKind::ALL {
             for how in ["appears", "disappears", "count"] {
                 codes.push(format!("fast-math-{k}-{how}"));
@@ -619,12 +907,18 @@ mod tests {
             codes.push(format!("plain-{k}"));
         }
         for code in codes {
-            assert!(docs.contains(&format!("\n### {code}\n")), "docs/diagnostics.md has no heading for {code}");
+            assert!(
+                docs.contains(&format!("\n### {code}\n")),
+                "docs/diagnostics.md has no heading for {code}"
+            );
         }
     }
 
     #[test]
     fn compile_errors_lose_the_file_prefix() {
-        assert_eq!(strip_file_prefix("/tmp/a.c:3:7: error: expected ';'"), "error: expected ';'");
+        assert_eq!(
+            strip_file_prefix("/tmp/a.c:3:7: error: expected ';'"),
+            "error: expected ';'"
+        );
     }
 }

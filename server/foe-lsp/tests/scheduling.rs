@@ -3,8 +3,13 @@
 //! The real engine is exercised end to end by tests/tests/lsp_e2e.rs.
 
 use foe_analysis::config::AnalysisConfig;
-use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress};
-use foe_analysis::report::{Divergence, DivergenceClass, FileReport, FunctionReport, FunctionSpan, FunctionStatus, TraceEvent};
+use foe_analysis::pipeline::{
+    AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress,
+};
+use foe_analysis::report::{
+    Divergence, DivergenceClass, FileReport, FunctionReport, FunctionSpan, FunctionStatus,
+    TraceEvent,
+};
 use foe_analysis::types::{ExceptionKind, SourceLoc};
 use foe_lsp::client::LspClient;
 use foe_lsp::engine::Engine;
@@ -36,7 +41,10 @@ impl Engine for Scripted {
         cancel: &CancelToken,
     ) -> Result<FileReport, AnalysisError> {
         self.started.fetch_add(1, Ordering::SeqCst);
-        self.seen.lock().unwrap().push((request.text.to_string(), request.config.clone()));
+        self.seen
+            .lock()
+            .unwrap()
+            .push((request.text.to_string(), request.config.clone()));
         if request.text.contains("PANIC") {
             panic!("scripted engine panics on request");
         }
@@ -48,10 +56,19 @@ impl Engine for Scripted {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        let event = TraceEvent { kind: ExceptionKind::Overflow, line: Some(1), column: Some(1), operation: "fmul".into() };
+        let event = TraceEvent {
+            kind: ExceptionKind::Overflow,
+            line: Some(1),
+            column: Some(1),
+            operation: "fmul".into(),
+        };
         let mut f = FunctionReport::skipped("f", "");
         f.status = FunctionStatus::Analysed;
-        f.span = Some(FunctionSpan { line: 1, body_line: 1, end_line: 1 });
+        f.span = Some(FunctionSpan {
+            line: 1,
+            body_line: 1,
+            end_line: 1,
+        });
         f.divergences.push(Divergence {
             inputs: vec![],
             trace_p: vec![],
@@ -79,10 +96,16 @@ impl Engine for Scripted {
 fn start(engine: Arc<Scripted>) -> (LspClient, JoinHandle<bool>) {
     let (client_end, server_end) = UnixStream::pair().unwrap();
     let server = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async move {
             server_end.set_nonblocking(true).unwrap();
-            let (r, w) = tokio::net::UnixStream::from_std(server_end).unwrap().into_split();
+            let (r, w) = tokio::net::UnixStream::from_std(server_end)
+                .unwrap()
+                .into_split();
             foe_lsp::serve(engine, r, w).await
         })
     });
@@ -114,32 +137,61 @@ fn finish(client: LspClient, server: JoinHandle<bool>) {
 fn nothing_is_analysed_before_initialized() {
     let engine = Arc::new(Scripted::default());
     let (mut client, server) = start(engine.clone());
-    client.request("initialize", Some(json!({ "capabilities": {} })), WAIT).unwrap();
-    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    client
+        .request("initialize", Some(json!({ "capabilities": {} })), WAIT)
+        .unwrap();
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
     client.drain(Duration::from_millis(500));
-    assert_eq!(engine.started.load(Ordering::SeqCst), 0, "analysed before initialized");
+    assert_eq!(
+        engine.started.load(Ordering::SeqCst),
+        0,
+        "analysed before initialized"
+    );
     client.notify("initialized", json!({})).unwrap();
-    let got = client.wait_diagnostics(URI, Some(1), WAIT).expect("diagnostics after initialized");
-    assert_eq!(got.params()["diagnostics"][0]["code"], "fast-math-overflow-appears");
+    let got = client
+        .wait_diagnostics(URI, Some(1), WAIT)
+        .expect("diagnostics after initialized");
+    assert_eq!(
+        got.params()["diagnostics"][0]["code"],
+        "fast-math-overflow-appears"
+    );
     finish(client, server);
 }
 
 #[test]
 fn a_newer_edit_cancels_the_running_analysis() {
-    let engine = Arc::new(Scripted { work: Duration::from_secs(5), ..Default::default() });
+    let engine = Arc::new(Scripted {
+        work: Duration::from_secs(5),
+        ..Default::default()
+    });
     let (mut client, server) = start(engine.clone());
     init(&mut client, json!({ "debounceMs": 0 }));
-    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
     let deadline = Instant::now() + WAIT;
     while engine.started.load(Ordering::SeqCst) == 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     let sent = Instant::now();
-    client.did_change(URI, 2, "double f(double x) { return x * 3; }\n").unwrap();
-    client.wait_diagnostics(URI, Some(2), WAIT).expect("diagnostics of version 2");
-    assert!(sent.elapsed() < Duration::from_secs(9), "version 1 was not cancelled");
+    client
+        .did_change(URI, 2, "double f(double x) { return x * 3; }\n")
+        .unwrap();
+    client
+        .wait_diagnostics(URI, Some(2), WAIT)
+        .expect("diagnostics of version 2");
+    assert!(
+        sent.elapsed() < Duration::from_secs(9),
+        "version 1 was not cancelled"
+    );
     assert_eq!(engine.cancelled.load(Ordering::SeqCst), 1);
-    assert_eq!(published_versions(&client), vec![2], "the cancelled version published nothing");
+    assert_eq!(
+        published_versions(&client),
+        vec![2],
+        "the cancelled version published nothing"
+    );
     finish(client, server);
 }
 
@@ -148,18 +200,34 @@ fn a_flood_of_edits_is_analysed_once_after_the_debounce() {
     let engine = Arc::new(Scripted::default());
     let (mut client, server) = start(engine.clone());
     init(&mut client, json!({ "debounceMs": 200 }));
-    client.did_open(URI, 1, "double f(double x) { return x * 1; }\n").unwrap();
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 1; }\n")
+        .unwrap();
     client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
     for v in 2..=50 {
-        client.did_change(URI, v, &format!("double f(double x) {{ return x * {v}; }}\n")).unwrap();
+        client
+            .did_change(
+                URI,
+                v,
+                &format!("double f(double x) {{ return x * {v}; }}\n"),
+            )
+            .unwrap();
     }
     // An out-of-order (older) change is ignored.
-    client.did_change(URI, 49, "double f(double x) { return STALE; }\n").unwrap();
-    client.wait_diagnostics(URI, Some(50), WAIT).expect("diagnostics of the last version");
+    client
+        .did_change(URI, 49, "double f(double x) { return STALE; }\n")
+        .unwrap();
+    client
+        .wait_diagnostics(URI, Some(50), WAIT)
+        .expect("diagnostics of the last version");
     client.drain(Duration::from_millis(500));
     assert_eq!(published_versions(&client), vec![1, 50]);
     let seen = engine.seen.lock().unwrap();
-    assert_eq!(seen.len(), 2, "one analysis for the open, one for the flood");
+    assert_eq!(
+        seen.len(),
+        2,
+        "one analysis for the open, one for the flood"
+    );
     assert!(seen[1].0.contains("x * 50"));
     drop(seen);
     finish(client, server);
@@ -172,15 +240,27 @@ fn a_panicking_engine_is_logged_and_the_server_keeps_serving() {
     init(&mut client, json!({ "debounceMs": 0 }));
     client.did_open(URI, 1, "PANIC\n").unwrap();
     let log = client
-        .wait_for("window/logMessage", WAIT, |p| p["type"] == 1 && p["message"].as_str().unwrap_or("").contains("crashed"))
+        .wait_for("window/logMessage", WAIT, |p| {
+            p["type"] == 1 && p["message"].as_str().unwrap_or("").contains("crashed")
+        })
         .expect("an error log for the crashed analysis");
-    assert!(log.params()["message"].as_str().unwrap().contains("scripted engine panics"));
-    client.did_change(URI, 2, "double f(double x) { return x * 2; }\n").unwrap();
-    client.wait_diagnostics(URI, Some(2), WAIT).expect("analysis after the panic");
+    assert!(log.params()["message"]
+        .as_str()
+        .unwrap()
+        .contains("scripted engine panics"));
+    client
+        .did_change(URI, 2, "double f(double x) { return x * 2; }\n")
+        .unwrap();
+    client
+        .wait_diagnostics(URI, Some(2), WAIT)
+        .expect("analysis after the panic");
     let hover = client
         .request("textDocument/hover", Some(json!({ "textDocument": { "uri": URI }, "position": { "line": 0, "character": 0 } })), WAIT)
         .unwrap();
-    assert!(hover["contents"]["value"].as_str().unwrap().contains("Fast-math build P'"));
+    assert!(hover["contents"]["value"]
+        .as_str()
+        .unwrap()
+        .contains("Fast-math build P'"));
     finish(client, server);
 }
 
@@ -188,25 +268,51 @@ fn a_panicking_engine_is_logged_and_the_server_keeps_serving() {
 fn settings_come_from_initialization_options_and_configuration_changes() {
     let engine = Arc::new(Scripted::default());
     let (mut client, server) = start(engine.clone());
-    init(&mut client, json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0 }));
-    client.did_open(URI, 1, "double f(double x) { return x * 2; }\n").unwrap();
+    init(
+        &mut client,
+        json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0 }),
+    );
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
     client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
-    assert_eq!(engine.seen.lock().unwrap()[0].1.flags_p_prime, vec!["-O3", "-ffast-math"]);
+    assert_eq!(
+        engine.seen.lock().unwrap()[0].1.flags_p_prime,
+        vec!["-O3", "-ffast-math"]
+    );
 
     // Pushed settings re-analyse the open documents.
-    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "foe": { "radius": 7 } } })).unwrap();
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({ "settings": { "foe": { "radius": 7 } } }),
+        )
+        .unwrap();
     client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
     assert_eq!(engine.seen.lock().unwrap()[1].1.radius, 7);
 
     // An empty notification makes the server pull the `foe` section.
     client.set_settings(json!({ "radius": 9, "enable": true }));
-    client.notify("workspace/didChangeConfiguration", json!({ "settings": null })).unwrap();
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({ "settings": null }),
+        )
+        .unwrap();
     client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
     assert_eq!(engine.seen.lock().unwrap()[2].1.radius, 9);
-    assert!(client.history.iter().any(|r| r.method() == Some("workspace/configuration")));
+    assert!(client
+        .history
+        .iter()
+        .any(|r| r.method() == Some("workspace/configuration")));
 
     // Disabling clears the diagnostics and stops analysing.
-    client.notify("workspace/didChangeConfiguration", json!({ "settings": { "foe": { "enable": false } } })).unwrap();
+    client
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({ "settings": { "foe": { "enable": false } } }),
+        )
+        .unwrap();
     let cleared = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
     assert_eq!(cleared.params()["diagnostics"], json!([]));
     assert_eq!(engine.seen.lock().unwrap().len(), 3);
@@ -219,5 +325,8 @@ fn exit_without_shutdown_is_reported() {
     let (mut client, server) = start(engine);
     init(&mut client, json!({}));
     client.notify("exit", Value::Null).unwrap();
-    assert!(!server.join().unwrap(), "exit without shutdown is not a clean end");
+    assert!(
+        !server.join().unwrap(),
+        "exit without shutdown is not a clean end"
+    );
 }

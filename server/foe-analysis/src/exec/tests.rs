@@ -22,10 +22,24 @@ fn identity_overflows_in_p_only() {
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     assert_eq!(out[0].p.trace[0].line, Some(1));
     assert_eq!(out[0].p.trace[0].operation, "fmul");
-    assert!(kinds(&out[0].pp).is_empty(), "P' folds the identity: {:?}", out[0].pp);
+    assert!(
+        kinds(&out[0].pp).is_empty(),
+        "P' folds the identity: {:?}",
+        out[0].pp
+    );
     // P computes inf * 0.5 = inf; P' returns x.
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some(format_return(ReturnType::F64, f64::INFINITY.to_bits()).unwrap()) });
-    assert_eq!(out[0].pp.end, RunEnd::Returned { value: format_return(ReturnType::F64, 1e308f64.to_bits()) });
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Returned {
+            value: Some(format_return(ReturnType::F64, f64::INFINITY.to_bits()).unwrap())
+        }
+    );
+    assert_eq!(
+        out[0].pp.end,
+        RunEnd::Returned {
+            value: format_return(ReturnType::F64, 1e308f64.to_bits())
+        }
+    );
     assert!(out[1].p.trace.is_empty() && out[1].pp.trace.is_empty());
     assert!(r.stats().build_time < Duration::from_secs(10));
 }
@@ -36,12 +50,20 @@ fn locations_follow_the_source() {
     let cfg = AnalysisConfig::default();
     let (mut r, _) = runner(src, &cfg);
     // x*y overflows on line 2; inf/0 is fine (no exception), so use y = 1e300: a = inf, b = inf/1e300 = inf (no new flag).
-    let out = r.run("f", &[f64s(&[1e300, 1e300]), f64s(&[1.0, 0.0])]).unwrap();
+    let out = r
+        .run("f", &[f64s(&[1e300, 1e300]), f64s(&[1.0, 0.0])])
+        .unwrap();
     let e = &out[0].p.trace[0];
-    assert_eq!((e.kind, e.line, e.column), (ExceptionKind::Overflow, Some(2), Some(16)));
+    assert_eq!(
+        (e.kind, e.line, e.column),
+        (ExceptionKind::Overflow, Some(2), Some(16))
+    );
     // 0/0 on line 3 is invalid.
     let e = &out[1].p.trace[0];
-    assert_eq!((e.kind, e.line, e.column, e.operation.as_str()), (ExceptionKind::Invalid, Some(3), Some(16), "fdiv"));
+    assert_eq!(
+        (e.kind, e.line, e.column, e.operation.as_str()),
+        (ExceptionKind::Invalid, Some(3), Some(16), "fdiv")
+    );
 }
 
 #[test]
@@ -54,28 +76,67 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
 "#;
     let cfg = AnalysisConfig::default();
     let (mut r, _) = runner(src, &cfg);
-    let out = r.run("fl", &[Input(vec![ArgValue::F32(3e38)]), Input(vec![ArgValue::F32(3.0)])]).unwrap();
+    let out = r
+        .run(
+            "fl",
+            &[
+                Input(vec![ArgValue::F32(3e38)]),
+                Input(vec![ArgValue::F32(3.0)]),
+            ],
+        )
+        .unwrap();
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     assert_eq!(kinds(&out[0].pp), vec![ExceptionKind::Overflow]);
-    assert_eq!(out[1].p.end, RunEnd::Returned { value: format_return(ReturnType::F32, 9.0f32.to_bits() as u64) });
+    assert_eq!(
+        out[1].p.end,
+        RunEnd::Returned {
+            value: format_return(ReturnType::F32, 9.0f32.to_bits() as u64)
+        }
+    );
     let ins = [
-        Input(vec![ArgValue::F64(7.0), ArgValue::Int(-2), ArgValue::OutPtr]),
+        Input(vec![
+            ArgValue::F64(7.0),
+            ArgValue::Int(-2),
+            ArgValue::OutPtr,
+        ]),
         Input(vec![ArgValue::F64(1.0), ArgValue::Int(0), ArgValue::OutPtr]),
     ];
     let out = r.run("scaled", &ins).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("-3".into()) });
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Returned {
+            value: Some("-3".into())
+        }
+    );
     assert!(out[0].p.trace.is_empty());
     // 1/0 = inf: divide-by-zero, then (int)inf is invalid.
-    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::DivideByZero, ExceptionKind::Invalid]);
+    assert_eq!(
+        kinds(&out[1].p),
+        vec![ExceptionKind::DivideByZero, ExceptionKind::Invalid]
+    );
     let out = r.run("uc", &[Input(vec![ArgValue::Int(255)])]).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: Some("0".into()) });
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Returned {
+            value: Some("0".into())
+        }
+    );
     let out = r.run("nothing", &[f64s(&[1e10])]).unwrap();
     assert_eq!(out[0].p.end, RunEnd::Returned { value: None });
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     // Inputs that do not fit are errors, not panics.
-    assert!(matches!(r.run("uc", &[Input(vec![ArgValue::Int(256)])]), Err(ExecError::BadInput { .. })));
-    assert!(matches!(r.run("uc", &[f64s(&[1.0])]), Err(ExecError::BadInput { .. })));
-    assert!(matches!(r.run("nope", &[]), Err(ExecError::UnknownFunction(_))));
+    assert!(matches!(
+        r.run("uc", &[Input(vec![ArgValue::Int(256)])]),
+        Err(ExecError::BadInput { .. })
+    ));
+    assert!(matches!(
+        r.run("uc", &[f64s(&[1.0])]),
+        Err(ExecError::BadInput { .. })
+    ));
+    assert!(matches!(
+        r.run("nope", &[]),
+        Err(ExecError::UnknownFunction(_))
+    ));
 }
 
 #[test]
@@ -89,35 +150,79 @@ double hog(double x) { if (x > 1.0) { char *p = malloc((size_t)1 << 40); p[12345
 double quit(double x) { if (x > 1.0) exit(3); return x; }
 int idiv(int a, int b) { return a / b; }
 "#;
-    let cfg = AnalysisConfig { exec_timeout_ms: 200, ..AnalysisConfig::default() };
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 200,
+        ..AnalysisConfig::default()
+    };
     let (mut r, _) = runner(src, &cfg);
-    let ins = [f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25]), f64s(&[3.0]), f64s(&[1e308])];
+    let ins = [
+        f64s(&[0.5]),
+        f64s(&[2.0]),
+        f64s(&[0.25]),
+        f64s(&[3.0]),
+        f64s(&[1e308]),
+    ];
     let out = r.run("crash", &ins).unwrap();
     assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
-    assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[1].p.end);
-    assert!(matches!(&out[1].pp.end, RunEnd::Crashed { .. }), "{:?}", out[1].pp.end);
+    assert!(
+        matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"),
+        "{:?}",
+        out[1].p.end
+    );
+    assert!(
+        matches!(&out[1].pp.end, RunEnd::Crashed { .. }),
+        "{:?}",
+        out[1].pp.end
+    );
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
     assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
     assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
 
-    let out = r.run("hang", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[-1.0])]).unwrap();
+    let out = r
+        .run("hang", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[-1.0])])
+        .unwrap();
     assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
     assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 200 });
     assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 200 });
     assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
 
-    let out = r.run("hog", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    let out = r
+        .run("hog", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])])
+        .unwrap();
     assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
-    assert!(matches!(out[1].p.end, RunEnd::Crashed { .. }), "{:?}", out[1].p.end);
+    assert!(
+        matches!(out[1].p.end, RunEnd::Crashed { .. }),
+        "{:?}",
+        out[1].p.end
+    );
     assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
 
     let out = r.run("quit", &[f64s(&[2.0]), f64s(&[0.5])]).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Crashed { signal: 0, name: "exit(3)".into() });
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Crashed {
+            signal: 0,
+            name: "exit(3)".into()
+        }
+    );
     assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
 
-    let out = r.run("idiv", &[Input(vec![ArgValue::Int(1), ArgValue::Int(0)]), Input(vec![ArgValue::Int(6), ArgValue::Int(3)])]).unwrap();
+    let out = r
+        .run(
+            "idiv",
+            &[
+                Input(vec![ArgValue::Int(1), ArgValue::Int(0)]),
+                Input(vec![ArgValue::Int(6), ArgValue::Int(3)]),
+            ],
+        )
+        .unwrap();
     assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
-    assert_eq!(out[1].pp.end, RunEnd::Returned { value: Some("2".into()) });
+    assert_eq!(
+        out[1].pp.end,
+        RunEnd::Returned {
+            value: Some("2".into())
+        }
+    );
 }
 
 #[test]
@@ -139,14 +244,26 @@ double stubborn(double x) {
   return y;
 }
 "#;
-    let cfg = AnalysisConfig { exec_timeout_ms: 100, ..AnalysisConfig::default() };
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 100,
+        ..AnalysisConfig::default()
+    };
     let (mut r, _) = runner(src, &cfg);
     let out = r.run("chatty", &[f64s(&[1.5]), f64s(&[1e308])]).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 3.0f64.to_bits()) });
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Returned {
+            value: format_return(ReturnType::F64, 3.0f64.to_bits())
+        }
+    );
     assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow]);
 
     let out = r.run("deep", &[f64s(&[1.0]), f64s(&[-1.0])]).unwrap();
-    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"), "{:?}", out[0].p.end);
+    assert!(
+        matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"),
+        "{:?}",
+        out[0].p.end
+    );
     assert!(matches!(out[1].pp.end, RunEnd::Returned { .. }));
 
     let out = r.run("aborts", &[f64s(&[2.0]), f64s(&[0.0])]).unwrap();
@@ -154,21 +271,32 @@ double stubborn(double x) {
     assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
 
     // A function of another file is stubbed: only the inputs that reach it fail.
-    let out = r.run("missing", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25])]).unwrap();
+    let out = r
+        .run("missing", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25])])
+        .unwrap();
     assert!(matches!(out[0].pp.end, RunEnd::Returned { .. }));
-    let stubbed = RunEnd::Crashed { signal: 0, name: "call to not_in_this_file, which this file does not define".into() };
+    let stubbed = RunEnd::Crashed {
+        signal: 0,
+        name: "call to not_in_this_file, which this file does not define".into(),
+    };
     assert_eq!(out[1].p.end, stubbed);
     assert_eq!(out[1].pp.end, stubbed);
     assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
 
     // Signals blocked: only the parent's deadline can stop it.
     let t = Instant::now();
-    let out = r.run("stubborn", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])]).unwrap();
+    let out = r
+        .run("stubborn", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.75])])
+        .unwrap();
     assert!(matches!(out[0].p.end, RunEnd::Returned { .. }));
     assert_eq!(out[1].p.end, RunEnd::TimedOut { limit_ms: 100 });
     assert_eq!(out[1].pp.end, RunEnd::TimedOut { limit_ms: 100 });
     assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
-    eprintln!("stubborn took {:?} with {} worker starts", t.elapsed(), r.stats().worker_starts);
+    eprintln!(
+        "stubborn took {:?} with {} worker starts",
+        t.elapsed(),
+        r.stats().worker_starts
+    );
 }
 
 #[test]
@@ -186,34 +314,64 @@ double user(double x) { return unused_by_others(x); }
     let sigs = super::testutil::signatures(&p);
     let mut r = Runner::build(&p, &pp, &sigs, &cfg).unwrap();
     let out = r.run("twice", &[f64s(&[3.0]), f64s(&[1e200])]).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: format_return(ReturnType::F64, 18.0f64.to_bits()) });
-    assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow, ExceptionKind::Overflow]);
+    assert_eq!(
+        out[0].p.end,
+        RunEnd::Returned {
+            value: format_return(ReturnType::F64, 18.0f64.to_bits())
+        }
+    );
+    assert_eq!(
+        kinds(&out[1].p),
+        vec![ExceptionKind::Overflow, ExceptionKind::Overflow]
+    );
     // Each build has its own copy of `calls` (P' may have folded it away entirely).
     let out = r.run("count", &[Input(vec![])]).unwrap();
     assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_) }));
     // P' inlined the static helpers and dropped them.
-    assert!(r.unavailable("helper").is_some(), "{:?}", r.unavailable("helper"));
-    assert!(matches!(r.run("helper", &[f64s(&[1.0])]), Err(ExecError::Unavailable { .. })));
-    assert!(r.sites().iter().any(|(_, s)| s.build == Build::PPrime && s.function == "twice"));
+    assert!(
+        r.unavailable("helper").is_some(),
+        "{:?}",
+        r.unavailable("helper")
+    );
+    assert!(matches!(
+        r.run("helper", &[f64s(&[1.0])]),
+        Err(ExecError::Unavailable { .. })
+    ));
+    assert!(r
+        .sites()
+        .iter()
+        .any(|(_, s)| s.build == Build::PPrime && s.function == "twice"));
 }
 
 /// Every function of every fixture builds and runs on ordinary and extreme inputs without an error.
 #[test]
 fn fixtures_build_and_run() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let cfg = AnalysisConfig { exec_timeout_ms: 300, ..AnalysisConfig::default() };
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 300,
+        ..AnalysisConfig::default()
+    };
     let mut files: Vec<_> = ["bench", "constructs", "robustness"]
         .iter()
-        .flat_map(|d| std::fs::read_dir(root.join(d)).into_iter().flatten().flatten().map(|e| e.path()))
+        .flat_map(|d| {
+            std::fs::read_dir(root.join(d))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+        })
         .filter(|p| p.extension().is_some_and(|e| e == "c"))
         .collect();
     files.sort();
     let mut ran = 0;
     for file in files {
         let src = std::fs::read_to_string(&file).unwrap();
-        let Ok(pair) = crate::compile::compile_pair(&cfg, &file, &src) else { continue };
+        let Ok(pair) = crate::compile::compile_pair(&cfg, &file, &src) else {
+            continue;
+        };
         let sigs = super::testutil::signatures(&pair.p_ll);
-        let mut r = Runner::build(&pair.p_ll, &pair.pp_ll, &sigs, &cfg).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let mut r = Runner::build(&pair.p_ll, &pair.pp_ll, &sigs, &cfg)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for sig in &sigs {
             if r.unavailable(&sig.name).is_some() {
                 continue;
@@ -234,7 +392,9 @@ fn fixtures_build_and_run() {
                     )
                 })
                 .collect();
-            let out = r.run(&sig.name, &inputs).unwrap_or_else(|e| panic!("{}: {}: {e}", file.display(), sig.name));
+            let out = r
+                .run(&sig.name, &inputs)
+                .unwrap_or_else(|e| panic!("{}: {}: {e}", file.display(), sig.name));
             assert_eq!(out.len(), 3);
             ran += 1;
         }

@@ -10,14 +10,25 @@ use std::time::Duration;
 pub const RUNTIME_C: &str = include_str!("../../../../runtime/foe_runtime.c");
 pub const RUNTIME_H: &str = include_str!("../../../../runtime/foe_runtime.h");
 
-const RUNTIME_FLAGS: &[&str] = &["-c", "-O2", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-w"];
+const RUNTIME_FLAGS: &[&str] = &[
+    "-c",
+    "-O2",
+    "-fPIC",
+    "-fno-fast-math",
+    "-ffp-contract=off",
+    "-w",
+];
 const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The runtime object for `clang`: from this process's memo, the on-disk cache, or a fresh compile into
 /// the cache (or into `scratch` when no cache directory is writable).
 pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError> {
     static MEMO: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
-    if let Some((_, obj)) = MEMO.lock().ok().and_then(|m| m.iter().find(|(c, o)| c == clang && o.is_file()).cloned()) {
+    if let Some((_, obj)) = MEMO
+        .lock()
+        .ok()
+        .and_then(|m| m.iter().find(|(c, o)| c == clang && o.is_file()).cloned())
+    {
         return Ok(obj);
     }
     let key = {
@@ -28,7 +39,9 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
         h.update(RUNTIME_FLAGS.join(" ").as_bytes());
         h.finalize().to_hex()[..16].to_string()
     };
-    let dir = cache_dir().filter(|d| std::fs::create_dir_all(d).is_ok()).unwrap_or_else(|| scratch.to_path_buf());
+    let dir = cache_dir()
+        .filter(|d| std::fs::create_dir_all(d).is_ok())
+        .unwrap_or_else(|| scratch.to_path_buf());
     let obj = dir.join(format!("foe-runtime-{key}.o"));
     if !obj.is_file() {
         compile_runtime(clang, &dir, &obj, &key)?;
@@ -49,12 +62,17 @@ fn cache_dir() -> Option<PathBuf> {
 
 /// Compiles into a private temporary directory, then renames into place (safe against concurrent foes).
 fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<(), ExecError> {
-    let tmp = tempfile::Builder::new().prefix("foe-runtime-build").tempdir_in(dir)?;
+    let tmp = tempfile::Builder::new()
+        .prefix("foe-runtime-build")
+        .tempdir_in(dir)?;
     std::fs::write(tmp.path().join("foe_runtime.c"), RUNTIME_C)?;
     std::fs::write(tmp.path().join("foe_runtime.h"), RUNTIME_H)?;
     let out = tmp.path().join(format!("foe-runtime-{key}.o"));
     let mut cmd = process::command(clang, tmp.path());
-    cmd.args(RUNTIME_FLAGS).arg("foe_runtime.c").arg("-o").arg(&out);
+    cmd.args(RUNTIME_FLAGS)
+        .arg("foe_runtime.c")
+        .arg("-o")
+        .arg(&out);
     let result = process::run_tool(cmd, None, TOOL_TIMEOUT)
         .map_err(|e| ExecError::Toolchain(format!("cannot run {}: {e}", clang.display())))?;
     if result.status != Some(0) || !out.is_file() {
@@ -83,8 +101,13 @@ pub fn link_worker(
         return Ok(Ok(()));
     }
     static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = UNDEFINED.get_or_init(|| regex::Regex::new(r"undefined reference to [`']([^`']+)'").expect("valid regex"));
-    let mut missing: Vec<String> = re.captures_iter(&result.stderr).map(|c| c[1].to_string()).collect();
+    let re = UNDEFINED.get_or_init(|| {
+        regex::Regex::new(r"undefined reference to [`']([^`']+)'").expect("valid regex")
+    });
+    let mut missing: Vec<String> = re
+        .captures_iter(&result.stderr)
+        .map(|c| c[1].to_string())
+        .collect();
     missing.sort();
     missing.dedup();
     if missing.is_empty() || result.timed_out {

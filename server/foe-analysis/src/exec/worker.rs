@@ -76,18 +76,37 @@ struct Record {
 enum Reply {
     Record(Record),
     /// The pipe closed or nothing arrived within the stall limit.
-    Gone { stalled: bool },
+    Gone {
+        stalled: bool,
+    },
 }
 
 impl Worker {
     pub fn spawn(exe: &Path, dir: &Path, limits: &ExecLimits) -> Result<Worker, ExecError> {
         let cmd = process::command(exe, dir);
-        let sandbox = SandboxLimits { memory_mib: limits.memory_mib, cpu_seconds: WORKER_CPU_SECONDS };
+        let sandbox = SandboxLimits {
+            memory_mib: limits.memory_mib,
+            cpu_seconds: WORKER_CPU_SECONDS,
+        };
         let mut child = process::spawn_sandboxed(cmd, sandbox)
             .map_err(|e| ExecError::Worker(format!("cannot start the worker: {e}")))?;
-        let stdin = child.stdin.take().ok_or_else(|| ExecError::Worker("the worker has no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| ExecError::Worker("the worker has no stdout".into()))?;
-        Ok(Worker { child, stdin, stdout, buf: Vec::with_capacity(1 << 16), start: 0, started: Instant::now(), greeted: false })
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| ExecError::Worker("the worker has no stdin".into()))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| ExecError::Worker("the worker has no stdout".into()))?;
+        Ok(Worker {
+            child,
+            stdin,
+            stdout,
+            buf: Vec::with_capacity(1 << 16),
+            start: 0,
+            started: Instant::now(),
+            greeted: false,
+        })
     }
 
     /// Kills the worker's process group and reaps it; returns how it ended.
@@ -176,7 +195,11 @@ impl Worker {
             if left.is_zero() {
                 return Ok(Fill::Stalled);
             }
-            let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
             let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
             // SAFETY: polls one valid descriptor owned by `self.stdout`.
             let r = unsafe { libc::poll(&mut pfd, 1, ms) };
@@ -239,7 +262,10 @@ pub fn run_batches(
     let chunk = (MAX_BATCH_WORDS / nargs.max(1)).max(1);
     let stall = limits.stall_limit();
     while next.0 < n {
-        if slot.as_ref().is_some_and(|w| w.started.elapsed() > MAX_WORKER_AGE) {
+        if slot
+            .as_ref()
+            .is_some_and(|w| w.started.elapsed() > MAX_WORKER_AGE)
+        {
             if let Some(w) = slot.take() {
                 w.kill();
             }
@@ -290,7 +316,10 @@ pub fn run_batches(
                     }
                     if rec.status == STATUS_ERROR {
                         kill(slot);
-                        return Err(ExecError::Worker(format!("the worker rejected a batch (code {})", rec.detail)));
+                        return Err(ExecError::Worker(format!(
+                            "the worker rejected a batch (code {})",
+                            rec.detail
+                        )));
                     }
                     if next != (end, 0) {
                         kill(slot);
@@ -314,12 +343,23 @@ pub fn run_batches(
                         STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
                         other => {
                             kill(slot);
-                            return Err(ExecError::Worker(format!("unknown record status {other}")));
+                            return Err(ExecError::Worker(format!(
+                                "unknown record status {other}"
+                            )));
                         }
                     };
                     let terminal = !matches!(end, RawEnd::Returned(_));
                     let truncated = rec.flags & RECORD_TRUNCATED != 0;
-                    store(&mut p, &mut pp, &mut next, RawRun { events: rec.events, truncated, end });
+                    store(
+                        &mut p,
+                        &mut pp,
+                        &mut next,
+                        RawRun {
+                            events: rec.events,
+                            truncated,
+                            end,
+                        },
+                    );
                     if terminal {
                         // The worker exits after a crash, time-out or exit record.
                         if let Some(w) = slot.take() {
@@ -348,7 +388,9 @@ pub fn run_batches(
         .zip(pp)
         .map(|(p, pp)| match (p, pp) {
             (Some(p), Some(pp)) => Ok(RawPair { p, pp }),
-            _ => Err(ExecError::Worker("a run is missing from the replies".into())),
+            _ => Err(ExecError::Worker(
+                "a run is missing from the replies".into(),
+            )),
         })
         .collect()
 }
@@ -397,7 +439,16 @@ fn unexplained_death(
             None => RawEnd::Crashed(0),
         }
     };
-    store(p, pp, next, RawRun { events: vec![], truncated: false, end });
+    store(
+        p,
+        pp,
+        next,
+        RawRun {
+            events: vec![],
+            truncated: false,
+            end,
+        },
+    );
     // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.
     *flush_each = stalled;
 }

@@ -14,8 +14,14 @@ pub(super) enum Callee<'m> {
     Defined(Val<'m>),
     /// Debug, lifetime and assumption intrinsics: no effect on values.
     Ignored(String),
-    Memory { name: String, kind: MemoryOp },
-    Math { name: String, func: MathCall },
+    Memory {
+        name: String,
+        kind: MemoryOp,
+    },
+    Math {
+        name: String,
+        func: MathCall,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -31,7 +37,9 @@ pub(super) enum MathCall {
     Fabs,
     Fma,
     Integral(Integral),
-    MinMax { min: bool },
+    MinMax {
+        min: bool,
+    },
     CopySign,
     /// `llvm.powi`: a real to an integer power.
     Powi,
@@ -41,14 +49,18 @@ impl Callee<'_> {
     pub(super) fn name(&self) -> String {
         match self {
             Callee::Defined(f) => f.name(),
-            Callee::Ignored(n) | Callee::Memory { name: n, .. } | Callee::Math { name: n, .. } => n.clone(),
+            Callee::Ignored(n) | Callee::Memory { name: n, .. } | Callee::Math { name: n, .. } => {
+                n.clone()
+            }
         }
     }
 }
 
 /// Classifies the callee of `call`; an error names what cannot be modelled.
 pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
-    let called = call.called_value().ok_or("internal: call without a callee")?;
+    let called = call
+        .called_value()
+        .ok_or("internal: call without a callee")?;
     if called.is_inline_asm() {
         return Err("uses inline assembly".into());
     }
@@ -59,15 +71,36 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
     if let Some(rest) = name.strip_prefix("llvm.") {
         let base = rest.split('.').next().unwrap_or("");
         return match base {
-            "dbg" | "lifetime" | "assume" | "experimental" | "invariant" | "var" | "annotation" | "donothing"
-            | "prefetch" | "sideeffect" | "pseudoprobe" => Ok(Callee::Ignored(name)),
-            "memset" => Ok(Callee::Memory { name, kind: MemoryOp::Set }),
-            "memcpy" | "memmove" => Ok(Callee::Memory { name, kind: MemoryOp::Copy }),
-            "fmuladd" => Ok(Callee::Math { name, func: MathCall::Fma }),
-            "powi" => Ok(Callee::Math { name, func: MathCall::Powi }),
-            "minnum" | "minimum" => Ok(Callee::Math { name, func: MathCall::MinMax { min: true } }),
-            "maxnum" | "maximum" => Ok(Callee::Math { name, func: MathCall::MinMax { min: false } }),
-            "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math { name, func: MathCall::Integral(Integral::Round) }),
+            "dbg" | "lifetime" | "assume" | "experimental" | "invariant" | "var" | "annotation"
+            | "donothing" | "prefetch" | "sideeffect" | "pseudoprobe" => Ok(Callee::Ignored(name)),
+            "memset" => Ok(Callee::Memory {
+                name,
+                kind: MemoryOp::Set,
+            }),
+            "memcpy" | "memmove" => Ok(Callee::Memory {
+                name,
+                kind: MemoryOp::Copy,
+            }),
+            "fmuladd" => Ok(Callee::Math {
+                name,
+                func: MathCall::Fma,
+            }),
+            "powi" => Ok(Callee::Math {
+                name,
+                func: MathCall::Powi,
+            }),
+            "minnum" | "minimum" => Ok(Callee::Math {
+                name,
+                func: MathCall::MinMax { min: true },
+            }),
+            "maxnum" | "maximum" => Ok(Callee::Math {
+                name,
+                func: MathCall::MinMax { min: false },
+            }),
+            "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math {
+                name,
+                func: MathCall::Integral(Integral::Round),
+            }),
             other => match libm_call(other) {
                 Some(func) => Ok(Callee::Math { name, func }),
                 None => Err(format!("calls the intrinsic `{name}`")),
@@ -77,7 +110,10 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
     if called.entry_block().is_some() {
         return Ok(Callee::Defined(called));
     }
-    let base = name.strip_suffix('f').filter(|b| libm_call(b).is_some()).unwrap_or(&name);
+    let base = name
+        .strip_suffix('f')
+        .filter(|b| libm_call(b).is_some())
+        .unwrap_or(&name);
     match libm_call(base) {
         Some(func) => Ok(Callee::Math { name, func }),
         None => Err(format!("calls external function `{name}`")),
@@ -121,7 +157,13 @@ impl<'m> Executor<'m> {
         args: Vec<Value>,
         result_ty: Ty<'m>,
     ) -> Result<Value, String> {
-        if let Some(n) = args.iter().find_map(|a| if let Value::Lanes(l) = a { Some(l.len()) } else { None }) {
+        if let Some(n) = args.iter().find_map(|a| {
+            if let Value::Lanes(l) = a {
+                Some(l.len())
+            } else {
+                None
+            }
+        }) {
             let mut lanes = Vec::with_capacity(n);
             for i in 0..n {
                 let lane_args = args
@@ -138,22 +180,38 @@ impl<'m> Executor<'m> {
         self.math_scalar(st, func, args, result_ty)
     }
 
-    fn math_scalar(&mut self, st: &mut State<'m>, func: MathCall, args: Vec<Value>, result_ty: Ty<'m>) -> Result<Value, String> {
+    fn math_scalar(
+        &mut self,
+        st: &mut State<'m>,
+        func: MathCall,
+        args: Vec<Value>,
+        result_ty: Ty<'m>,
+    ) -> Result<Value, String> {
         if args.iter().any(|a| matches!(a, Value::Poison)) {
             return Ok(Value::Poison);
         }
         let fmt = super::exec::fp_format(result_ty)
             .or_else(|| args.first().and_then(real_parts).map(|(_, f)| f))
             .ok_or_else(|| format!("calls `{}` on a non-float type", self.at.operation))?;
-        let reals: Vec<Expr> = args.iter().filter_map(|a| real_parts(a).map(|(e, _)| e)).collect();
+        let reals: Vec<Expr> = args
+            .iter()
+            .filter_map(|a| real_parts(a).map(|(e, _)| e))
+            .collect();
         let arg = |i: usize| -> Result<Expr, String> {
-            reals.get(i).cloned().ok_or_else(|| "internal: missing floating-point argument".to_string())
+            reals
+                .get(i)
+                .cloned()
+                .ok_or_else(|| "internal: missing floating-point argument".to_string())
         };
         let value = match func {
             MathCall::Fabs => sym::abs(arg(0)?),
             MathCall::CopySign => {
                 let magnitude = sym::abs(arg(0)?);
-                sym::ite(sym::ge(arg(1)?, sym::real_i(0)), magnitude.clone(), sym::neg(magnitude))
+                sym::ite(
+                    sym::ge(arg(1)?, sym::real_i(0)),
+                    magnitude.clone(),
+                    sym::neg(magnitude),
+                )
             }
             MathCall::MinMax { min } => {
                 let (x, y) = (arg(0)?, arg(1)?);
@@ -167,8 +225,16 @@ impl<'m> Executor<'m> {
             MathCall::Integral(mode) => sym::to_integral(mode, fmt, arg(0)?),
             MathCall::Fma => {
                 let (a, b, c) = (arg(0)?, arg(1)?, arg(2)?);
-                let site = Site { op: SiteOp::Fma, fmt, args: vec![a.clone(), b.clone(), c.clone()] };
-                self.emit(st, &[ExceptionKind::Overflow, ExceptionKind::Underflow], &site);
+                let site = Site {
+                    op: SiteOp::Fma,
+                    fmt,
+                    args: vec![a.clone(), b.clone(), c.clone()],
+                };
+                self.emit(
+                    st,
+                    &[ExceptionKind::Overflow, ExceptionKind::Underflow],
+                    &site,
+                );
                 sym::fma(fmt, a, b, c)
             }
             MathCall::Powi => {
@@ -185,17 +251,32 @@ impl<'m> Executor<'m> {
     }
 
     /// An elementary function: its exception queries, its value, and the assumptions its result needs.
-    pub(super) fn math_value(&mut self, st: &mut State<'m>, func: MathFn, fmt: FloatFormat, args: Vec<Expr>) -> Result<Value, String> {
+    pub(super) fn math_value(
+        &mut self,
+        st: &mut State<'m>,
+        func: MathFn,
+        fmt: FloatFormat,
+        args: Vec<Expr>,
+    ) -> Result<Value, String> {
         if args.len() != func.arity() {
-            return Err(format!("calls `{}` with {} arguments", func.name(), args.len()));
+            return Err(format!(
+                "calls `{}` with {} arguments",
+                func.name(),
+                args.len()
+            ));
         }
-        let site = Site { op: SiteOp::Math(func), fmt, args: args.clone() };
+        let site = Site {
+            op: SiteOp::Math(func),
+            fmt,
+            args: args.clone(),
+        };
         self.emit(st, func.exception_kinds(), &site);
         let constants: Option<Vec<_>> = args.iter().map(|a| a.as_real().cloned()).collect();
         let value = match constants {
             Some(c) if func == MathFn::Fmod => const_fmod(&c[0], &c[1]).map(sym::real),
             Some(c) => {
-                let v = sym::ieee_math(func, fmt, &c.iter().map(sym::const_f64).collect::<Vec<_>>());
+                let v =
+                    sym::ieee_math(func, fmt, &c.iter().map(sym::const_f64).collect::<Vec<_>>());
                 v.is_finite().then(|| sym::real_f64(v))
             }
             None => None,
@@ -204,7 +285,9 @@ impl<'m> Executor<'m> {
         let zero = || sym::real_i(0);
         match func {
             MathFn::Sqrt => st.assume(sym::ge(args[0].clone(), zero())),
-            MathFn::Log | MathFn::Log2 | MathFn::Log10 => st.assume(sym::gt(args[0].clone(), zero())),
+            MathFn::Log | MathFn::Log2 | MathFn::Log10 => {
+                st.assume(sym::gt(args[0].clone(), zero()))
+            }
             MathFn::Fmod => st.assume(sym::ne(args[1].clone(), zero())),
             _ => {}
         }
@@ -213,9 +296,19 @@ impl<'m> Executor<'m> {
 
     /// `llvm.powi(x, n)`: Ariadne's pow rules with an integral exponent; small constant powers are exact
     /// products.
-    fn powi(&mut self, st: &mut State<'m>, fmt: FloatFormat, x: Expr, n: Expr) -> Result<Value, String> {
+    fn powi(
+        &mut self,
+        st: &mut State<'m>,
+        fmt: FloatFormat,
+        x: Expr,
+        n: Expr,
+    ) -> Result<Value, String> {
         let exponent = sym::int_to_real(n.clone());
-        let site = Site { op: SiteOp::Math(MathFn::Pow), fmt, args: vec![x.clone(), exponent.clone()] };
+        let site = Site {
+            op: SiteOp::Math(MathFn::Pow),
+            fmt,
+            args: vec![x.clone(), exponent.clone()],
+        };
         self.emit(st, MathFn::Pow.exception_kinds(), &site);
         let value = match sym::const_i64(&n) {
             Some(k) if (0..=16).contains(&k) => {

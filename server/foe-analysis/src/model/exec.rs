@@ -2,7 +2,9 @@
 //! one [`Query`] per exception condition of every floating-point operation it executes.
 
 use super::calls::Callee;
-use super::llvm::{Block, Layout, LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Ty, Val};
+use super::llvm::{
+    Block, LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val,
+};
 use super::memory::{flatten_type, unflatten, Fill, Memory, Pointer, Scalar, Value};
 use super::Query;
 use crate::round::FloatFormat;
@@ -46,7 +48,10 @@ pub(super) struct State<'m> {
 enum Flow<'m> {
     Next,
     /// Continue at one of these blocks, each under its condition (the first is taken by this state).
-    Branch { from: Block<'m>, targets: Vec<(Expr, Block<'m>)> },
+    Branch {
+        from: Block<'m>,
+        targets: Vec<(Expr, Block<'m>)>,
+    },
     End,
 }
 
@@ -54,7 +59,8 @@ enum Flow<'m> {
 pub(super) type LaneFn2<'a, 'm> =
     dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value, Value) -> Result<Value, String> + 'a;
 /// A unary operation applied lane by lane.
-pub(super) type LaneFn1<'a, 'm> = dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, String> + 'a;
+pub(super) type LaneFn1<'a, 'm> =
+    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, String> + 'a;
 
 /// The operation and source location queries of the current instruction are attributed to.
 #[derive(Clone)]
@@ -77,7 +83,12 @@ pub(super) struct Executor<'m> {
 }
 
 impl<'m> Executor<'m> {
-    pub(super) fn new(layout: Layout<'m>, build: Build, unroll_bound: u32, max_paths: usize) -> Executor<'m> {
+    pub(super) fn new(
+        layout: Layout<'m>,
+        build: Build,
+        unroll_bound: u32,
+        max_paths: usize,
+    ) -> Executor<'m> {
         Executor {
             layout,
             build,
@@ -86,7 +97,10 @@ impl<'m> Executor<'m> {
             paths_started: 0,
             steps: 0,
             queries: Vec::new(),
-            at: At { operation: String::new(), loc: None },
+            at: At {
+                operation: String::new(),
+                loc: None,
+            },
             truncated: false,
         }
     }
@@ -95,39 +109,78 @@ impl<'m> Executor<'m> {
     pub(super) fn run(&mut self, function: Val<'m>, sig: &FunctionSignature) -> Result<(), String> {
         let params = function.params();
         if params.len() != sig.params.len() {
-            return Err(format!("has {} parameters in this build, {} in the signature", params.len(), sig.params.len()));
+            return Err(format!(
+                "has {} parameters in this build, {} in the signature",
+                params.len(),
+                sig.params.len()
+            ));
         }
-        let mut state = State { frames: vec![], memory: Memory::default(), globals: HashMap::new(), pc: vec![] };
+        let mut state = State {
+            frames: vec![],
+            memory: Memory::default(),
+            globals: HashMap::new(),
+            pc: vec![],
+        };
         let mut env = HashMap::new();
         for (i, (p, decl)) in params.iter().zip(&sig.params).enumerate() {
             let index = i as u32;
             let value = match decl.ty {
                 ParamType::F64 | ParamType::F32 => {
-                    let fmt = if decl.ty == ParamType::F64 { FloatFormat::Double } else { FloatFormat::Single };
+                    let fmt = if decl.ty == ParamType::F64 {
+                        FloatFormat::Double
+                    } else {
+                        FloatFormat::Single
+                    };
                     if fp_format(p.ty()) != Some(fmt) {
-                        return Err(format!("parameter `{}` has type `{}` in this build", decl.name, p.ty().text()));
+                        return Err(format!(
+                            "parameter `{}` has type `{}` in this build",
+                            decl.name,
+                            p.ty().text()
+                        ));
                     }
-                    Value::Real { e: sym::param(index, VarType::Float(fmt)), fmt }
+                    Value::Real {
+                        e: sym::param(index, VarType::Float(fmt)),
+                        fmt,
+                    }
                 }
                 ParamType::Int { bits, signed } => {
-                    if p.ty().kind() != LLVMTypeKind::LLVMIntegerTypeKind || p.ty().int_width() != bits {
-                        return Err(format!("parameter `{}` has type `{}` in this build", decl.name, p.ty().text()));
+                    if p.ty().kind() != LLVMTypeKind::LLVMIntegerTypeKind
+                        || p.ty().int_width() != bits
+                    {
+                        return Err(format!(
+                            "parameter `{}` has type `{}` in this build",
+                            decl.name,
+                            p.ty().text()
+                        ));
                     }
-                    let var = sym::param(index, VarType::Int { bits, signed: signed && bits > 1 });
+                    let var = sym::param(
+                        index,
+                        VarType::Int {
+                            bits,
+                            signed: signed && bits > 1,
+                        },
+                    );
                     if bits == 1 {
                         Value::Bool(sym::ne(var, sym::int_i(0)))
                     } else {
                         Value::Int { e: var, bits }
                     }
                 }
-                ParamType::OutPtr { .. } => {
-                    Value::Ptr(state.memory.new_region(Fill::Zero, &format!("out-parameter `{}`", decl.name)))
-                }
+                ParamType::OutPtr { .. } => Value::Ptr(
+                    state
+                        .memory
+                        .new_region(Fill::Zero, &format!("out-parameter `{}`", decl.name)),
+                ),
             };
             env.insert(p.id(), value);
         }
         let entry = function.entry_block().ok_or("has no body in this build")?;
-        state.frames.push(Frame { next: None, env, visits: HashMap::new(), call_site: None });
+        state.frames.push(Frame {
+            next: None,
+            env,
+            visits: HashMap::new(),
+            call_site: None,
+        });
         self.paths_started = 1;
         if !self.enter(&mut state, None, entry)? {
             return Ok(());
@@ -146,7 +199,9 @@ impl<'m> Executor<'m> {
                     Flow::Branch { from, targets } => {
                         let feasible: Vec<(Expr, Block<'m>)> =
                             targets.into_iter().filter(|(c, _)| !c.is_false()).collect();
-                        let Some((first_cond, first_block)) = feasible.first().cloned() else { break };
+                        let Some((first_cond, first_block)) = feasible.first().cloned() else {
+                            break;
+                        };
                         // Forks beyond the path budget are dropped; the first successor always continues.
                         let mut forks = Vec::new();
                         for (cond, block) in feasible.iter().skip(1) {
@@ -174,7 +229,12 @@ impl<'m> Executor<'m> {
     }
 
     /// Moves the top frame to `block`, evaluating its phis; false when the unroll bound stops the path.
-    fn enter(&mut self, st: &mut State<'m>, from: Option<Block<'m>>, block: Block<'m>) -> Result<bool, String> {
+    fn enter(
+        &mut self,
+        st: &mut State<'m>,
+        from: Option<Block<'m>>,
+        block: Block<'m>,
+    ) -> Result<bool, String> {
         let frame = st.frames.last_mut().ok_or("internal: no frame")?;
         let visits = frame.visits.entry(block.id()).or_insert(0);
         *visits += 1;
@@ -195,7 +255,12 @@ impl<'m> Executor<'m> {
                 .into_iter()
                 .find(|(_, b)| *b == from)
                 .map(|(v, _)| v)
-                .ok_or_else(|| format!("internal: phi without a value for its predecessor: {}", inst.text()))?;
+                .ok_or_else(|| {
+                    format!(
+                        "internal: phi without a value for its predecessor: {}",
+                        inst.text()
+                    )
+                })?;
             phis.push((inst.id(), self.value_of(st, incoming)?));
         }
         let frame = st.frames.last_mut().ok_or("internal: no frame")?;
@@ -214,11 +279,21 @@ impl<'m> Executor<'m> {
         if v.is_constant() {
             return self.constant(st, v);
         }
-        Err(format!("internal: value used before its definition: {}", v.text()))
+        Err(format!(
+            "internal: value used before its definition: {}",
+            v.text()
+        ))
     }
 
-    pub(super) fn operand(&mut self, st: &mut State<'m>, inst: Val<'m>, i: u32) -> Result<Value, String> {
-        let v = inst.operand(i).ok_or_else(|| format!("internal: missing operand {i} of {}", inst.text()))?;
+    pub(super) fn operand(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        i: u32,
+    ) -> Result<Value, String> {
+        let v = inst
+            .operand(i)
+            .ok_or_else(|| format!("internal: missing operand {i} of {}", inst.text()))?;
         self.value_of(st, v)
     }
 
@@ -234,7 +309,10 @@ impl<'m> Executor<'m> {
             if !x.is_finite() {
                 return Err("uses an infinite or NaN constant".into());
             }
-            return Ok(Value::Real { e: sym::real_f64(x), fmt });
+            return Ok(Value::Real {
+                e: sym::real_f64(x),
+                fmt,
+            });
         }
         if v.is_constant_int() {
             let bits = ty.int_width();
@@ -244,14 +322,20 @@ impl<'m> Executor<'m> {
             return Ok(if bits == 1 {
                 Value::Bool(sym::boolean(v.const_int() != 0))
             } else {
-                Value::Int { e: sym::int_i(v.const_int()), bits }
+                Value::Int {
+                    e: sym::int_i(v.const_int()),
+                    bits,
+                }
             });
         }
         if v.is_null_pointer() {
             return Ok(Value::Ptr(Pointer::null()));
         }
         if v.is_zero_aggregate() {
-            let zeros: Vec<Value> = flatten_type(ty, self.layout)?.into_iter().map(|(_, s)| s.zero()).collect();
+            let zeros: Vec<Value> = flatten_type(ty, self.layout)?
+                .into_iter()
+                .map(|(_, s)| s.zero())
+                .collect();
             return unflatten(ty, &mut zeros.into_iter());
         }
         if v.is_constant_aggregate() {
@@ -266,10 +350,16 @@ impl<'m> Executor<'m> {
             }
             let mut elems = Vec::with_capacity(n as usize);
             for i in 0..n as u32 {
-                let e = v.aggregate_element(i).ok_or_else(|| format!("uses the constant `{}`", v.text()))?;
+                let e = v
+                    .aggregate_element(i)
+                    .ok_or_else(|| format!("uses the constant `{}`", v.text()))?;
                 elems.push(self.constant(st, e)?);
             }
-            return Ok(if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind { Value::Lanes(elems) } else { Value::Fields(elems) });
+            return Ok(if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind {
+                Value::Lanes(elems)
+            } else {
+                Value::Fields(elems)
+            });
         }
         if v.is_global_variable() {
             return Ok(Value::Ptr(self.global(st, v)?));
@@ -288,8 +378,12 @@ impl<'m> Executor<'m> {
         if let Some(p) = st.globals.get(&g.id()) {
             return Ok(*p);
         }
-        let init = g.initializer().ok_or_else(|| format!("reads the external global `{}`", g.name()))?;
-        let p = st.memory.new_region(Fill::Zero, &format!("global `{}`", g.name()));
+        let init = g
+            .initializer()
+            .ok_or_else(|| format!("reads the external global `{}`", g.name()))?;
+        let p = st
+            .memory
+            .new_region(Fill::Zero, &format!("global `{}`", g.name()));
         st.globals.insert(g.id(), p);
         if !init.is_zero_aggregate() && !init.is_undef_or_poison() {
             let value = self.constant(st, init)?;
@@ -301,12 +395,17 @@ impl<'m> Executor<'m> {
     /// Executes the next instruction of the top frame.
     fn step(&mut self, st: &mut State<'m>) -> Result<Flow<'m>, String> {
         let frame = st.frames.last_mut().ok_or("internal: no frame")?;
-        let Some(inst) = frame.next else { return Ok(Flow::End) };
+        let Some(inst) = frame.next else {
+            return Ok(Flow::End);
+        };
         frame.next = inst.next_instruction();
         let opcode = inst.opcode().ok_or("internal: not an instruction")?;
         self.at = At {
             operation: opcode_name(opcode).to_string(),
-            loc: inst.debug_loc().filter(|(line, _)| *line > 0).map(|(line, column)| SourceLoc { line, column }),
+            loc: inst
+                .debug_loc()
+                .filter(|(line, _)| *line > 0)
+                .map(|(line, column)| SourceLoc { line, column }),
         };
         use LLVMOpcode::*;
         let result: Option<Value> = match opcode {
@@ -331,7 +430,10 @@ impl<'m> Executor<'m> {
             LLVMFNeg => {
                 let a = self.operand(st, inst, 0)?;
                 Some(map1(a, &mut |a| match a {
-                    Value::Real { e, fmt } => Ok(Value::Real { e: sym::neg(e), fmt }),
+                    Value::Real { e, fmt } => Ok(Value::Real {
+                        e: sym::neg(e),
+                        fmt,
+                    }),
                     other => Err(format!("internal: fneg of {other:?}")),
                 })?)
             }
@@ -345,8 +447,8 @@ impl<'m> Executor<'m> {
                 let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
                 Some(self.lanes2(st, a, b, &mut |_, _, a, b| icmp(pred, a, b))?)
             }
-            LLVMAdd | LLVMSub | LLVMMul | LLVMUDiv | LLVMSDiv | LLVMURem | LLVMSRem | LLVMShl | LLVMLShr
-            | LLVMAShr | LLVMAnd | LLVMOr | LLVMXor => {
+            LLVMAdd | LLVMSub | LLVMMul | LLVMUDiv | LLVMSDiv | LLVMURem | LLVMSRem | LLVMShl
+            | LLVMLShr | LLVMAShr | LLVMAnd | LLVMOr | LLVMXor => {
                 let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
                 Some(self.lanes2(st, a, b, &mut |_, _, a, b| int_binary(opcode, a, b))?)
             }
@@ -362,21 +464,29 @@ impl<'m> Executor<'m> {
                 Some(self.lanes1(st, a, &mut |this, st, a| this.fp_to_int(st, a, to, signed))?)
             }
             LLVMSIToFP | LLVMUIToFP => {
-                let fmt = fp_format(inst.ty()).ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
+                let fmt = fp_format(inst.ty())
+                    .ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
                 let signed = opcode == LLVMSIToFP;
                 let a = self.operand(st, inst, 0)?;
                 Some(map1(a, &mut |a| int_to_fp(a, fmt, signed))?)
             }
             LLVMFPTrunc | LLVMFPExt => {
-                let fmt = fp_format(inst.ty()).ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
+                let fmt = fp_format(inst.ty())
+                    .ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
                 let a = self.operand(st, inst, 0)?;
                 Some(self.lanes1(st, a, &mut |this, st, a| this.fp_convert(st, a, fmt))?)
             }
             LLVMBitCast | LLVMAddrSpaceCast => {
-                let from = inst.operand(0).ok_or("internal: cast without operand")?.ty();
+                let from = inst
+                    .operand(0)
+                    .ok_or("internal: cast without operand")?
+                    .ty();
                 let to = inst.ty();
                 let a = self.operand(st, inst, 0)?;
-                if from == to || (from.kind() == LLVMTypeKind::LLVMPointerTypeKind && to.kind() == from.kind()) {
+                if from == to
+                    || (from.kind() == LLVMTypeKind::LLVMPointerTypeKind
+                        && to.kind() == from.kind())
+                {
                     Some(a)
                 } else {
                     Some(map1(a, &mut |a| bitcast(a, to))?)
@@ -389,7 +499,11 @@ impl<'m> Executor<'m> {
                 Some(select(c, a, b)?)
             }
             LLVMAlloca => {
-                if inst.operand(0).map(|n| n.is_constant_int() && n.const_int() == 1) != Some(true) {
+                if inst
+                    .operand(0)
+                    .map(|n| n.is_constant_int() && n.const_int() == 1)
+                    != Some(true)
+                {
                     return Err("allocates a variable-length array".into());
                 }
                 let name = format!("local `{}`", inst.name());
@@ -432,7 +546,10 @@ impl<'m> Executor<'m> {
             LLVMShuffleVector => {
                 let a = self.operand(st, inst, 0)?;
                 let b = self.operand(st, inst, 1)?;
-                let width = inst.operand(0).map(|o| o.ty().vector_len() as usize).unwrap_or(0);
+                let width = inst
+                    .operand(0)
+                    .map(|o| o.ty().vector_len() as usize)
+                    .unwrap_or(0);
                 let lanes_of = |v: Value| match v {
                     Value::Lanes(l) => l,
                     _ => vec![Value::Poison; width],
@@ -442,7 +559,9 @@ impl<'m> Executor<'m> {
                     inst.shuffle_mask()
                         .into_iter()
                         .map(|m| match m {
-                            Some(m) if (m as usize) < width => a.get(m as usize).cloned().unwrap_or(Value::Poison),
+                            Some(m) if (m as usize) < width => {
+                                a.get(m as usize).cloned().unwrap_or(Value::Poison)
+                            }
                             Some(m) => b.get(m as usize - width).cloned().unwrap_or(Value::Poison),
                             None => Value::Poison,
                         })
@@ -462,20 +581,36 @@ impl<'m> Executor<'m> {
             LLVMInsertValue => {
                 let agg = self.operand(st, inst, 0)?;
                 let x = self.operand(st, inst, 1)?;
-                Some(insert_value(agg, inst.ty(), &inst.indices(), x, self.layout)?)
+                Some(insert_value(
+                    agg,
+                    inst.ty(),
+                    &inst.indices(),
+                    x,
+                    self.layout,
+                )?)
             }
             LLVMCall => return self.call(st, inst),
-            LLVMPtrToInt | LLVMIntToPtr => return Err("converts between pointers and integers".into()),
+            LLVMPtrToInt | LLVMIntToPtr => {
+                return Err("converts between pointers and integers".into())
+            }
             other => return Err(format!("uses the `{}` instruction", opcode_name(other))),
         };
         if let Some(v) = result {
-            st.frames.last_mut().ok_or("internal: no frame")?.env.insert(inst.id(), v);
+            st.frames
+                .last_mut()
+                .ok_or("internal: no frame")?
+                .env
+                .insert(inst.id(), v);
         }
         Ok(Flow::Next)
     }
 
     fn ret(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
-        let value = if inst.num_operands() > 0 { Some(self.operand(st, inst, 0)?) } else { None };
+        let value = if inst.num_operands() > 0 {
+            Some(self.operand(st, inst, 0)?)
+        } else {
+            None
+        };
         let done = st.frames.pop().ok_or("internal: no frame")?;
         match (st.frames.last_mut(), done.call_site) {
             (Some(caller), Some(site)) => {
@@ -489,20 +624,33 @@ impl<'m> Executor<'m> {
     }
 
     fn br(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
-        let from = inst.parent_block().ok_or("internal: branch outside a block")?;
+        let from = inst
+            .parent_block()
+            .ok_or("internal: branch outside a block")?;
         if inst.num_successors() == 1 {
-            return Ok(Flow::Branch { from, targets: vec![(sym::tru(), inst.successor(0))] });
+            return Ok(Flow::Branch {
+                from,
+                targets: vec![(sym::tru(), inst.successor(0))],
+            });
         }
         let c = match self.operand(st, inst, 0)? {
             Value::Bool(c) => c,
             Value::Poison => return Ok(Flow::End),
             other => return Err(format!("internal: branch on {other:?}")),
         };
-        Ok(Flow::Branch { from, targets: vec![(c.clone(), inst.successor(0)), (sym::not(c), inst.successor(1))] })
+        Ok(Flow::Branch {
+            from,
+            targets: vec![
+                (c.clone(), inst.successor(0)),
+                (sym::not(c), inst.successor(1)),
+            ],
+        })
     }
 
     fn switch(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
-        let from = inst.parent_block().ok_or("internal: switch outside a block")?;
+        let from = inst
+            .parent_block()
+            .ok_or("internal: switch outside a block")?;
         let x = match self.operand(st, inst, 0)? {
             Value::Int { e, .. } => e,
             Value::Bool(b) => sym::ite(b, sym::int_i(-1), sym::int_i(0)),
@@ -513,7 +661,9 @@ impl<'m> Executor<'m> {
         let mut by_block: Vec<(Block<'m>, Vec<Expr>)> = Vec::new();
         let mut all_cases = Vec::new();
         for k in 1..inst.num_successors() {
-            let case = inst.operand(2 * k).ok_or("internal: switch case without value")?;
+            let case = inst
+                .operand(2 * k)
+                .ok_or("internal: switch case without value")?;
             let value = match self.constant(st, case)? {
                 Value::Int { e, .. } => e,
                 Value::Bool(b) => sym::ite(b, sym::int_i(-1), sym::int_i(0)),
@@ -527,8 +677,12 @@ impl<'m> Executor<'m> {
                 None => by_block.push((block, vec![cond])),
             }
         }
-        let mut targets: Vec<(Expr, Block<'m>)> = by_block.into_iter().map(|(b, c)| (sym::or(c), b)).collect();
-        targets.push((sym::and(all_cases.into_iter().map(sym::not)), inst.successor(0)));
+        let mut targets: Vec<(Expr, Block<'m>)> =
+            by_block.into_iter().map(|(b, c)| (sym::or(c), b)).collect();
+        targets.push((
+            sym::and(all_cases.into_iter().map(sym::not)),
+            inst.successor(0),
+        ));
         Ok(Flow::Branch { from, targets })
     }
 
@@ -544,14 +698,24 @@ impl<'m> Executor<'m> {
                 }
                 let params = function.params();
                 if params.len() != argc as usize {
-                    return Err(format!("calls `{}` with a different number of arguments", function.name()));
+                    return Err(format!(
+                        "calls `{}` with a different number of arguments",
+                        function.name()
+                    ));
                 }
                 let mut env = HashMap::new();
                 for (i, p) in params.iter().enumerate() {
                     env.insert(p.id(), self.operand(st, inst, i as u32)?);
                 }
-                let entry = function.entry_block().ok_or("internal: inlining a declaration")?;
-                st.frames.push(Frame { next: None, env, visits: HashMap::new(), call_site: Some(inst) });
+                let entry = function
+                    .entry_block()
+                    .ok_or("internal: inlining a declaration")?;
+                st.frames.push(Frame {
+                    next: None,
+                    env,
+                    visits: HashMap::new(),
+                    call_site: Some(inst),
+                });
                 if !self.enter(st, None, entry)? {
                     return Ok(Flow::End);
                 }
@@ -571,15 +735,26 @@ impl<'m> Executor<'m> {
             }
         };
         if let Some(v) = result {
-            st.frames.last_mut().ok_or("internal: no frame")?.env.insert(inst.id(), v);
+            st.frames
+                .last_mut()
+                .ok_or("internal: no frame")?
+                .env
+                .insert(inst.id(), v);
         }
         Ok(Flow::Next)
     }
 
-    fn memory_intrinsic(&mut self, st: &mut State<'m>, inst: Val<'m>, kind: super::calls::MemoryOp) -> Result<(), String> {
+    fn memory_intrinsic(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        kind: super::calls::MemoryOp,
+    ) -> Result<(), String> {
         let dst = self.pointer_operand(st, inst, 0)?;
         let len = match self.operand(st, inst, 2)? {
-            Value::Int { e, .. } => sym::const_i64(&e).ok_or("copies or sets a symbolic number of bytes")?,
+            Value::Int { e, .. } => {
+                sym::const_i64(&e).ok_or("copies or sets a symbolic number of bytes")?
+            }
             _ => return Err("copies or sets a symbolic number of bytes".into()),
         };
         let len = u64::try_from(len).map_err(|_| "sets a negative number of bytes".to_string())?;
@@ -604,7 +779,12 @@ impl<'m> Executor<'m> {
         }
     }
 
-    fn pointer_operand(&mut self, st: &mut State<'m>, inst: Val<'m>, i: u32) -> Result<Pointer, String> {
+    fn pointer_operand(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        i: u32,
+    ) -> Result<Pointer, String> {
         match self.operand(st, inst, i)? {
             Value::Ptr(p) if !p.is_null() => Ok(p),
             Value::Ptr(_) => Err("dereferences a null pointer".into()),
@@ -624,7 +804,9 @@ impl<'m> Executor<'m> {
         let mut offset = base.offset as i128;
         for k in 1..inst.num_operands() {
             let index = match self.operand(st, inst, k)? {
-                Value::Int { e, .. } => sym::const_i64(&e).ok_or("indexes memory with a symbolic index")?,
+                Value::Int { e, .. } => {
+                    sym::const_i64(&e).ok_or("indexes memory with a symbolic index")?
+                }
                 Value::Bool(b) => match b.as_bool() {
                     Some(b) => -(b as i64),
                     None => return Err("indexes memory with a symbolic index".into()),
@@ -638,7 +820,9 @@ impl<'m> Executor<'m> {
             match ty.kind() {
                 LLVMTypeKind::LLVMStructTypeKind => {
                     let fields = ty.struct_fields();
-                    let field = fields.get(index as usize).ok_or("internal: struct index out of range")?;
+                    let field = fields
+                        .get(index as usize)
+                        .ok_or("internal: struct index out of range")?;
                     offset += self.layout.field_offset(ty, index as u32) as i128;
                     ty = *field;
                 }
@@ -649,8 +833,12 @@ impl<'m> Executor<'m> {
                 _ => return Err(format!("indexes into the scalar type `{}`", ty.text())),
             }
         }
-        let offset = i64::try_from(offset).map_err(|_| "computes an address far out of range".to_string())?;
-        Ok(Pointer { region: base.region, offset })
+        let offset = i64::try_from(offset)
+            .map_err(|_| "computes an address far out of range".to_string())?;
+        Ok(Pointer {
+            region: base.region,
+            offset,
+        })
     }
 
     // -----------------------------------------------------------------------------------------------------
@@ -661,8 +849,11 @@ impl<'m> Executor<'m> {
     pub(super) fn emit(&mut self, st: &State<'m>, kinds: &[ExceptionKind], site: &Site) {
         for &kind in kinds {
             let condition = sym::exception(kind, site.clone());
-            let formula =
-                if condition.is_false() { condition } else { sym::and(st.pc.iter().cloned().chain([condition])) };
+            let formula = if condition.is_false() {
+                condition
+            } else {
+                sym::and(st.pc.iter().cloned().chain([condition]))
+            };
             self.queries.push(Query {
                 build: self.build,
                 kind,
@@ -673,13 +864,23 @@ impl<'m> Executor<'m> {
         }
     }
 
-    fn fp_arith(&mut self, st: &mut State<'m>, op: ArithOp, a: Value, b: Value) -> Result<Value, String> {
+    fn fp_arith(
+        &mut self,
+        st: &mut State<'m>,
+        op: ArithOp,
+        a: Value,
+        b: Value,
+    ) -> Result<Value, String> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
             _ if is_poison(&a) || is_poison(&b) => return Ok(Value::Poison),
             _ => return Err(format!("internal: FP arithmetic on {a:?} and {b:?}")),
         };
-        let site = Site { op: SiteOp::Arith(op), fmt, args: vec![x.clone(), y.clone()] };
+        let site = Site {
+            op: SiteOp::Arith(op),
+            fmt,
+            args: vec![x.clone(), y.clone()],
+        };
         use ExceptionKind::*;
         if op == ArithOp::Div {
             self.emit(st, &[Invalid, DivideByZero, Overflow, Underflow], &site);
@@ -701,21 +902,55 @@ impl<'m> Executor<'m> {
         self.math_value(st, sym::MathFn::Fmod, fmt, vec![x, y])
     }
 
-    fn fp_to_int(&mut self, st: &mut State<'m>, a: Value, bits: u32, signed: bool) -> Result<Value, String> {
-        let Some((x, fmt)) = real_parts(&a) else { return Ok(Value::Poison) };
-        let site = Site { op: SiteOp::FpToInt { bits, signed }, fmt, args: vec![x.clone()] };
+    fn fp_to_int(
+        &mut self,
+        st: &mut State<'m>,
+        a: Value,
+        bits: u32,
+        signed: bool,
+    ) -> Result<Value, String> {
+        let Some((x, fmt)) = real_parts(&a) else {
+            return Ok(Value::Poison);
+        };
+        let site = Site {
+            op: SiteOp::FpToInt { bits, signed },
+            fmt,
+            args: vec![x.clone()],
+        };
         self.emit(st, &[ExceptionKind::Invalid], &site);
         let e = sym::fp_to_int(bits, signed, x);
-        Ok(if bits == 1 { Value::Bool(sym::ne(e, sym::int_i(0))) } else { Value::Int { e, bits } })
+        Ok(if bits == 1 {
+            Value::Bool(sym::ne(e, sym::int_i(0)))
+        } else {
+            Value::Int { e, bits }
+        })
     }
 
-    fn fp_convert(&mut self, st: &mut State<'m>, a: Value, to: FloatFormat) -> Result<Value, String> {
-        let Some((x, from)) = real_parts(&a) else { return Ok(Value::Poison) };
+    fn fp_convert(
+        &mut self,
+        st: &mut State<'m>,
+        a: Value,
+        to: FloatFormat,
+    ) -> Result<Value, String> {
+        let Some((x, from)) = real_parts(&a) else {
+            return Ok(Value::Poison);
+        };
         if from == FloatFormat::Double && to == FloatFormat::Single {
-            let site = Site { op: SiteOp::Narrow, fmt: to, args: vec![x.clone()] };
-            self.emit(st, &[ExceptionKind::Overflow, ExceptionKind::Underflow], &site);
+            let site = Site {
+                op: SiteOp::Narrow,
+                fmt: to,
+                args: vec![x.clone()],
+            };
+            self.emit(
+                st,
+                &[ExceptionKind::Overflow, ExceptionKind::Underflow],
+                &site,
+            );
         }
-        Ok(Value::Real { e: sym::convert(to, x), fmt: to })
+        Ok(Value::Real {
+            e: sym::convert(to, x),
+            fmt: to,
+        })
     }
 
     /// Applies `f` lane by lane to two vectors, or once to two scalars.
@@ -728,15 +963,28 @@ impl<'m> Executor<'m> {
     ) -> Result<Value, String> {
         match (a, b) {
             (Value::Lanes(xs), Value::Lanes(ys)) => Ok(Value::Lanes(
-                xs.into_iter().zip(ys).map(|(x, y)| f(self, st, x, y)).collect::<Result<_, _>>()?,
+                xs.into_iter()
+                    .zip(ys)
+                    .map(|(x, y)| f(self, st, x, y))
+                    .collect::<Result<_, _>>()?,
             )),
             (Value::Lanes(xs), Value::Poison) => {
                 let n = xs.len();
-                self.lanes2(st, Value::Lanes(xs), Value::Lanes(vec![Value::Poison; n]), f)
+                self.lanes2(
+                    st,
+                    Value::Lanes(xs),
+                    Value::Lanes(vec![Value::Poison; n]),
+                    f,
+                )
             }
             (Value::Poison, Value::Lanes(ys)) => {
                 let n = ys.len();
-                self.lanes2(st, Value::Lanes(vec![Value::Poison; n]), Value::Lanes(ys), f)
+                self.lanes2(
+                    st,
+                    Value::Lanes(vec![Value::Poison; n]),
+                    Value::Lanes(ys),
+                    f,
+                )
             }
             (x, y) => f(self, st, x, y),
         }
@@ -749,7 +997,11 @@ impl<'m> Executor<'m> {
         f: &mut LaneFn1<'_, 'm>,
     ) -> Result<Value, String> {
         match a {
-            Value::Lanes(xs) => Ok(Value::Lanes(xs.into_iter().map(|x| f(self, st, x)).collect::<Result<_, _>>()?)),
+            Value::Lanes(xs) => Ok(Value::Lanes(
+                xs.into_iter()
+                    .map(|x| f(self, st, x))
+                    .collect::<Result<_, _>>()?,
+            )),
             x => f(self, st, x),
         }
     }
@@ -789,16 +1041,25 @@ pub(super) fn fp_format(ty: Ty<'_>) -> Option<FloatFormat> {
 
 /// The width of an integer (or integer vector) type.
 fn scalar_bits(ty: Ty<'_>) -> Result<u32, String> {
-    let t = if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind { ty.element() } else { ty };
+    let t = if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind {
+        ty.element()
+    } else {
+        ty
+    };
     match Scalar::of(t)? {
         Scalar::Int(bits) => Ok(bits),
-        _ => Err(format!("internal: expected an integer type, found `{}`", ty.text())),
+        _ => Err(format!(
+            "internal: expected an integer type, found `{}`",
+            ty.text()
+        )),
     }
 }
 
 fn map1(a: Value, f: &mut dyn FnMut(Value) -> Result<Value, String>) -> Result<Value, String> {
     match a {
-        Value::Lanes(xs) => Ok(Value::Lanes(xs.into_iter().map(&mut *f).collect::<Result<_, _>>()?)),
+        Value::Lanes(xs) => Ok(Value::Lanes(
+            xs.into_iter().map(&mut *f).collect::<Result<_, _>>()?,
+        )),
         Value::Poison => Ok(Value::Poison),
         x => f(x),
     }
@@ -814,7 +1075,9 @@ fn const_index(v: &Value) -> Result<usize, String> {
 
 fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, String> {
     use LLVMRealPredicate::*;
-    let (Some((x, _)), Some((y, _))) = (real_parts(&a), real_parts(&b)) else { return Ok(Value::Poison) };
+    let (Some((x, _)), Some((y, _))) = (real_parts(&a), real_parts(&b)) else {
+        return Ok(Value::Poison);
+    };
     // Values are finite reals: ordered and unordered predicates agree, `uno` never holds.
     let c = match pred {
         LLVMRealPredicateFalse | LLVMRealUNO => sym::fals(),
@@ -853,7 +1116,9 @@ fn icmp(pred: LLVMIntPredicate, a: Value, b: Value) -> Result<Value, String> {
         };
         return Ok(Value::Bool(sym::boolean(c)));
     }
-    let (Some((x, bits)), Some((y, _))) = (int_parts(&a), int_parts(&b)) else { return Ok(Value::Poison) };
+    let (Some((x, bits)), Some((y, _))) = (int_parts(&a), int_parts(&b)) else {
+        return Ok(Value::Poison);
+    };
     let u = |e: Expr| sym::unsigned(bits, e);
     let c = match pred {
         LLVMIntEQ => sym::eq(x, y),
@@ -878,14 +1143,22 @@ fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value, String> {
         return Ok(Value::Bool(match opcode {
             LLVMAnd | LLVMMul => sym::and([x, y]),
             LLVMOr => sym::or([x, y]),
-            LLVMXor | LLVMAdd | LLVMSub => sym::ne(sym::ite(x, sym::int_i(1), sym::int_i(0)), sym::ite(y, sym::int_i(1), sym::int_i(0))),
+            LLVMXor | LLVMAdd | LLVMSub => sym::ne(
+                sym::ite(x, sym::int_i(1), sym::int_i(0)),
+                sym::ite(y, sym::int_i(1), sym::int_i(0)),
+            ),
             _ => {
                 return match (x.as_bool(), y.as_bool()) {
-                    (Some(_), Some(_)) => int_binary(opcode, bool_as_int(&x), bool_as_int(&y)).map(|v| match v {
-                        Value::Int { e, .. } => Value::Bool(sym::ne(e, sym::int_i(0))),
-                        other => other,
-                    }),
-                    _ => Ok(Value::Bool(sym::ne(sym::opaque(opcode_name(opcode), 1, vec![bool_int(&x), bool_int(&y)]), sym::int_i(0)))),
+                    (Some(_), Some(_)) => {
+                        int_binary(opcode, bool_as_int(&x), bool_as_int(&y)).map(|v| match v {
+                            Value::Int { e, .. } => Value::Bool(sym::ne(e, sym::int_i(0))),
+                            other => other,
+                        })
+                    }
+                    _ => Ok(Value::Bool(sym::ne(
+                        sym::opaque(opcode_name(opcode), 1, vec![bool_int(&x), bool_int(&y)]),
+                        sym::int_i(0),
+                    ))),
                 }
             }
         }));
@@ -900,7 +1173,10 @@ fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value, String> {
     let (x, y) = (x.clone(), y.clone());
     if let (Some(p), Some(q)) = (x.as_int(), y.as_int()) {
         return Ok(match const_int_op(opcode, p, q, bits) {
-            Some(r) => Value::Int { e: sym::int(sym::wrap_signed(&r, bits)), bits },
+            Some(r) => Value::Int {
+                e: sym::int(sym::wrap_signed(&r, bits)),
+                bits,
+            },
             None => Value::Poison,
         });
     }
@@ -922,7 +1198,10 @@ fn bool_int(b: &Expr) -> Expr {
 }
 
 fn bool_as_int(b: &Expr) -> Value {
-    Value::Int { e: bool_int(b), bits: 1 }
+    Value::Int {
+        e: bool_int(b),
+        bits: 1,
+    }
 }
 
 /// An integer operation over constants (signed form in, unwrapped result out); `None` is poison.
@@ -961,11 +1240,26 @@ fn const_int_op(opcode: LLVMOpcode, p: &BigInt, q: &BigInt, bits: u32) -> Option
 
 fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, String> {
     use LLVMOpcode::*;
-    let as_value = |e: Expr| if to == 1 { Value::Bool(sym::ne(e, sym::int_i(0))) } else { Value::Int { e, bits: to } };
+    let as_value = |e: Expr| {
+        if to == 1 {
+            Value::Bool(sym::ne(e, sym::int_i(0)))
+        } else {
+            Value::Int { e, bits: to }
+        }
+    };
     match (opcode, a) {
-        (LLVMZExt, Value::Bool(b)) => Ok(Value::Int { e: sym::ite(b, sym::int_i(1), sym::int_i(0)), bits: to }),
-        (LLVMSExt, Value::Bool(b)) => Ok(Value::Int { e: bool_int(&b), bits: to }),
-        (LLVMZExt, Value::Int { e, bits }) => Ok(Value::Int { e: sym::unsigned(bits, e), bits: to }),
+        (LLVMZExt, Value::Bool(b)) => Ok(Value::Int {
+            e: sym::ite(b, sym::int_i(1), sym::int_i(0)),
+            bits: to,
+        }),
+        (LLVMSExt, Value::Bool(b)) => Ok(Value::Int {
+            e: bool_int(&b),
+            bits: to,
+        }),
+        (LLVMZExt, Value::Int { e, bits }) => Ok(Value::Int {
+            e: sym::unsigned(bits, e),
+            bits: to,
+        }),
         (LLVMSExt, Value::Int { e, .. }) => Ok(Value::Int { e, bits: to }),
         (LLVMTrunc, Value::Int { e, .. }) => Ok(match e.as_int() {
             Some(v) => as_value(sym::int(sym::wrap_signed(v, to))),
@@ -980,27 +1274,42 @@ fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, String> {
 /// A bitcast between a float and an integer of the same width: exact for constants; a symbolic float read as
 /// bits is an unconstrained integer, a symbolic integer read as a float cannot be modelled.
 fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
-    let to_scalar = if to.kind() == LLVMTypeKind::LLVMVectorTypeKind { to.element() } else { to };
+    let to_scalar = if to.kind() == LLVMTypeKind::LLVMVectorTypeKind {
+        to.element()
+    } else {
+        to
+    };
     let unsupported = || format!("reinterprets bits as `{}` (bitcast)", to.text());
     match (a, Scalar::of(to_scalar).map_err(|_| unsupported())?) {
-        (Value::Real { e, fmt }, Scalar::Int(bits)) if bits == if fmt == FloatFormat::Double { 64 } else { 32 } => {
+        (Value::Real { e, fmt }, Scalar::Int(bits))
+            if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
+        {
             let value = match e.as_real() {
-                Some(q) if fmt == FloatFormat::Double => sym::int_i(sym::const_f64(q).to_bits() as i64),
+                Some(q) if fmt == FloatFormat::Double => {
+                    sym::int_i(sym::const_f64(q).to_bits() as i64)
+                }
                 Some(q) => sym::int_i((sym::const_f64(q) as f32).to_bits() as i32 as i64),
                 None => sym::opaque("bitcast", bits, vec![e]),
             };
             Ok(Value::Int { e: value, bits })
         }
-        (Value::Int { e, bits }, Scalar::Float(fmt)) if bits == if fmt == FloatFormat::Double { 64 } else { 32 } => {
+        (Value::Int { e, bits }, Scalar::Float(fmt))
+            if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
+        {
             let v = match (sym::const_i64(&e), fmt) {
                 (Some(b), FloatFormat::Double) => f64::from_bits(b as u64),
                 (Some(b), FloatFormat::Single) => f32::from_bits(b as u32) as f64,
-                (None, _) => return Err("reinterprets a computed integer as a floating-point value".into()),
+                (None, _) => {
+                    return Err("reinterprets a computed integer as a floating-point value".into())
+                }
             };
             if !v.is_finite() {
                 return Err("builds an infinity or NaN from its bits".into());
             }
-            Ok(Value::Real { e: sym::real_f64(v), fmt })
+            Ok(Value::Real {
+                e: sym::real_f64(v),
+                fmt,
+            })
         }
         (Value::Poison, _) => Ok(Value::Poison),
         _ => Err(unsupported()),
@@ -1020,13 +1329,20 @@ fn int_to_fp(a: Value, fmt: FloatFormat, signed: bool) -> Result<Value, String> 
         Value::Poison => return Ok(Value::Poison),
         other => return Err(format!("internal: int-to-float of {other:?}")),
     };
-    Ok(Value::Real { e: sym::convert(fmt, e), fmt })
+    Ok(Value::Real {
+        e: sym::convert(fmt, e),
+        fmt,
+    })
 }
 
 fn select(c: Value, a: Value, b: Value) -> Result<Value, String> {
     match (c, a, b) {
         (Value::Lanes(cs), Value::Lanes(xs), Value::Lanes(ys)) => Ok(Value::Lanes(
-            cs.into_iter().zip(xs).zip(ys).map(|((c, x), y)| select(c, x, y)).collect::<Result<_, _>>()?,
+            cs.into_iter()
+                .zip(xs)
+                .zip(ys)
+                .map(|((c, x), y)| select(c, x, y))
+                .collect::<Result<_, _>>()?,
         )),
         (Value::Bool(c), a, b) => match c.as_bool() {
             Some(true) => Ok(a),
@@ -1041,17 +1357,31 @@ fn select(c: Value, a: Value, b: Value) -> Result<Value, String> {
 /// `if c then a else b` of two values of the same type.
 fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, String> {
     Ok(match (a, b) {
-        (Value::Real { e: x, fmt }, Value::Real { e: y, .. }) => Value::Real { e: sym::ite(c.clone(), x, y), fmt },
-        (Value::Int { e: x, bits }, Value::Int { e: y, .. }) => Value::Int { e: sym::ite(c.clone(), x, y), bits },
+        (Value::Real { e: x, fmt }, Value::Real { e: y, .. }) => Value::Real {
+            e: sym::ite(c.clone(), x, y),
+            fmt,
+        },
+        (Value::Int { e: x, bits }, Value::Int { e: y, .. }) => Value::Int {
+            e: sym::ite(c.clone(), x, y),
+            bits,
+        },
         (Value::Bool(x), Value::Bool(y)) => Value::Bool(sym::ite(c.clone(), x, y)),
         (Value::Ptr(p), Value::Ptr(q)) if p == q => Value::Ptr(p),
-        (Value::Ptr(_), Value::Ptr(_)) => return Err("selects between pointers on a symbolic condition".into()),
-        (Value::Lanes(xs), Value::Lanes(ys)) => {
-            Value::Lanes(xs.into_iter().zip(ys).map(|(x, y)| merge(c, x, y)).collect::<Result<_, _>>()?)
+        (Value::Ptr(_), Value::Ptr(_)) => {
+            return Err("selects between pointers on a symbolic condition".into())
         }
-        (Value::Fields(xs), Value::Fields(ys)) => {
-            Value::Fields(xs.into_iter().zip(ys).map(|(x, y)| merge(c, x, y)).collect::<Result<_, _>>()?)
-        }
+        (Value::Lanes(xs), Value::Lanes(ys)) => Value::Lanes(
+            xs.into_iter()
+                .zip(ys)
+                .map(|(x, y)| merge(c, x, y))
+                .collect::<Result<_, _>>()?,
+        ),
+        (Value::Fields(xs), Value::Fields(ys)) => Value::Fields(
+            xs.into_iter()
+                .zip(ys)
+                .map(|(x, y)| merge(c, x, y))
+                .collect::<Result<_, _>>()?,
+        ),
         // Choosing poison on one side: the program's value is the other one whenever it is defined.
         (Value::Poison, other) | (other, Value::Poison) => other,
         (x, y) => return Err(format!("internal: select between {x:?} and {y:?}")),
@@ -1059,8 +1389,16 @@ fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, String> {
 }
 
 /// `insertvalue agg, x, indices`, materialising an undefined aggregate from its type.
-fn insert_value(agg: Value, ty: Ty<'_>, indices: &[u32], x: Value, layout: Layout<'_>) -> Result<Value, String> {
-    let Some((&first, rest)) = indices.split_first() else { return Ok(x) };
+fn insert_value(
+    agg: Value,
+    ty: Ty<'_>,
+    indices: &[u32],
+    x: Value,
+    layout: Layout<'_>,
+) -> Result<Value, String> {
+    let Some((&first, rest)) = indices.split_first() else {
+        return Ok(x);
+    };
     let mut fields = match agg {
         Value::Fields(f) => f,
         _ => {
@@ -1072,11 +1410,22 @@ fn insert_value(agg: Value, ty: Ty<'_>, indices: &[u32], x: Value, layout: Layou
         }
     };
     let field_ty = match ty.kind() {
-        LLVMTypeKind::LLVMStructTypeKind => *ty.struct_fields().get(first as usize).ok_or("internal: bad field")?,
+        LLVMTypeKind::LLVMStructTypeKind => *ty
+            .struct_fields()
+            .get(first as usize)
+            .ok_or("internal: bad field")?,
         _ => ty.element(),
     };
-    let slot = fields.get_mut(first as usize).ok_or("internal: insertvalue index out of range")?;
-    *slot = insert_value(std::mem::replace(slot, Value::Poison), field_ty, rest, x, layout)?;
+    let slot = fields
+        .get_mut(first as usize)
+        .ok_or("internal: insertvalue index out of range")?;
+    *slot = insert_value(
+        std::mem::replace(slot, Value::Poison),
+        field_ty,
+        rest,
+        x,
+        layout,
+    )?;
     Ok(Value::Fields(fields))
 }
 

@@ -4,7 +4,9 @@
 //! Handles borrow the module (`'m`), so they cannot outlive it.
 
 use inkwell::llvm_sys::core::*;
-use inkwell::llvm_sys::debuginfo::{LLVMDILocationGetColumn, LLVMDILocationGetLine, LLVMInstructionGetDebugLoc};
+use inkwell::llvm_sys::debuginfo::{
+    LLVMDILocationGetColumn, LLVMDILocationGetLine, LLVMInstructionGetDebugLoc,
+};
 use inkwell::llvm_sys::prelude::{LLVMBasicBlockRef, LLVMTypeRef, LLVMValueRef};
 use inkwell::llvm_sys::target::{LLVMABISizeOfType, LLVMOffsetOfElement, LLVMTargetDataRef};
 pub use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind};
@@ -51,7 +53,10 @@ fn cstr_owned(p: *const libc::c_char, len: usize) -> String {
 impl<'m> Val<'m> {
     /// Wraps a value of a module borrowed for `'m`.
     pub fn new(raw: LLVMValueRef) -> Option<Val<'m>> {
-        (!raw.is_null()).then_some(Val { raw, _module: PhantomData })
+        (!raw.is_null()).then_some(Val {
+            raw,
+            _module: PhantomData,
+        })
     }
 
     pub fn id(self) -> usize {
@@ -67,7 +72,10 @@ impl<'m> Val<'m> {
 
     pub fn ty(self) -> Ty<'m> {
         // SAFETY: every value has a type.
-        Ty { raw: unsafe { LLVMTypeOf(self.raw) }, _module: PhantomData }
+        Ty {
+            raw: unsafe { LLVMTypeOf(self.raw) },
+            _module: PhantomData,
+        }
     }
 
     /// The instruction's opcode, or `None` when this is not an instruction.
@@ -174,7 +182,6 @@ impl<'m> Val<'m> {
         Val::new(unsafe { LLVMGetInitializer(self.raw) })
     }
 
-
     pub fn fcmp_predicate(self) -> LLVMRealPredicate {
         // SAFETY: only called on fcmp instructions.
         unsafe { LLVMGetFCmpPredicate(self.raw) }
@@ -199,7 +206,10 @@ impl<'m> Val<'m> {
     pub fn parent_block(self) -> Option<Block<'m>> {
         // SAFETY: valid instruction.
         let b = unsafe { LLVMGetInstructionParent(self.raw) };
-        (!b.is_null()).then_some(Block { raw: b, _module: PhantomData })
+        (!b.is_null()).then_some(Block {
+            raw: b,
+            _module: PhantomData,
+        })
     }
 
     pub fn next_instruction(self) -> Option<Val<'m>> {
@@ -213,7 +223,10 @@ impl<'m> Val<'m> {
     }
     pub fn successor(self, i: u32) -> Block<'m> {
         // SAFETY: index checked by callers against num_successors.
-        Block { raw: unsafe { LLVMGetSuccessor(self.raw, i) }, _module: PhantomData }
+        Block {
+            raw: unsafe { LLVMGetSuccessor(self.raw, i) },
+            _module: PhantomData,
+        }
     }
 
     /// Incoming (value, block) pairs of a phi.
@@ -224,7 +237,13 @@ impl<'m> Val<'m> {
                 .filter_map(|i| {
                     let v = Val::new(LLVMGetIncomingValue(self.raw, i))?;
                     let b = LLVMGetIncomingBlock(self.raw, i);
-                    Some((v, Block { raw: b, _module: PhantomData }))
+                    Some((
+                        v,
+                        Block {
+                            raw: b,
+                            _module: PhantomData,
+                        },
+                    ))
                 })
                 .collect()
         }
@@ -259,7 +278,10 @@ impl<'m> Val<'m> {
 
     pub fn gep_source_type(self) -> Ty<'m> {
         // SAFETY: only called on GEP instructions and GEP constant expressions.
-        Ty { raw: unsafe { LLVMGetGEPSourceElementType(self.raw) }, _module: PhantomData }
+        Ty {
+            raw: unsafe { LLVMGetGEPSourceElementType(self.raw) },
+            _module: PhantomData,
+        }
     }
 
     /// The (line, column) of an instruction's debug location, if it has one.
@@ -277,7 +299,11 @@ impl<'m> Val<'m> {
     /// The function's parameters.
     pub fn params(self) -> Vec<Val<'m>> {
         // SAFETY: only called on functions.
-        unsafe { (0..LLVMCountParams(self.raw)).filter_map(|i| Val::new(LLVMGetParam(self.raw, i))).collect() }
+        unsafe {
+            (0..LLVMCountParams(self.raw))
+                .filter_map(|i| Val::new(LLVMGetParam(self.raw, i)))
+                .collect()
+        }
     }
 
     /// The function's entry block, `None` for a declaration.
@@ -287,7 +313,10 @@ impl<'m> Val<'m> {
             if LLVMCountBasicBlocks(self.raw) == 0 {
                 return None;
             }
-            Some(Block { raw: LLVMGetEntryBasicBlock(self.raw), _module: PhantomData })
+            Some(Block {
+                raw: LLVMGetEntryBasicBlock(self.raw),
+                _module: PhantomData,
+            })
         }
     }
 
@@ -329,7 +358,10 @@ impl<'m> Ty<'m> {
     /// Element type of an array or vector.
     pub fn element(self) -> Ty<'m> {
         // SAFETY: only called on array and vector types.
-        Ty { raw: unsafe { LLVMGetElementType(self.raw) }, _module: PhantomData }
+        Ty {
+            raw: unsafe { LLVMGetElementType(self.raw) },
+            _module: PhantomData,
+        }
     }
     pub fn vector_len(self) -> u32 {
         // SAFETY: only called on vector types.
@@ -343,7 +375,10 @@ impl<'m> Ty<'m> {
         // SAFETY: only called on struct types; indices in range.
         unsafe {
             (0..LLVMCountStructElementTypes(self.raw))
-                .map(|i| Ty { raw: LLVMStructGetTypeAtIndex(self.raw, i), _module: PhantomData })
+                .map(|i| Ty {
+                    raw: LLVMStructGetTypeAtIndex(self.raw, i),
+                    _module: PhantomData,
+                })
                 .collect()
         }
     }
@@ -362,8 +397,12 @@ impl<'m> Layout<'m> {
     /// The data layout of `module`.
     pub fn of(module: &'m inkwell::module::Module<'_>) -> Layout<'m> {
         // SAFETY: the module outlives 'm; the layout is owned by the module.
-        let raw = unsafe { inkwell::llvm_sys::target::LLVMGetModuleDataLayout(module.as_mut_ptr()) };
-        Layout { raw, _module: PhantomData }
+        let raw =
+            unsafe { inkwell::llvm_sys::target::LLVMGetModuleDataLayout(module.as_mut_ptr()) };
+        Layout {
+            raw,
+            _module: PhantomData,
+        }
     }
     /// Allocation size in bytes (the stride of an array element).
     pub fn size(self, ty: Ty<'m>) -> u64 {
@@ -379,5 +418,7 @@ impl<'m> Layout<'m> {
 /// A function of `module` by name, as a value.
 pub fn function<'m>(module: &'m inkwell::module::Module<'_>, name: &str) -> Option<Val<'m>> {
     use inkwell::values::AsValueRef;
-    module.get_function(name).and_then(|f| Val::new(f.as_value_ref()))
+    module
+        .get_function(name)
+        .and_then(|f| Val::new(f.as_value_ref()))
 }

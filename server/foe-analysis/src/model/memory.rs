@@ -1,7 +1,7 @@
 //! Symbolic values of LLVM registers and a byte-addressed memory of regions (allocas, out-parameters,
 //! globals) whose cells hold scalar symbolic values at constant offsets.
 
-use super::llvm::{Layout, LLVMTypeKind, Ty};
+use super::llvm::{LLVMTypeKind, Layout, Ty};
 use crate::round::FloatFormat;
 use crate::sym::{self, Expr};
 use std::collections::BTreeMap;
@@ -16,7 +16,10 @@ pub struct Pointer {
 impl Pointer {
     pub const NULL_REGION: u32 = u32::MAX;
     pub fn null() -> Pointer {
-        Pointer { region: Pointer::NULL_REGION, offset: 0 }
+        Pointer {
+            region: Pointer::NULL_REGION,
+            offset: 0,
+        }
     }
     pub fn is_null(self) -> bool {
         self.region == Pointer::NULL_REGION
@@ -27,9 +30,15 @@ impl Pointer {
 #[derive(Debug, Clone)]
 pub enum Value {
     /// A `double` or `float`, valued as a real.
-    Real { e: Expr, fmt: FloatFormat },
+    Real {
+        e: Expr,
+        fmt: FloatFormat,
+    },
     /// An integer of `bits` (≥ 2) held in signed form.
-    Int { e: Expr, bits: u32 },
+    Int {
+        e: Expr,
+        bits: u32,
+    },
     /// An `i1`.
     Bool(Expr),
     Ptr(Pointer),
@@ -79,9 +88,15 @@ impl Scalar {
     /// The all-zero-bytes value of this scalar.
     pub fn zero(self) -> Value {
         match self {
-            Scalar::Float(fmt) => Value::Real { e: sym::real_i(0), fmt },
+            Scalar::Float(fmt) => Value::Real {
+                e: sym::real_i(0),
+                fmt,
+            },
             Scalar::Int(1) => Value::Bool(sym::fals()),
-            Scalar::Int(bits) => Value::Int { e: sym::int_i(0), bits },
+            Scalar::Int(bits) => Value::Int {
+                e: sym::int_i(0),
+                bits,
+            },
             Scalar::Ptr => Value::Ptr(Pointer::null()),
         }
     }
@@ -106,11 +121,20 @@ pub fn flatten_type(ty: Ty<'_>, layout: Layout<'_>) -> Result<Vec<(u64, Scalar)>
     Ok(out)
 }
 
-fn flatten_into(ty: Ty<'_>, layout: Layout<'_>, base: u64, out: &mut Vec<(u64, Scalar)>) -> Result<(), String> {
+fn flatten_into(
+    ty: Ty<'_>,
+    layout: Layout<'_>,
+    base: u64,
+    out: &mut Vec<(u64, Scalar)>,
+) -> Result<(), String> {
     match ty.kind() {
         LLVMTypeKind::LLVMArrayTypeKind | LLVMTypeKind::LLVMVectorTypeKind => {
             let elem = ty.element();
-            let n = if ty.kind() == LLVMTypeKind::LLVMArrayTypeKind { ty.array_len() } else { ty.vector_len() as u64 };
+            let n = if ty.kind() == LLVMTypeKind::LLVMArrayTypeKind {
+                ty.array_len()
+            } else {
+                ty.vector_len() as u64
+            };
             if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind
                 && elem.kind() == LLVMTypeKind::LLVMIntegerTypeKind
                 && !elem.int_width().is_multiple_of(8)
@@ -153,17 +177,30 @@ pub fn unflatten(ty: Ty<'_>, leaves: &mut std::vec::IntoIter<Value>) -> Result<V
         LLVMTypeKind::LLVMVectorTypeKind => {
             let n = ty.vector_len();
             let elem = ty.element();
-            Ok(Value::Lanes((0..n).map(|_| unflatten(elem, leaves)).collect::<Result<_, _>>()?))
+            Ok(Value::Lanes(
+                (0..n)
+                    .map(|_| unflatten(elem, leaves))
+                    .collect::<Result<_, _>>()?,
+            ))
         }
         LLVMTypeKind::LLVMArrayTypeKind => {
             let n = ty.array_len();
             let elem = ty.element();
-            Ok(Value::Fields((0..n).map(|_| unflatten(elem, leaves)).collect::<Result<_, _>>()?))
+            Ok(Value::Fields(
+                (0..n)
+                    .map(|_| unflatten(elem, leaves))
+                    .collect::<Result<_, _>>()?,
+            ))
         }
         LLVMTypeKind::LLVMStructTypeKind => Ok(Value::Fields(
-            ty.struct_fields().into_iter().map(|f| unflatten(f, leaves)).collect::<Result<_, _>>()?,
+            ty.struct_fields()
+                .into_iter()
+                .map(|f| unflatten(f, leaves))
+                .collect::<Result<_, _>>()?,
         )),
-        _ => leaves.next().ok_or_else(|| "internal: value shorter than its type".to_string()),
+        _ => leaves
+            .next()
+            .ok_or_else(|| "internal: value shorter than its type".to_string()),
     }
 }
 
@@ -206,22 +243,33 @@ pub struct Memory {
 
 impl Memory {
     pub fn new_region(&mut self, fill: Fill, name: &str) -> Pointer {
-        self.regions.push(Region { cells: BTreeMap::new(), fill, name: name.to_string() });
-        Pointer { region: (self.regions.len() - 1) as u32, offset: 0 }
+        self.regions.push(Region {
+            cells: BTreeMap::new(),
+            fill,
+            name: name.to_string(),
+        });
+        Pointer {
+            region: (self.regions.len() - 1) as u32,
+            offset: 0,
+        }
     }
 
     fn region_mut(&mut self, p: Pointer) -> Result<&mut Region, String> {
         if p.is_null() {
             return Err("dereferences a null pointer".into());
         }
-        self.regions.get_mut(p.region as usize).ok_or_else(|| "internal: unknown memory region".to_string())
+        self.regions
+            .get_mut(p.region as usize)
+            .ok_or_else(|| "internal: unknown memory region".to_string())
     }
 
     fn region(&self, p: Pointer) -> Result<&Region, String> {
         if p.is_null() {
             return Err("dereferences a null pointer".into());
         }
-        self.regions.get(p.region as usize).ok_or_else(|| "internal: unknown memory region".to_string())
+        self.regions
+            .get(p.region as usize)
+            .ok_or_else(|| "internal: unknown memory region".to_string())
     }
 
     /// Loads a value of `ty` at `p`.
@@ -236,21 +284,39 @@ impl Memory {
     }
 
     /// Stores `v` (of type `ty`) at `p`.
-    pub fn store(&mut self, p: Pointer, v: &Value, ty: Ty<'_>, layout: Layout<'_>) -> Result<(), String> {
+    pub fn store(
+        &mut self,
+        p: Pointer,
+        v: &Value,
+        ty: Ty<'_>,
+        layout: Layout<'_>,
+    ) -> Result<(), String> {
         let pieces = flatten_type(ty, layout)?;
         let mut leaves = Vec::with_capacity(pieces.len());
         flatten_value(v, &mut leaves);
         if leaves.len() != pieces.len() {
-            return Err(format!("stores a value that does not match its type `{}`", ty.text()));
+            return Err(format!(
+                "stores a value that does not match its type `{}`",
+                ty.text()
+            ));
         }
         let region = self.region_mut(p)?;
         for ((off, scalar), leaf) in pieces.into_iter().zip(leaves) {
             if !scalar.accepts(&leaf) {
-                return Err(format!("stores a value that does not match its type `{}`", ty.text()));
+                return Err(format!(
+                    "stores a value that does not match its type `{}`",
+                    ty.text()
+                ));
             }
             let at = p.offset + off as i64;
             region.clear(at, scalar.bytes())?;
-            region.cells.insert(at, Cell::Value { v: leaf, size: scalar.bytes() });
+            region.cells.insert(
+                at,
+                Cell::Value {
+                    v: leaf,
+                    size: scalar.bytes(),
+                },
+            );
         }
         Ok(())
     }
@@ -277,7 +343,12 @@ impl Memory {
                 match c {
                     Cell::Zero { size } => {
                         let until = (s + *size as i64).min(end);
-                        copied.push((0, Cell::Zero { size: (until - start) as u64 }));
+                        copied.push((
+                            0,
+                            Cell::Zero {
+                                size: (until - start) as u64,
+                            },
+                        ));
                         cursor = until;
                     }
                     Cell::Value { .. } => return Err("copies part of a stored value".into()),
@@ -286,13 +357,23 @@ impl Memory {
         }
         for (&s, c) in source.cells.range(cursor..end) {
             if s > cursor && source.fill == Fill::Zero {
-                copied.push((cursor - start, Cell::Zero { size: (s - cursor) as u64 }));
+                copied.push((
+                    cursor - start,
+                    Cell::Zero {
+                        size: (s - cursor) as u64,
+                    },
+                ));
             }
             let cell_end = s + c.size() as i64;
             if cell_end > end {
                 match c {
                     Cell::Zero { .. } => {
-                        copied.push((s - start, Cell::Zero { size: (end - s) as u64 }));
+                        copied.push((
+                            s - start,
+                            Cell::Zero {
+                                size: (end - s) as u64,
+                            },
+                        ));
                         cursor = end;
                         break;
                     }
@@ -303,7 +384,12 @@ impl Memory {
             cursor = cell_end;
         }
         if cursor < end && source.fill == Fill::Zero {
-            copied.push((cursor - start, Cell::Zero { size: (end - cursor) as u64 }));
+            copied.push((
+                cursor - start,
+                Cell::Zero {
+                    size: (end - cursor) as u64,
+                },
+            ));
         }
         let target = self.region_mut(dst)?;
         target.clear(dst.offset, len)?;
@@ -323,8 +409,15 @@ impl Region {
             if cell_end > at {
                 return match cell {
                     Cell::Zero { .. } if cell_end >= at + size => Ok(scalar.zero()),
-                    Cell::Value { v, size: cs } if s == at && *cs as i64 == size && scalar.accepts(v) => Ok(v.clone()),
-                    Cell::Value { v: Value::Int { e, bits }, .. } if s == at && scalar == Scalar::Int(1) && *bits == 8 => {
+                    Cell::Value { v, size: cs }
+                        if s == at && *cs as i64 == size && scalar.accepts(v) =>
+                    {
+                        Ok(v.clone())
+                    }
+                    Cell::Value {
+                        v: Value::Int { e, bits },
+                        ..
+                    } if s == at && scalar == Scalar::Int(1) && *bits == 8 => {
                         // An i8-stored boolean read back as i1.
                         Ok(Value::Bool(sym::ne(e.clone(), sym::int_i(0))))
                     }
@@ -353,12 +446,24 @@ impl Region {
                 match cell {
                     Cell::Zero { .. } => {
                         remove.push(s);
-                        keep.push((s, Cell::Zero { size: (at - s) as u64 }));
+                        keep.push((
+                            s,
+                            Cell::Zero {
+                                size: (at - s) as u64,
+                            },
+                        ));
                         if cell_end > end {
-                            keep.push((end, Cell::Zero { size: (cell_end - end) as u64 }));
+                            keep.push((
+                                end,
+                                Cell::Zero {
+                                    size: (cell_end - end) as u64,
+                                },
+                            ));
                         }
                     }
-                    Cell::Value { .. } => return Err(format!("partly overwrites a value stored in {}", self.name)),
+                    Cell::Value { .. } => {
+                        return Err(format!("partly overwrites a value stored in {}", self.name))
+                    }
                 }
             }
         }
@@ -367,8 +472,15 @@ impl Region {
             remove.push(s);
             if cell_end > end {
                 match cell {
-                    Cell::Zero { .. } => keep.push((end, Cell::Zero { size: (cell_end - end) as u64 })),
-                    Cell::Value { .. } => return Err(format!("partly overwrites a value stored in {}", self.name)),
+                    Cell::Zero { .. } => keep.push((
+                        end,
+                        Cell::Zero {
+                            size: (cell_end - end) as u64,
+                        },
+                    )),
+                    Cell::Value { .. } => {
+                        return Err(format!("partly overwrites a value stored in {}", self.name))
+                    }
                 }
             }
         }

@@ -6,7 +6,12 @@ use crate::exec::testutil::runner;
 use crate::types::Param;
 
 fn ev(kind: ExceptionKind) -> TraceEvent {
-    TraceEvent { kind, line: Some(1), column: Some(1), operation: "fmul".into() }
+    TraceEvent {
+        kind,
+        line: Some(1),
+        column: Some(1),
+        operation: "fmul".into(),
+    }
 }
 
 fn f64s(vs: &[f64]) -> Input {
@@ -19,12 +24,30 @@ fn compare_traces_classes() {
     use ExceptionKind::*;
     let t = |ks: &[ExceptionKind]| ks.iter().map(|&k| ev(k)).collect::<Vec<_>>();
     assert_eq!(compare_traces(&t(&[]), &t(&[])), None);
-    assert_eq!(compare_traces(&t(&[Overflow, Invalid]), &t(&[Overflow, Invalid])), None);
+    assert_eq!(
+        compare_traces(&t(&[Overflow, Invalid]), &t(&[Overflow, Invalid])),
+        None
+    );
     assert_eq!(compare_traces(&t(&[Overflow]), &t(&[])), Some((0, Appears)));
-    assert_eq!(compare_traces(&t(&[Overflow]), &t(&[Overflow, Underflow])), Some((1, Appears)));
-    assert_eq!(compare_traces(&t(&[Overflow]), &t(&[Overflow, Overflow])), Some((1, Count)));
-    assert_eq!(compare_traces(&t(&[Invalid, Overflow]), &t(&[Overflow, Invalid])), Some((0, Order)));
-    assert_eq!(compare_traces(&t(&[Invalid, Overflow, Invalid]), &t(&[Invalid, Invalid, Overflow])), Some((1, Order)));
+    assert_eq!(
+        compare_traces(&t(&[Overflow]), &t(&[Overflow, Underflow])),
+        Some((1, Appears))
+    );
+    assert_eq!(
+        compare_traces(&t(&[Overflow]), &t(&[Overflow, Overflow])),
+        Some((1, Count))
+    );
+    assert_eq!(
+        compare_traces(&t(&[Invalid, Overflow]), &t(&[Overflow, Invalid])),
+        Some((0, Order))
+    );
+    assert_eq!(
+        compare_traces(
+            &t(&[Invalid, Overflow, Invalid]),
+            &t(&[Invalid, Invalid, Overflow])
+        ),
+        Some((1, Order))
+    );
     // Locations do not matter, only kinds and order.
     let mut moved = t(&[Overflow]);
     moved[0].line = Some(9);
@@ -35,15 +58,32 @@ fn compare_traces_classes() {
 fn sig(params: Vec<ParamType>) -> FunctionSignature {
     FunctionSignature {
         name: "f".into(),
-        params: params.into_iter().enumerate().map(|(i, ty)| Param { name: format!("a{i}"), ty }).collect(),
+        params: params
+            .into_iter()
+            .enumerate()
+            .map(|(i, ty)| Param {
+                name: format!("a{i}"),
+                ty,
+            })
+            .collect(),
         ret: crate::types::ReturnType::F64,
     }
 }
 
 #[test]
 fn full_cube_in_shell_order() {
-    let s = sig(vec![ParamType::F64, ParamType::Int { bits: 32, signed: true }, ParamType::OutPtr { bytes: 8 }]);
-    let cfg = AnalysisConfig { radius: 2, ..AnalysisConfig::default() };
+    let s = sig(vec![
+        ParamType::F64,
+        ParamType::Int {
+            bits: 32,
+            signed: true,
+        },
+        ParamType::OutPtr { bytes: 8 },
+    ]);
+    let cfg = AnalysisConfig {
+        radius: 2,
+        ..AnalysisConfig::default()
+    };
     let c = Input(vec![ArgValue::F64(1.0), ArgValue::Int(7), ArgValue::OutPtr]);
     let pts = neighbourhood(&s, &c, &cfg);
     assert_eq!(pts.len(), 25);
@@ -61,15 +101,25 @@ fn full_cube_in_shell_order() {
     assert_eq!(&shells[..9], &[0, 1, 1, 1, 1, 1, 1, 1, 1]);
     assert!(pts.iter().all(|p| p.0[2] == ArgValue::OutPtr));
     // Integers are clamped to the C type; duplicates vanish.
-    let b = sig(vec![ParamType::Int { bits: 1, signed: false }]);
+    let b = sig(vec![ParamType::Int {
+        bits: 1,
+        signed: false,
+    }]);
     let pts = neighbourhood(&b, &Input(vec![ArgValue::Int(0)]), &cfg);
-    assert_eq!(pts, vec![Input(vec![ArgValue::Int(0)]), Input(vec![ArgValue::Int(1)])]);
+    assert_eq!(
+        pts,
+        vec![Input(vec![ArgValue::Int(0)]), Input(vec![ArgValue::Int(1)])]
+    );
 }
 
 #[test]
 fn budgeted_neighbourhood_is_ordered_and_deterministic() {
     let s = sig(vec![ParamType::F64; 6]);
-    let cfg = AnalysisConfig { radius: 3, neighbourhood_budget: 500, ..AnalysisConfig::default() };
+    let cfg = AnalysisConfig {
+        radius: 3,
+        neighbourhood_budget: 500,
+        ..AnalysisConfig::default()
+    };
     let c = f64s(&[1.0, 2.0, 3.0, -4.0, 5e-300, 6e300]);
     let a = neighbourhood(&s, &c, &cfg);
     let b = neighbourhood(&s, &c, &cfg);
@@ -81,7 +131,13 @@ fn budgeted_neighbourhood_is_ordered_and_deterministic() {
             .zip(&c.0)
             .map(|(x, y)| match (x, y) {
                 (ArgValue::F64(x), ArgValue::F64(y)) => {
-                    let ord = |v: f64| if v < 0.0 { -((v.to_bits() & !(1 << 63)) as i64) } else { v.to_bits() as i64 };
+                    let ord = |v: f64| {
+                        if v < 0.0 {
+                            -((v.to_bits() & !(1 << 63)) as i64)
+                        } else {
+                            v.to_bits() as i64
+                        }
+                    };
                     ord(*x) - ord(*y)
                 }
                 _ => unreachable!(),
@@ -110,25 +166,46 @@ const IDENTITY: &str = "double identity(double x){double a=2*x; double b=a*0.5; 
 fn identity_search_finds_appears() {
     let cfg = AnalysisConfig::default();
     let (mut r, sigs) = runner(IDENTITY, &cfg);
-    let out = search(&mut r, &sigs[0], &[f64s(&[1e308]), f64s(&[1.0]), f64s(&[1e308])], None, &cfg).unwrap();
+    let out = search(
+        &mut r,
+        &sigs[0],
+        &[f64s(&[1e308]), f64s(&[1.0]), f64s(&[1e308])],
+        None,
+        &cfg,
+    )
+    .unwrap();
     assert_eq!(out.diff_producing, 1);
     assert_eq!(out.divergences.len(), 1);
     let d = &out.divergences[0];
     assert_eq!(d.class, DivergenceClass::Appears);
     assert_eq!(d.first_divergence, 0);
     assert_eq!(d.inputs[0].name, "x");
-    assert_eq!(d.inputs[0].raw, Some(ArgValue::F64(1e308)), "the candidate itself diverges");
+    assert_eq!(
+        d.inputs[0].raw,
+        Some(ArgValue::F64(1e308)),
+        "the candidate itself diverges"
+    );
     assert_eq!(d.trace_p.len(), 1);
     assert_eq!(d.trace_p[0].kind, ExceptionKind::Overflow);
     assert!(d.trace_p_prime.is_empty());
-    assert_eq!(d.summary, "plain build overflows here, fast-math build does not");
+    assert_eq!(
+        d.summary,
+        "plain build overflows here, fast-math build does not"
+    );
     assert_eq!(d.location.map(|l| l.line), Some(1));
     assert_eq!(d.result_p, "inf (inf)");
-    assert!(d.result_p_prime.starts_with("0x1.1ccf385ebc8ap+1023"), "{}", d.result_p_prime);
+    assert!(
+        d.result_p_prime.starts_with("0x1.1ccf385ebc8ap+1023"),
+        "{}",
+        d.result_p_prime
+    );
     assert!(d.in_domain);
     // The 1e308 candidate stopped at its first point; 1.0 ran its whole 7-point neighbourhood.
     assert_eq!(out.executions, 1 + 7);
-    assert!(out.plain_exceptions.iter().any(|e| e.kind == ExceptionKind::Overflow && e.line == Some(1)));
+    assert!(out
+        .plain_exceptions
+        .iter()
+        .any(|e| e.kind == ExceptionKind::Overflow && e.line == Some(1)));
 }
 
 const TURBINE1: &str = r#"double turbine1(double v, double w, double r) {
@@ -152,28 +229,66 @@ fn turbine1_paper_input_and_a_divergent_one() {
     #[allow(clippy::excessive_precision)] // the paper's digits
     let paper = f64s(&[-0.25, 1.34078079299425970996e154, -0.125]);
     let pair = &r.run("turbine1", std::slice::from_ref(&paper)).unwrap()[0];
-    let show = |t: &[TraceEvent]| t.iter().map(|e| format!("{} {}:{} {}", e.kind, e.line.unwrap_or(0), e.column.unwrap_or(0), e.operation)).collect::<Vec<_>>();
-    eprintln!("turbine1 at the paper's input:\n  P : {:?} -> {:?}\n  P': {:?} -> {:?}", show(&pair.p.trace), pair.p.end, show(&pair.pp.trace), pair.pp.end);
+    let show = |t: &[TraceEvent]| {
+        t.iter()
+            .map(|e| {
+                format!(
+                    "{} {}:{} {}",
+                    e.kind,
+                    e.line.unwrap_or(0),
+                    e.column.unwrap_or(0),
+                    e.operation
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    eprintln!(
+        "turbine1 at the paper's input:\n  P : {:?} -> {:?}\n  P': {:?} -> {:?}",
+        show(&pair.p.trace),
+        pair.p.end,
+        show(&pair.pp.trace),
+        pair.pp.end
+    );
     assert_eq!(kinds(&pair.p.trace), vec![ExceptionKind::Overflow]);
     assert_eq!(kinds(&pair.pp.trace), vec![ExceptionKind::Overflow]);
-    assert_eq!((pair.p.trace[0].line, pair.p.trace[0].column), (Some(2), Some(40)));
+    assert_eq!(
+        (pair.p.trace[0].line, pair.p.trace[0].column),
+        (Some(2), Some(40))
+    );
     // P' lost the location of its w*w; the site takes the line of the statement's next located instruction.
-    assert_eq!((pair.pp.trace[0].line, pair.pp.trace[0].column), (Some(2), None));
+    assert_eq!(
+        (pair.pp.trace[0].line, pair.pp.trace[0].column),
+        (Some(2), None)
+    );
     let out = search(&mut r, &sigs[0], &[paper], None, &cfg).unwrap();
-    eprintln!("turbine1 neighbourhood of the paper's input: {} divergent of {} executions", out.diff_producing, out.executions);
+    eprintln!(
+        "turbine1 neighbourhood of the paper's input: {} divergent of {} executions",
+        out.diff_producing, out.executions
+    );
     assert_eq!(out.executions, 343);
 
     let out = search(&mut r, &sigs[0], &[f64s(&[-10.0, 1e154, 0.5])], None, &cfg).unwrap();
     assert_eq!(out.diff_producing, 1, "{out:#?}");
     let d = &out.divergences[0];
-    eprintln!("turbine1 at (-10, 1e154, 0.5): {}; P {:?}, P' {:?}", d.summary, show(&d.trace_p), show(&d.trace_p_prime));
+    eprintln!(
+        "turbine1 at (-10, 1e154, 0.5): {}; P {:?}, P' {:?}",
+        d.summary,
+        show(&d.trace_p),
+        show(&d.trace_p_prime)
+    );
     assert_eq!(d.class, DivergenceClass::Appears);
     assert!(kinds(&d.trace_p).is_empty());
     assert_eq!(kinds(&d.trace_p_prime), vec![ExceptionKind::Overflow]);
-    assert_eq!(d.summary, "fast-math build overflows here, plain build does not");
+    assert_eq!(
+        d.summary,
+        "fast-math build overflows here, plain build does not"
+    );
     assert_eq!(d.location.map(|l| l.line), Some(2));
     assert_eq!(d.result_p_prime, "-inf (-inf)");
-    assert_eq!(out.executions, 1, "the candidate itself diverges, so its neighbourhood is not searched");
+    assert_eq!(
+        out.executions, 1,
+        "the candidate itself diverges, so its neighbourhood is not searched"
+    );
 }
 
 #[test]
@@ -185,19 +300,42 @@ fn ftz_daz_changes_underflow() {
     // A subnormal input: P underflows; P' with DAZ reads it as zero and raises nothing.
     let out = r.run("tiny", &[f64s(&[1e-310])]).unwrap();
     let kinds = |t: &[TraceEvent]| t.iter().map(|e| e.kind).collect::<Vec<_>>();
-    eprintln!("tiny(1e-310): P {:?} {:?}, P' {:?} {:?}", kinds(&out[0].p.trace), out[0].p.end, kinds(&out[0].pp.trace), out[0].pp.end);
+    eprintln!(
+        "tiny(1e-310): P {:?} {:?}, P' {:?} {:?}",
+        kinds(&out[0].p.trace),
+        out[0].p.end,
+        kinds(&out[0].pp.trace),
+        out[0].pp.end
+    );
     assert_eq!(kinds(&out[0].p.trace), vec![ExceptionKind::Underflow]);
     assert!(out[0].pp.trace.is_empty());
     let d = search(&mut r, &sigs[0], &[f64s(&[1e-310])], None, &on).unwrap();
-    assert_eq!(d.divergences[0].summary, "plain build underflows here, fast-math build does not");
+    assert_eq!(
+        d.divergences[0].summary,
+        "plain build underflows here, fast-math build does not"
+    );
     // A normal input with a subnormal result: both underflow (FTZ flushes and still raises underflow).
     let out = r.run("shrink", &[f64s(&[1e-300])]).unwrap();
-    eprintln!("shrink(1e-300): P {:?} {:?}, P' {:?} {:?}", kinds(&out[0].p.trace), out[0].p.end, kinds(&out[0].pp.trace), out[0].pp.end);
+    eprintln!(
+        "shrink(1e-300): P {:?} {:?}, P' {:?} {:?}",
+        kinds(&out[0].p.trace),
+        out[0].p.end,
+        kinds(&out[0].pp.trace),
+        out[0].pp.end
+    );
     assert_eq!(kinds(&out[0].p.trace), vec![ExceptionKind::Underflow]);
     assert_eq!(kinds(&out[0].pp.trace), vec![ExceptionKind::Underflow]);
-    assert_eq!(out[0].pp.end, crate::report::RunEnd::Returned { value: Some("0x0p+0 (0.0000000000000000e0)".into()) });
+    assert_eq!(
+        out[0].pp.end,
+        crate::report::RunEnd::Returned {
+            value: Some("0x0p+0 (0.0000000000000000e0)".into())
+        }
+    );
     // Without FTZ/DAZ both builds agree on the subnormal input.
-    let off = AnalysisConfig { ftz_daz: FtzMode::Off, ..AnalysisConfig::default() };
+    let off = AnalysisConfig {
+        ftz_daz: FtzMode::Off,
+        ..AnalysisConfig::default()
+    };
     let (mut r, _) = runner(src, &off);
     let out = r.run("tiny", &[f64s(&[1e-310])]).unwrap();
     assert_eq!(kinds(&out[0].pp.trace), vec![ExceptionKind::Underflow]);
@@ -211,21 +349,53 @@ fn domain_and_plain_exceptions() {
     let domain = Domain {
         ranges: vec![crate::domain::ParamRange {
             param: 1,
-            lo: Some(crate::domain::Bound { value: 1.0, inclusive: true }),
+            lo: Some(crate::domain::Bound {
+                value: 1.0,
+                inclusive: true,
+            }),
             hi: None,
         }],
         text: vec!["y >= 1".into()],
     };
     // x/0 divides by zero on line 2 but y = 0 is outside the domain: no plain exception is reported for it.
-    let out = search(&mut r, &sigs[0], &[f64s(&[1.0, 0.0]), f64s(&[1e308, 1.0])], Some(&domain), &cfg).unwrap();
-    assert!(out.plain_exceptions.iter().all(|e| e.kind != ExceptionKind::DivideByZero), "{:?}", out.plain_exceptions);
+    let out = search(
+        &mut r,
+        &sigs[0],
+        &[f64s(&[1.0, 0.0]), f64s(&[1e308, 1.0])],
+        Some(&domain),
+        &cfg,
+    )
+    .unwrap();
+    assert!(
+        out.plain_exceptions
+            .iter()
+            .all(|e| e.kind != ExceptionKind::DivideByZero),
+        "{:?}",
+        out.plain_exceptions
+    );
     // q * 2 overflows on line 3 in both builds for x near DBL_MAX, y = 1: no divergence, but a plain exception.
-    let ov = out.plain_exceptions.iter().find(|e| e.kind == ExceptionKind::Overflow).expect("overflow");
+    let ov = out
+        .plain_exceptions
+        .iter()
+        .find(|e| e.kind == ExceptionKind::Overflow)
+        .expect("overflow");
     assert_eq!(ov.line, Some(3));
     assert_eq!(ov.inputs.len(), 2);
     for d in &out.divergences {
-        eprintln!("{:?} {} {:?} vs {:?} in domain {}", d.class, d.summary, d.trace_p, d.trace_p_prime, d.in_domain);
-        let y = d.inputs[1].raw.and_then(|v| if let ArgValue::F64(y) = v { Some(y) } else { None }).unwrap();
+        eprintln!(
+            "{:?} {} {:?} vs {:?} in domain {}",
+            d.class, d.summary, d.trace_p, d.trace_p_prime, d.in_domain
+        );
+        let y = d.inputs[1]
+            .raw
+            .and_then(|v| {
+                if let ArgValue::F64(y) = v {
+                    Some(y)
+                } else {
+                    None
+                }
+            })
+            .unwrap();
         assert_eq!(d.in_domain, y >= 1.0);
     }
     assert_eq!(out.executions, 49 * 2);
@@ -236,13 +406,26 @@ fn count_divergence_from_real_builds() {
     let src = "double two(double x, double y) {\n  return (x * 2) * 0.5 + y * y;\n}\n";
     let cfg = AnalysisConfig::default();
     let (mut r, sigs) = runner(src, &cfg);
-    let out = search(&mut r, &sigs[0], &[f64s(&[1e308, 1e200]), f64s(&[1.0, 2.0])], None, &cfg).unwrap();
+    let out = search(
+        &mut r,
+        &sigs[0],
+        &[f64s(&[1e308, 1e200]), f64s(&[1.0, 2.0])],
+        None,
+        &cfg,
+    )
+    .unwrap();
     assert_eq!(out.diff_producing, 1);
     let d = &out.divergences[0];
     assert_eq!(d.class, DivergenceClass::Count);
-    assert_eq!(kinds(&d.trace_p), vec![ExceptionKind::Overflow, ExceptionKind::Overflow]);
+    assert_eq!(
+        kinds(&d.trace_p),
+        vec![ExceptionKind::Overflow, ExceptionKind::Overflow]
+    );
     assert_eq!(kinds(&d.trace_p_prime), vec![ExceptionKind::Overflow]);
-    assert_eq!(d.summary, "fast-math build raises overflow once, plain build 2 times");
+    assert_eq!(
+        d.summary,
+        "fast-math build raises overflow once, plain build 2 times"
+    );
     assert_eq!(d.first_divergence, 1);
     // Count divergences do not stop the search: the whole cube of the first candidate ran.
     assert_eq!(out.executions, 49 + 49);
@@ -251,7 +434,11 @@ fn count_divergence_from_real_builds() {
 #[test]
 fn budget_larger_radius_one_dimension() {
     let s = sig(vec![ParamType::F32]);
-    let cfg = AnalysisConfig { radius: 10_000, neighbourhood_budget: 100, ..AnalysisConfig::default() };
+    let cfg = AnalysisConfig {
+        radius: 10_000,
+        neighbourhood_budget: 100,
+        ..AnalysisConfig::default()
+    };
     let pts = neighbourhood(&s, &Input(vec![ArgValue::F32(1.0)]), &cfg);
     assert_eq!(pts.len(), 100);
     // The nearest 99 neighbours: ±1 .. ±49 and one of ±50.

@@ -92,7 +92,9 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &HashMap<u128, V>) -> Option<V>
             ArgValue::F32(v) => V::F(*v as f64),
             ArgValue::Int(v) => match ty {
                 // Integer terms hold the signed reading of the bits.
-                sym::VarType::Int { bits, .. } if *bits > 1 => V::I(sym::wrap_signed(&BigInt::from(*v), *bits)),
+                sym::VarType::Int { bits, .. } if *bits > 1 => {
+                    V::I(sym::wrap_signed(&BigInt::from(*v), *bits))
+                }
                 _ => V::I(BigInt::from(*v)),
             },
             ArgValue::OutPtr => return None,
@@ -159,22 +161,24 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &HashMap<u128, V>) -> Option<V>
                 memo.get(&other.fingerprint())?.clone()
             }
         }
-        Kind::Cmp { op, a, b: y } => match (memo.get(&a.fingerprint())?, memo.get(&y.fingerprint())?) {
-            (V::I(p), V::I(q)) => V::B(match op {
-                CmpOp::Lt => p < q,
-                CmpOp::Le => p <= q,
-                CmpOp::Eq => p == q,
-            }),
-            (V::B(p), V::B(q)) if *op == CmpOp::Eq => V::B(p == q),
-            _ => {
-                let (p, q) = (f(a)?, f(y)?);
-                V::B(match op {
+        Kind::Cmp { op, a, b: y } => {
+            match (memo.get(&a.fingerprint())?, memo.get(&y.fingerprint())?) {
+                (V::I(p), V::I(q)) => V::B(match op {
                     CmpOp::Lt => p < q,
                     CmpOp::Le => p <= q,
                     CmpOp::Eq => p == q,
-                })
+                }),
+                (V::B(p), V::B(q)) if *op == CmpOp::Eq => V::B(p == q),
+                _ => {
+                    let (p, q) = (f(a)?, f(y)?);
+                    V::B(match op {
+                        CmpOp::Lt => p < q,
+                        CmpOp::Le => p <= q,
+                        CmpOp::Eq => p == q,
+                    })
+                }
             }
-        },
+        }
         Kind::Not(a) => V::B(!b(a)?),
         Kind::And(xs) => {
             let mut all = true;
@@ -286,7 +290,11 @@ mod tests {
     #[test]
     fn decides_overflow_and_underflow_of_a_product() {
         let x = param(0, VarType::Float(FloatFormat::Double));
-        let site = Site { op: SiteOp::Arith(ArithOp::Mul), fmt: FloatFormat::Double, args: vec![x.clone(), x] };
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Mul),
+            fmt: FloatFormat::Double,
+            args: vec![x.clone(), x],
+        };
         let overflow = sym::exception(ExceptionKind::Overflow, site.clone());
         let underflow = sym::exception(ExceptionKind::Underflow, site);
         assert_eq!(holds(&overflow, &[ArgValue::F64(1.5e154)]), Some(true));

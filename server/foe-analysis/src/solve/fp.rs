@@ -79,7 +79,10 @@ impl Encoder {
 
     /// The format two operands should be compared or combined in.
     fn common_format(&self, a: &Expr, b: &Expr) -> Option<FloatFormat> {
-        self.formats.get(&a.fingerprint()).or_else(|| self.formats.get(&b.fingerprint())).copied()
+        self.formats
+            .get(&a.fingerprint())
+            .or_else(|| self.formats.get(&b.fingerprint()))
+            .copied()
     }
 
     fn boolean(&self, e: &Expr) -> Option<String> {
@@ -101,24 +104,48 @@ impl Encoder {
                     ArithOp::Mul => "fp.mul",
                     ArithOp::Div => "fp.div",
                 };
-                real(*fmt, format!("({name} RNE {} {})", self.operand(a, *fmt)?, self.operand(b, *fmt)?))
+                real(
+                    *fmt,
+                    format!(
+                        "({name} RNE {} {})",
+                        self.operand(a, *fmt)?,
+                        self.operand(b, *fmt)?
+                    ),
+                )
             }
             Kind::Neg(a) | Kind::Abs(a) => {
                 let fmt = *self.formats.get(&a.fingerprint())?;
-                let op = if matches!(e.kind(), Kind::Neg(_)) { "fp.neg" } else { "fp.abs" };
+                let op = if matches!(e.kind(), Kind::Neg(_)) {
+                    "fp.neg"
+                } else {
+                    "fp.abs"
+                };
                 real(fmt, format!("({op} {})", self.operand(a, fmt)?))
             }
             Kind::Fma { fmt, a, b, c } => real(
                 *fmt,
-                format!("(fp.fma RNE {} {} {})", self.operand(a, *fmt)?, self.operand(b, *fmt)?, self.operand(c, *fmt)?),
+                format!(
+                    "(fp.fma RNE {} {} {})",
+                    self.operand(a, *fmt)?,
+                    self.operand(b, *fmt)?,
+                    self.operand(c, *fmt)?
+                ),
             ),
             Kind::Convert { fmt, a } if a.sort() == crate::sym::Sort::Real => {
                 let from = *self.formats.get(&a.fingerprint())?;
-                real(*fmt, format!("({} RNE {})", to_fp(*fmt), self.operand(a, from)?))
+                real(
+                    *fmt,
+                    format!("({} RNE {})", to_fp(*fmt), self.operand(a, from)?),
+                )
             }
-            Kind::Math { func: MathFn::Sqrt, fmt, args } => {
-                real(*fmt, format!("(fp.sqrt RNE {})", self.operand(args.first()?, *fmt)?))
-            }
+            Kind::Math {
+                func: MathFn::Sqrt,
+                fmt,
+                args,
+            } => real(
+                *fmt,
+                format!("(fp.sqrt RNE {})", self.operand(args.first()?, *fmt)?),
+            ),
             Kind::ToIntegral { mode, fmt, a } => {
                 let rm = match mode {
                     Integral::Floor => "RTN",
@@ -126,15 +153,29 @@ impl Encoder {
                     Integral::Trunc => "RTZ",
                     Integral::Round => "RNA",
                 };
-                real(*fmt, format!("(fp.roundToIntegral {rm} {})", self.operand(a, *fmt)?))
+                real(
+                    *fmt,
+                    format!("(fp.roundToIntegral {rm} {})", self.operand(a, *fmt)?),
+                )
             }
             Kind::Ite { c, a, b } if a.sort() == crate::sym::Sort::Real => {
                 let fmt = self.common_format(a, b)?;
-                real(fmt, format!("(ite {} {} {})", self.boolean(c)?, self.operand(a, fmt)?, self.operand(b, fmt)?))
+                real(
+                    fmt,
+                    format!(
+                        "(ite {} {} {})",
+                        self.boolean(c)?,
+                        self.operand(a, fmt)?,
+                        self.operand(b, fmt)?
+                    ),
+                )
             }
-            Kind::Ite { c, a, b } if a.sort() == crate::sym::Sort::Bool => {
-                boolean(format!("(ite {} {} {})", self.boolean(c)?, self.boolean(a)?, self.boolean(b)?))
-            }
+            Kind::Ite { c, a, b } if a.sort() == crate::sym::Sort::Bool => boolean(format!(
+                "(ite {} {} {})",
+                self.boolean(c)?,
+                self.boolean(a)?,
+                self.boolean(b)?
+            )),
             Kind::Cmp { op, a, b } if a.sort() == crate::sym::Sort::Real => {
                 let fmt = self.common_format(a, b)?;
                 let name = match op {
@@ -142,11 +183,19 @@ impl Encoder {
                     CmpOp::Le => "fp.leq",
                     CmpOp::Eq => "fp.eq",
                 };
-                boolean(format!("({name} {} {})", self.operand(a, fmt)?, self.operand(b, fmt)?))
+                boolean(format!(
+                    "({name} {} {})",
+                    self.operand(a, fmt)?,
+                    self.operand(b, fmt)?
+                ))
             }
             Kind::Not(a) => boolean(format!("(not {})", self.boolean(a)?)),
             Kind::And(xs) | Kind::Or(xs) => {
-                let op = if matches!(e.kind(), Kind::And(_)) { "and" } else { "or" };
+                let op = if matches!(e.kind(), Kind::And(_)) {
+                    "and"
+                } else {
+                    "or"
+                };
                 let parts: Option<Vec<String>> = xs.iter().map(|x| self.boolean(x)).collect();
                 boolean(format!("({op} {})", parts?.join(" ")))
             }
@@ -156,7 +205,8 @@ impl Encoder {
                     let a = site.args.get(i)?;
                     Some(self.formats.get(&a.fingerprint()).copied().unwrap_or(fmt))
                 };
-                let arg = |i: usize| -> Option<String> { self.operand(site.args.get(i)?, arg_fmt(i)?) };
+                let arg =
+                    |i: usize| -> Option<String> { self.operand(site.args.get(i)?, arg_fmt(i)?) };
                 boolean(exception_condition(*kind, site.op, fmt, &arg)?)
             }
             _ => None,
@@ -185,10 +235,15 @@ fn exception_condition(
             let operands_finite = format!("(and {} {})", finite(&a), finite(&b));
             match (op, kind) {
                 (ArithOp::Div, Invalid) => format!("(and (fp.isZero {a}) (fp.isZero {b}))"),
-                (ArithOp::Div, DivideByZero) => format!("(and (fp.isZero {b}) (not (fp.isZero {a})) {})", finite(&a)),
+                (ArithOp::Div, DivideByZero) => {
+                    format!("(and (fp.isZero {b}) (not (fp.isZero {a})) {})", finite(&a))
+                }
                 (_, Overflow) => {
-                    let divisor_nonzero =
-                        if op == ArithOp::Div { format!(" (not (fp.isZero {b}))") } else { String::new() };
+                    let divisor_nonzero = if op == ArithOp::Div {
+                        format!(" (not (fp.isZero {b}))")
+                    } else {
+                        String::new()
+                    };
                     format!("(and {operands_finite}{divisor_nonzero} (fp.isInfinite {r}))")
                 }
                 (ArithOp::Mul | ArithOp::Div, Underflow) => format!(
@@ -226,12 +281,20 @@ fn exception_condition(
             let t = format!("(fp.roundToIntegral RTZ {x})");
             let pow = |k: usize| real_literal(&BigRational::from_integer(BigInt::one() << k));
             let (lo, hi) = if signed {
-                (format!("(- {})", pow(bits as usize - 1)), pow(bits as usize - 1))
+                (
+                    format!("(- {})", pow(bits as usize - 1)),
+                    pow(bits as usize - 1),
+                )
             } else {
                 ("0.0".to_string(), pow(bits as usize))
             };
             let lit = |v: &str| format!("({} RNE {v})", to_fp(fmt));
-            format!("(and {} (or (fp.lt {t} {}) (fp.geq {t} {})))", finite(&x), lit(&lo), lit(&hi))
+            format!(
+                "(and {} (or (fp.lt {t} {}) (fp.geq {t} {})))",
+                finite(&x),
+                lit(&lo),
+                lit(&hi)
+            )
         }
         SiteOp::Math(MathFn::Sqrt) if kind == Invalid => {
             format!("(fp.lt {} ({} RNE 0.0))", arg(0)?, to_fp(fmt))
@@ -244,26 +307,51 @@ fn exception_condition(
 /// integers, no elementary functions but `sqrt`, no sums' underflow).
 ///
 /// Parameters in `fixed` are constants (their bit patterns); the others are solved for.
-pub(super) fn encode(formula: &Expr, domain: Option<&Domain>, fixed: &HashMap<u32, ArgValue>) -> Option<FpQuery> {
+pub(super) fn encode(
+    formula: &Expr,
+    domain: Option<&Domain>,
+    fixed: &HashMap<u32, ArgValue>,
+) -> Option<FpQuery> {
     let nodes = formula.postorder();
     let mut params: Vec<(u32, FloatFormat)> = Vec::new();
-    let mut enc = Encoder { formats: HashMap::new(), names: HashMap::new(), text: String::new() };
+    let mut enc = Encoder {
+        formats: HashMap::new(),
+        names: HashMap::new(),
+        text: String::new(),
+    };
     for node in &nodes {
         match node.kind() {
             Kind::RealConst(_) | Kind::BoolConst(_) => {}
-            Kind::Param { index, ty: VarType::Float(fmt) } => {
+            Kind::Param {
+                index,
+                ty: VarType::Float(fmt),
+            } => {
                 let name = format!("fpx{index}");
                 let bits = match fixed.get(index) {
                     Some(ArgValue::F64(v)) => format!("#x{:016x}", v.to_bits()),
                     Some(ArgValue::F32(v)) => format!("#x{:08x}", v.to_bits()),
                     _ => {
                         params.push((*index, *fmt));
-                        let _ = writeln!(enc.text, "(declare-const {} (_ BitVec {}))", bits_name(*index), width(*fmt));
-                        let _ = writeln!(enc.text, "(assert {})", finite(&format!("({} {})", to_fp(*fmt), bits_name(*index))));
+                        let _ = writeln!(
+                            enc.text,
+                            "(declare-const {} (_ BitVec {}))",
+                            bits_name(*index),
+                            width(*fmt)
+                        );
+                        let _ = writeln!(
+                            enc.text,
+                            "(assert {})",
+                            finite(&format!("({} {})", to_fp(*fmt), bits_name(*index)))
+                        );
                         bits_name(*index)
                     }
                 };
-                let _ = writeln!(enc.text, "(define-fun {name} () {} ({} {bits}))", sort(*fmt), to_fp(*fmt));
+                let _ = writeln!(
+                    enc.text,
+                    "(define-fun {name} () {} ({} {bits}))",
+                    sort(*fmt),
+                    to_fp(*fmt)
+                );
                 enc.formats.insert(node.fingerprint(), *fmt);
                 enc.names.insert(node.fingerprint(), name);
             }
@@ -296,5 +384,8 @@ pub(super) fn encode(formula: &Expr, domain: Option<&Domain>, fixed: &HashMap<u3
     }
     let root = enc.boolean(formula)?;
     let _ = writeln!(enc.text, "(assert {root})");
-    Some(FpQuery { smtlib: enc.text, params })
+    Some(FpQuery {
+        smtlib: enc.text,
+        params,
+    })
 }

@@ -62,7 +62,11 @@ impl Limiter<'_> {
     pub(super) fn check(&self, solver: &Solver, timeout_ms: u32) -> SatResult {
         let context = RawContext(solver.get_context().get_z3_context());
         let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
-        self.set_slot(Some(Slot { context, deadline, fired: false }));
+        self.set_slot(Some(Slot {
+            context,
+            deadline,
+            fired: false,
+        }));
         let result = solver.check();
         if self.take_slot().is_some_and(|s| s.fired) {
             self.interrupted.set(true);
@@ -71,12 +75,20 @@ impl Limiter<'_> {
     }
 
     fn set_slot(&self, slot: Option<Slot>) {
-        let mut slots = self.watchdog.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self
+            .watchdog
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         slots[self.worker] = slot;
     }
 
     fn take_slot(&self) -> Option<Slot> {
-        let mut slots = self.watchdog.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self
+            .watchdog
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         slots[self.worker].take()
     }
 }
@@ -94,13 +106,22 @@ pub(super) fn parallel<T: Sync, R: Send>(
         return Vec::new();
     }
     let next = AtomicUsize::new(0);
-    let watchdog = Watchdog { slots: Mutex::new((0..workers).map(|_| None).collect()), stop: AtomicBool::new(false) };
+    let watchdog = Watchdog {
+        slots: Mutex::new((0..workers).map(|_| None).collect()),
+        stop: AtomicBool::new(false),
+    };
     // Takes items until none is left (true) or a query was interrupted (false).
     let work = |worker: usize, out: &Mutex<Vec<(usize, R)>>| -> bool {
-        let limiter = Limiter { watchdog: &watchdog, worker, interrupted: Cell::new(false) };
+        let limiter = Limiter {
+            watchdog: &watchdog,
+            worker,
+            interrupted: Cell::new(false),
+        };
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else { return true };
+            let Some(item) = items.get(i) else {
+                return true;
+            };
             let r = f(item, &limiter);
             out.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
             if limiter.interrupted.get() {
@@ -118,7 +139,9 @@ pub(super) fn parallel<T: Sync, R: Send>(
     };
     let done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watchdog.run());
-        let others: Vec<_> = (1..workers).map(|worker| scope.spawn(move || run_worker(worker))).collect();
+        let others: Vec<_> = (1..workers)
+            .map(|worker| scope.spawn(move || run_worker(worker)))
+            .collect();
         let mut results = run_worker(0);
         for handle in others {
             results.extend(handle.join().unwrap_or_else(|_| {
@@ -150,7 +173,9 @@ mod tests {
             p = &p * &x + Real::from_rational(3, 7);
         }
         let s = z3::Tactic::new("qfnra-nlsat").solver();
-        s.assert(p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")));
+        s.assert(
+            p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")),
+        );
         s
     }
 

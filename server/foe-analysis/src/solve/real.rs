@@ -47,7 +47,12 @@ fn int_const(i: &BigInt) -> Int {
 
 impl RealEncoder {
     pub(super) fn new() -> RealEncoder {
-        RealEncoder { memo: HashMap::new(), side: Vec::new(), pending: Vec::new(), uses_integers: false }
+        RealEncoder {
+            memo: HashMap::new(),
+            side: Vec::new(),
+            pending: Vec::new(),
+            uses_integers: false,
+        }
     }
 
     /// A formula as a Z3 boolean; side constraints accumulate in `self.side`.
@@ -142,21 +147,26 @@ impl RealEncoder {
                     Integral::Floor => floor(&x),
                     Integral::Ceil => -floor(&-x.clone()),
                     Integral::Trunc => x.ge(zero()).ite(&floor(&x), &-floor(&-x.clone())),
-                    Integral::Round => {
-                        x.ge(zero()).ite(&floor(&(x.clone() + half.clone())), &-floor(&(-x.clone() + half)))
-                    }
+                    Integral::Round => x.ge(zero()).ite(
+                        &floor(&(x.clone() + half.clone())),
+                        &-floor(&(-x.clone() + half)),
+                    ),
                 })
             }
             Kind::FpToInt { bits, signed, a } => {
                 let x = self.real(a);
-                let truncated = x.ge(zero()).ite(&Int::from_real(&x), &-Int::from_real(&-x.clone()));
+                let truncated = x
+                    .ge(zero())
+                    .ite(&Int::from_real(&x), &-Int::from_real(&-x.clone()));
                 Term::Int(if *signed {
                     truncated
                 } else {
                     // Unsigned results are held in signed form.
                     let half = int_const(&(BigInt::one() << (*bits as usize - 1)));
                     let modulus = int_const(&(BigInt::one() << *bits as usize));
-                    truncated.ge(&half).ite(&(truncated.clone() - modulus), &truncated)
+                    truncated
+                        .ge(&half)
+                        .ite(&(truncated.clone() - modulus), &truncated)
                 })
             }
             Kind::IntArith { op, a, b } => {
@@ -219,7 +229,9 @@ impl RealEncoder {
                 let parts: Vec<Bool> = xs.iter().map(|x| self.bool(x)).collect();
                 Term::Bool(Bool::or(&parts))
             }
-            Kind::Exception { kind, site } => Term::Bool(self.bool(&sym::real_condition(*kind, site))),
+            Kind::Exception { kind, site } => {
+                Term::Bool(self.bool(&sym::real_condition(*kind, site)))
+            }
         }
     }
 }
@@ -261,8 +273,14 @@ pub(super) fn model_rational(v: &Real, fmt: FloatFormat) -> Option<BigRational> 
         }
         let mut precision = 24u32;
         loop {
-            let lower = Real::wrap(v.get_ctx(), z3_sys::Z3_get_algebraic_number_lower(ctx, ast, precision)?);
-            let upper = Real::wrap(v.get_ctx(), z3_sys::Z3_get_algebraic_number_upper(ctx, ast, precision)?);
+            let lower = Real::wrap(
+                v.get_ctx(),
+                z3_sys::Z3_get_algebraic_number_lower(ctx, ast, precision)?,
+            );
+            let upper = Real::wrap(
+                v.get_ctx(),
+                z3_sys::Z3_get_algebraic_number_upper(ctx, ast, precision)?,
+            );
             let lo = parse_numeral(&numeral_string(ctx, lower.get_z3_ast())?)?;
             let hi = parse_numeral(&numeral_string(ctx, upper.get_z3_ast())?)?;
             if round_rational(&lo, fmt) == round_rational(&hi, fmt) || precision >= 1200 {
@@ -291,8 +309,14 @@ mod tests {
 
     #[test]
     fn parses_numerals() {
-        assert_eq!(parse_numeral("-3/4"), Some(BigRational::new((-3).into(), 4.into())));
-        assert_eq!(parse_numeral("12"), Some(BigRational::from_integer(12.into())));
+        assert_eq!(
+            parse_numeral("-3/4"),
+            Some(BigRational::new((-3).into(), 4.into()))
+        );
+        assert_eq!(
+            parse_numeral("12"),
+            Some(BigRational::from_integer(12.into()))
+        );
         assert_eq!(parse_numeral("1/0"), None);
     }
 }

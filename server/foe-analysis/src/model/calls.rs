@@ -22,6 +22,23 @@ pub(super) enum Callee<'m> {
         name: String,
         func: MathCall,
     },
+    /// `llvm.vector.reduce.fadd/fmul(start, vector)`.
+    Reduce {
+        name: String,
+        op: ArithOp,
+    },
+    /// `llvm.smin/smax/umin/umax` and `llvm.abs` on integers.
+    Integer {
+        name: String,
+        op: IntegerCall,
+    },
+}
+
+/// Integer intrinsics, modelled by a comparison and a choice.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum IntegerCall {
+    MinMax { signed: bool, min: bool },
+    Abs,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -49,9 +66,11 @@ impl Callee<'_> {
     pub(super) fn name(&self) -> String {
         match self {
             Callee::Defined(f) => f.name(),
-            Callee::Ignored(n) | Callee::Memory { name: n, .. } | Callee::Math { name: n, .. } => {
-                n.clone()
-            }
+            Callee::Ignored(n)
+            | Callee::Memory { name: n, .. }
+            | Callee::Math { name: n, .. }
+            | Callee::Reduce { name: n, .. }
+            | Callee::Integer { name: n, .. } => n.clone(),
         }
     }
 }
@@ -96,6 +115,25 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
             "maxnum" | "maximum" => Ok(Callee::Math {
                 name,
                 func: MathCall::MinMax { min: false },
+            }),
+            "vector" if rest.starts_with("vector.reduce.fadd.") => Ok(Callee::Reduce {
+                name,
+                op: ArithOp::Add,
+            }),
+            "vector" if rest.starts_with("vector.reduce.fmul.") => Ok(Callee::Reduce {
+                name,
+                op: ArithOp::Mul,
+            }),
+            "smin" | "smax" | "umin" | "umax" => Ok(Callee::Integer {
+                op: IntegerCall::MinMax {
+                    signed: base.starts_with('s'),
+                    min: base.ends_with("min"),
+                },
+                name,
+            }),
+            "abs" => Ok(Callee::Integer {
+                name,
+                op: IntegerCall::Abs,
             }),
             "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math {
                 name,

@@ -509,6 +509,12 @@ impl<'m> Executor<'m> {
                 let name = format!("local `{}`", inst.name());
                 Some(Value::Ptr(st.memory.new_region(Fill::Uninit, &name)))
             }
+            // A path that dereferences the null pointer traps there when run: it ends (the run reports the crash).
+            LLVMLoad | LLVMStore
+                if self.is_null_operand(st, inst, if opcode == LLVMLoad { 0 } else { 1 })? =>
+            {
+                return Ok(Flow::End)
+            }
             LLVMLoad => {
                 let p = self.pointer_operand(st, inst, 0)?;
                 Some(st.memory.load(p, inst.ty(), self.layout)?)
@@ -726,6 +732,22 @@ impl<'m> Executor<'m> {
                 self.memory_intrinsic(st, inst, kind)?;
                 None
             }
+            Callee::Reduce { op, .. } => {
+                let start = self.operand(st, inst, 0)?;
+                let Value::Lanes(lanes) = self.operand(st, inst, 1)? else {
+                    return Err(format!("`{}` of a non-vector", self.at.operation));
+                };
+                Some(self.reduce(st, op, start, lanes, inst.allows_reassociation())?)
+            }
+            Callee::Integer { op, .. } => {
+                let a = self.operand(st, inst, 0)?;
+                let b = match op {
+                    super::calls::IntegerCall::MinMax { .. } => self.operand(st, inst, 1)?,
+                    // abs(x) = x < 0 ? 0 - x : x (wrapping, so abs(INT_MIN) = INT_MIN as LLVM defines it).
+                    super::calls::IntegerCall::Abs => a.clone(),
+                };
+                Some(self.lanes2(st, a, b, &mut |_, _, a, b| integer_call(op, a, b))?)
+            }
             Callee::Math { func, .. } => {
                 let mut args = Vec::with_capacity(argc as usize);
                 for i in 0..argc {
@@ -777,6 +799,15 @@ impl<'m> Executor<'m> {
                 st.memory.copy(dst, src, len)
             }
         }
+    }
+
+    fn is_null_operand(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        i: u32,
+    ) -> Result<bool, String> {
+        Ok(matches!(self.operand(st, inst, i)?, Value::Ptr(p) if p.is_null()))
     }
 
     fn pointer_operand(
@@ -953,6 +984,43 @@ impl<'m> Executor<'m> {
         })
     }
 
+    /// `llvm.vector.reduce.fadd/fmul` as the code generator expands it: in lane order from `start` without
+    /// `reassoc`; with it, halving the vector pairwise (lane i with lane i + n/2) and then `start op result`, where
+    /// a `start` of the operation's identity (-0.0, 1.0) is dropped.
+    fn reduce(
+        &mut self,
+        st: &mut State<'m>,
+        op: ArithOp,
+        start: Value,
+        mut lanes: Vec<Value>,
+        reassociate: bool,
+    ) -> Result<Value, String> {
+        if !reassociate || !lanes.len().is_power_of_two() {
+            let mut acc = start;
+            for lane in lanes {
+                acc = self.fp_arith(st, op, acc, lane)?;
+            }
+            return Ok(acc);
+        }
+        while lanes.len() > 1 {
+            let upper = lanes.split_off(lanes.len() / 2);
+            lanes = lanes
+                .into_iter()
+                .zip(upper)
+                .map(|(a, b)| self.fp_arith(st, op, a, b))
+                .collect::<Result<_, _>>()?;
+        }
+        let folded = lanes.pop().ok_or("internal: reducing an empty vector")?;
+        let identity = match op {
+            ArithOp::Mul => sym::real_i(1),
+            _ => sym::real_i(0),
+        };
+        match &start {
+            Value::Real { e, .. } if *e == identity => Ok(folded),
+            _ => self.fp_arith(st, op, start, folded),
+        }
+    }
+
     /// Applies `f` lane by lane to two vectors, or once to two scalars.
     pub(super) fn lanes2(
         &mut self,
@@ -1098,6 +1166,34 @@ fn int_parts(v: &Value) -> Option<(Expr, u32)> {
         Value::Int { e, bits } => Some((e.clone(), *bits)),
         Value::Bool(b) => Some((sym::ite(b.clone(), sym::int_i(-1), sym::int_i(0)), 1)),
         _ => None,
+    }
+}
+
+/// `llvm.smin/smax/umin/umax(a, b)` and `llvm.abs(a)` (`b` is `a` again) as a comparison and a choice.
+fn integer_call(op: super::calls::IntegerCall, a: Value, b: Value) -> Result<Value, String> {
+    use super::calls::IntegerCall;
+    use LLVMIntPredicate::*;
+    match op {
+        IntegerCall::MinMax { signed, min } => {
+            let pred = match (signed, min) {
+                (true, true) => LLVMIntSLT,
+                (true, false) => LLVMIntSGT,
+                (false, true) => LLVMIntULT,
+                (false, false) => LLVMIntUGT,
+            };
+            select(icmp(pred, a.clone(), b.clone())?, a, b)
+        }
+        IntegerCall::Abs => {
+            let Some((_, bits)) = int_parts(&a) else {
+                return Ok(Value::Poison);
+            };
+            let zero = Value::Int {
+                e: sym::int_i(0),
+                bits,
+            };
+            let negated = int_binary(LLVMOpcode::LLVMSub, zero.clone(), a.clone())?;
+            select(icmp(LLVMIntSLT, a.clone(), zero)?, negated, b)
+        }
     }
 }
 

@@ -191,6 +191,15 @@ impl<'m> Val<'m> {
         unsafe { LLVMGetICmpPredicate(self.raw) }
     }
 
+    /// Whether an FP instruction or call carries the `reassoc` fast-math flag.
+    pub fn allows_reassociation(self) -> bool {
+        // SAFETY: the flags are only read from values that can carry them.
+        unsafe {
+            LLVMCanValueUseFastMathFlags(self.raw) != 0
+                && LLVMGetFastMathFlags(self.raw) & inkwell::llvm_sys::LLVMFastMathAllowReassoc != 0
+        }
+    }
+
     /// The callee operand of a call.
     pub fn called_value(self) -> Option<Val<'m>> {
         // SAFETY: only called on call instructions.

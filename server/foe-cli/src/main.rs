@@ -65,6 +65,10 @@ enum Command {
         /// Runs per file; the figures are medians.
         #[arg(long, default_value_t = 3)]
         runs: usize,
+        /// Also measure the language server: time from didOpen and didChange to publishDiagnostics, cold and
+        /// warm, on turbine1 and on a file of 24 functions (this binary's `foe lsp` over stdio).
+        #[arg(long)]
+        lsp: bool,
         #[command(flatten)]
         settings: Settings,
     },
@@ -296,10 +300,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             files,
             runs,
+            lsp,
             settings,
         } => {
             let config = settings.config()?;
             bench::run(&files, runs.max(1), &config)?;
+            if lsp {
+                let me = std::env::current_exe()?;
+                let server = move || {
+                    let mut c = std::process::Command::new(&me);
+                    c.arg("lsp");
+                    c
+                };
+                let options = foe_lsp::bench::LatencyOptions {
+                    runs: runs.max(1),
+                    ..Default::default()
+                };
+                println!();
+                print!("{}", foe_lsp::bench::latency_benchmark(&server, &options)?);
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Lsp => {

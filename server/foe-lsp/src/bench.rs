@@ -48,7 +48,7 @@ pub struct LatencyOptions {
     pub functions: usize,
     /// Repetitions of each measurement (cold ones start a fresh server each time); default 1.
     pub runs: usize,
-    /// The server's debounce delay, which every didChange measurement includes; default 300 ms (the server's).
+    /// The server's debounce delay, which every didChange measurement includes; default 150 ms (the server's).
     pub debounce_ms: u64,
     /// Longest wait for one publication; default 600 s.
     pub timeout: Duration,
@@ -61,7 +61,7 @@ impl Default for LatencyOptions {
         LatencyOptions {
             functions: 24,
             runs: 1,
-            debounce_ms: 300,
+            debounce_ms: 150,
             timeout: Duration::from_secs(600),
             settings: json!({}),
         }

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub struct ServerConfig {
     /// Analyse documents at all; default true. When false, diagnostics are cleared and nothing runs.
     pub enable: bool,
-    /// Delay between the last edit and the analysis of a changed document; default 300 ms.
+    /// Delay between the last edit and the analysis of a changed document; default 150 ms.
     pub debounce: Duration,
     /// Publish a Hint on the declaration of each function the engine skipped, with its reason; default false.
     pub report_skipped: bool,
@@ -30,7 +30,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             enable: true,
-            debounce: Duration::from_millis(300),
+            debounce: Duration::from_millis(150),
             report_skipped: false,
             docs_url: default_docs_url(),
             analysis: AnalysisConfig::default(),
@@ -220,7 +220,7 @@ mod tests {
         assert!(w.is_empty());
         assert_eq!(c.analysis, AnalysisConfig::default());
         assert!(c.enable);
-        assert_eq!(c.debounce, Duration::from_millis(300));
+        assert_eq!(c.debounce, Duration::from_millis(150));
     }
 
     #[test]

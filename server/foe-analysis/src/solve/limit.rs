@@ -137,20 +137,31 @@ pub(super) fn parallel<T: Sync, R: Send>(
         }
         out.into_inner().unwrap_or_else(|p| p.into_inner())
     };
+    /// Stops the watchdog when the scope's body ends, also by a panic (else the scope would wait for it forever).
+    struct StopOnDrop<'a>(&'a Watchdog, std::thread::Thread);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.stop.store(true, Ordering::Release);
+            self.1.unpark();
+        }
+    }
     let done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let watcher = scope.spawn(|| watchdog.run());
+        let _stop = StopOnDrop(&watchdog, watcher.thread().clone());
         let others: Vec<_> = (1..workers)
             .map(|worker| scope.spawn(move || run_worker(worker)))
             .collect();
-        let mut results = run_worker(0);
+        let mut results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(0)))
+            .unwrap_or_else(|_| {
+                tracing::error!("a solver thread panicked");
+                Vec::new()
+            });
         for handle in others {
             results.extend(handle.join().unwrap_or_else(|_| {
                 tracing::error!("a solver thread panicked");
                 Vec::new()
             }));
         }
-        watchdog.stop.store(true, Ordering::Release);
-        watcher.thread().unpark();
         results
     });
     let mut results: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
@@ -177,6 +188,21 @@ mod tests {
             p.eq(Real::from_rational_str("123456789012345678901234567890", "7").expect("numeral")),
         );
         s
+    }
+
+    #[test]
+    fn a_panicking_query_loses_its_worker_s_results_but_does_not_hang() {
+        for threads in [1, 2] {
+            let results = parallel(&[0, 1, 2, 3], threads, |i, _| {
+                if *i == 0 {
+                    panic!("query 0")
+                } else {
+                    *i
+                }
+            });
+            assert!(results[0].is_none());
+            assert_eq!(results.len(), 4);
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod check;
 mod fp;
+mod interval;
 mod limit;
 mod real;
 
@@ -154,6 +155,13 @@ fn solve_reusing(
     // for neighbouring formulae (which share most of their path conditions).
     let first_ms = (timeout_ms / 2).max(1);
     let first = limit::parallel(&todo, cfg.threads, |&i, limiter| {
+        if domain.is_some_and(|d| interval::refutes(&jobs[i].formula, sig, d)) {
+            return RealResult {
+                verdict: Verdict::Unsat,
+                input: None,
+                misses: false,
+            };
+        }
         solve_real(
             sig,
             &jobs[i].formula,

@@ -1,0 +1,243 @@
+//! Interval refutation: a query whose exception condition cannot hold anywhere in the box of the declared input
+//! domain is unsatisfiable there, which interval arithmetic over the reals (outward rounded) often shows in
+//! microseconds where nlsat needs milliseconds. Only a definite "no" is used; everything else goes to Z3.
+
+use crate::domain::Domain;
+use crate::sym::{self, ArithOp, CmpOp, Expr, Kind};
+use crate::types::{FunctionSignature, ParamType};
+use std::collections::HashMap;
+
+/// A three-valued truth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Truth {
+    True,
+    False,
+    Unknown,
+}
+
+/// The abstract value of a node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Abs {
+    /// A real in [lo, hi] (endpoints may be infinite).
+    Real(f64, f64),
+    Bool(Truth),
+    /// Anything (integers, elementary functions, NaN endpoints).
+    Top,
+}
+
+/// Whether `formula` is false for every input in the box of `domain` (parameters without a range span their
+/// format's finite values).
+pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: &Domain) -> bool {
+    let mut memo = HashMap::new();
+    eval(formula, sig, domain, &mut memo) == Abs::Bool(Truth::False)
+}
+
+fn widen(lo: f64, hi: f64) -> Abs {
+    if lo.is_nan() || hi.is_nan() {
+        return Abs::Top;
+    }
+    Abs::Real(lo.next_down(), hi.next_up())
+}
+
+fn hull(xs: [f64; 4]) -> Abs {
+    if xs.iter().any(|x| x.is_nan()) {
+        return Abs::Top;
+    }
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    widen(lo, hi)
+}
+
+fn arith(op: ArithOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Abs {
+    match op {
+        ArithOp::Add => widen(a + c, b + d),
+        ArithOp::Sub => widen(a - d, b - c),
+        ArithOp::Mul => hull([a * c, a * d, b * c, b * d]),
+        ArithOp::Div if c <= 0.0 && d >= 0.0 => Abs::Top,
+        ArithOp::Div => hull([a / c, a / d, b / c, b / d]),
+    }
+}
+
+fn param_range(sig: &FunctionSignature, domain: &Domain, index: usize) -> Abs {
+    let max = match sig.params.get(index).map(|p| p.ty) {
+        Some(ParamType::F64) => f64::MAX,
+        Some(ParamType::F32) => f32::MAX as f64,
+        _ => return Abs::Top,
+    };
+    let range = domain.ranges.iter().find(|r| r.param == index);
+    let lo = range.and_then(|r| r.lo).map_or(-max, |b| b.value.max(-max));
+    let hi = range.and_then(|r| r.hi).map_or(max, |b| b.value.min(max));
+    Abs::Real(lo, hi)
+}
+
+fn not(t: Truth) -> Truth {
+    match t {
+        Truth::True => Truth::False,
+        Truth::False => Truth::True,
+        Truth::Unknown => Truth::Unknown,
+    }
+}
+
+fn compare(op: CmpOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Truth {
+    match op {
+        CmpOp::Lt if b < c => Truth::True,
+        CmpOp::Lt if a >= d => Truth::False,
+        CmpOp::Le if b <= c => Truth::True,
+        CmpOp::Le if a > d => Truth::False,
+        CmpOp::Eq if b < c || d < a => Truth::False,
+        CmpOp::Eq if a == b && b == c && c == d => Truth::True,
+        _ => Truth::Unknown,
+    }
+}
+
+fn eval(e: &Expr, sig: &FunctionSignature, domain: &Domain, memo: &mut HashMap<u128, Abs>) -> Abs {
+    if let Some(v) = memo.get(&e.fingerprint()) {
+        return *v;
+    }
+    let real = |x: &Expr, memo: &mut HashMap<u128, Abs>| match eval(x, sig, domain, memo) {
+        Abs::Real(lo, hi) => Some((lo, hi)),
+        _ => None,
+    };
+    let v = match e.kind() {
+        Kind::RealConst(q) => {
+            let c = sym::const_f64(q);
+            widen(c, c)
+        }
+        Kind::BoolConst(b) => Abs::Bool(if *b { Truth::True } else { Truth::False }),
+        Kind::Param { index, .. } => param_range(sig, domain, *index as usize),
+        Kind::Arith { op, a, b, .. } => match (real(a, memo), real(b, memo)) {
+            (Some(x), Some(y)) => arith(*op, x, y),
+            _ => Abs::Top,
+        },
+        Kind::Neg(a) => real(a, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(-hi, -lo)),
+        Kind::Abs(a) => real(a, memo).map_or(Abs::Top, |(lo, hi)| {
+            if lo >= 0.0 {
+                Abs::Real(lo, hi)
+            } else if hi <= 0.0 {
+                Abs::Real(-hi, -lo)
+            } else {
+                Abs::Real(0.0, hi.max(-lo))
+            }
+        }),
+        Kind::Fma { a, b, c, .. } => match (real(a, memo), real(b, memo), real(c, memo)) {
+            (Some(x), Some(y), Some(z)) => match arith(ArithOp::Mul, x, y) {
+                Abs::Real(lo, hi) => arith(ArithOp::Add, (lo, hi), z),
+                _ => Abs::Top,
+            },
+            _ => Abs::Top,
+        },
+        Kind::Convert { a, .. } => real(a, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi)),
+        Kind::Cmp { op, a, b } => match (real(a, memo), real(b, memo)) {
+            (Some(x), Some(y)) => Abs::Bool(compare(*op, x, y)),
+            _ => Abs::Bool(Truth::Unknown),
+        },
+        Kind::Not(a) => match eval(a, sig, domain, memo) {
+            Abs::Bool(t) => Abs::Bool(not(t)),
+            _ => Abs::Bool(Truth::Unknown),
+        },
+        Kind::And(xs) | Kind::Or(xs) => {
+            let is_and = matches!(e.kind(), Kind::And(_));
+            let (absorbing, neutral) = if is_and {
+                (Truth::False, Truth::True)
+            } else {
+                (Truth::True, Truth::False)
+            };
+            let mut all_neutral = true;
+            let mut result = None;
+            for x in xs {
+                match eval(x, sig, domain, memo) {
+                    Abs::Bool(t) if t == absorbing => {
+                        result = Some(absorbing);
+                        break;
+                    }
+                    Abs::Bool(t) if t == neutral => {}
+                    _ => all_neutral = false,
+                }
+            }
+            Abs::Bool(result.unwrap_or(if all_neutral { neutral } else { Truth::Unknown }))
+        }
+        Kind::Ite { c, a, b } => match eval(c, sig, domain, memo) {
+            Abs::Bool(Truth::True) => eval(a, sig, domain, memo),
+            Abs::Bool(Truth::False) => eval(b, sig, domain, memo),
+            _ => match (eval(a, sig, domain, memo), eval(b, sig, domain, memo)) {
+                (Abs::Real(a, b), Abs::Real(c, d)) => Abs::Real(a.min(c), b.max(d)),
+                (Abs::Bool(x), Abs::Bool(y)) if x == y => Abs::Bool(x),
+                (Abs::Bool(_), Abs::Bool(_)) => Abs::Bool(Truth::Unknown),
+                _ => Abs::Top,
+            },
+        },
+        Kind::Exception { kind, site } => {
+            eval(&sym::real_condition(*kind, site), sig, domain, memo)
+        }
+        // Integers, elementary functions and the rest: no information.
+        _ => Abs::Top,
+    };
+    // A boolean node with no information still is a boolean.
+    let v = match (v, e.sort()) {
+        (Abs::Top, sym::Sort::Bool) => Abs::Bool(Truth::Unknown),
+        (v, _) => v,
+    };
+    memo.insert(e.fingerprint(), v);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Bound, ParamRange};
+    use crate::round::FloatFormat;
+    use crate::types::{Param, ParamType};
+
+    fn sig(n: usize) -> FunctionSignature {
+        FunctionSignature {
+            name: "f".into(),
+            params: (0..n)
+                .map(|i| Param {
+                    name: format!("x{i}"),
+                    ty: ParamType::F64,
+                })
+                .collect(),
+            ret: crate::types::ReturnType::F64,
+        }
+    }
+
+    fn domain(lo: f64, hi: f64) -> Domain {
+        Domain {
+            ranges: vec![ParamRange {
+                param: 0,
+                lo: Some(Bound {
+                    value: lo,
+                    inclusive: true,
+                }),
+                hi: Some(Bound {
+                    value: hi,
+                    inclusive: true,
+                }),
+            }],
+            text: vec![],
+        }
+    }
+
+    fn x() -> Expr {
+        sym::param(0, sym::VarType::Float(FloatFormat::Double))
+    }
+
+    #[test]
+    fn a_product_of_small_values_cannot_overflow_but_of_large_ones_may() {
+        let product = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+        let overflow = sym::ge(
+            sym::abs(product),
+            sym::real(sym::max_finite(FloatFormat::Double)),
+        );
+        assert!(refutes(&overflow, &sig(1), &domain(-4.5, 7.8)));
+        assert!(!refutes(&overflow, &sig(1), &domain(-1e200, 1e200)));
+    }
+
+    #[test]
+    fn division_by_an_interval_around_zero_proves_nothing() {
+        let quotient = sym::arith(ArithOp::Div, FloatFormat::Double, sym::real_i(1), x());
+        let big = sym::ge(quotient, sym::real_i(1000));
+        assert!(!refutes(&big, &sig(1), &domain(-1.0, 1.0)));
+        assert!(refutes(&big, &sig(1), &domain(0.5, 1.0)));
+    }
+}

@@ -88,7 +88,14 @@ fn check_fixture(path: &Path) -> Vec<String> {
         .into_owned();
     // Expectations are about what is found, not how fast: a generous solver limit keeps them independent of
     // the machine's speed and load (the default limit is measured by `foe bench`).
-    let out = foe(&["check", "--format", "json", "--solver-timeout-ms", "2000", &rel]);
+    let out = foe(&[
+        "check",
+        "--format",
+        "json",
+        "--solver-timeout-ms",
+        "2000",
+        &rel,
+    ]);
     let code = out.status.code().unwrap_or(-1);
     let want_exit = expected.exit.unwrap_or(if expected.divergences.is_empty() {
         0

@@ -134,7 +134,7 @@ fn solve_reusing(
             let inside = before
                 .input
                 .as_ref()
-                .is_some_and(|x| domain.map_or(true, |d| d.contains(x)));
+                .is_some_and(|x| domain.is_none_or(|d| d.contains(x)));
             match before.verdict {
                 Verdict::Sat if !inside => None,
                 Verdict::Sat => Some(RealResult {

@@ -98,6 +98,16 @@ pub enum MathFn {
     Atan,
     /// `fmod` / LLVM `frem`.
     Fmod,
+    Hypot,
+    Atan2,
+    Cbrt,
+    Sinh,
+    Cosh,
+    Tanh,
+    Expm1,
+    Log1p,
+    Asin,
+    Acos,
 }
 
 impl MathFn {
@@ -115,12 +125,22 @@ impl MathFn {
             MathFn::Tan => "tan",
             MathFn::Atan => "atan",
             MathFn::Fmod => "fmod",
+            MathFn::Hypot => "hypot",
+            MathFn::Atan2 => "atan2",
+            MathFn::Cbrt => "cbrt",
+            MathFn::Sinh => "sinh",
+            MathFn::Cosh => "cosh",
+            MathFn::Tanh => "tanh",
+            MathFn::Expm1 => "expm1",
+            MathFn::Log1p => "log1p",
+            MathFn::Asin => "asin",
+            MathFn::Acos => "acos",
         }
     }
 
     pub fn arity(self) -> usize {
         match self {
-            MathFn::Pow | MathFn::Fmod => 2,
+            MathFn::Pow | MathFn::Fmod | MathFn::Hypot | MathFn::Atan2 => 2,
             _ => 1,
         }
     }
@@ -133,7 +153,16 @@ impl MathFn {
             MathFn::Exp | MathFn::Exp2 => &[Overflow, Underflow],
             MathFn::Log | MathFn::Log2 | MathFn::Log10 => &[Invalid, DivideByZero],
             MathFn::Pow => &[Invalid, DivideByZero, Overflow, Underflow],
-            MathFn::Sin | MathFn::Cos | MathFn::Tan | MathFn::Atan => &[],
+            MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1 => &[Overflow],
+            MathFn::Log1p => &[Invalid, DivideByZero],
+            MathFn::Asin | MathFn::Acos => &[Invalid],
+            MathFn::Sin
+            | MathFn::Cos
+            | MathFn::Tan
+            | MathFn::Atan
+            | MathFn::Atan2
+            | MathFn::Cbrt
+            | MathFn::Tanh => &[],
         }
     }
 }
@@ -943,7 +972,15 @@ pub fn real_condition(kind: ExceptionKind, site: &Site) -> Formula {
         let fmt = match arg.kind() {
             Kind::Arith { fmt, .. } | Kind::Fma { fmt, .. } | Kind::Convert { fmt, .. } => *fmt,
             Kind::Math {
-                func: MathFn::Exp | MathFn::Exp2 | MathFn::Pow | MathFn::Tan,
+                func:
+                    MathFn::Exp
+                    | MathFn::Exp2
+                    | MathFn::Pow
+                    | MathFn::Tan
+                    | MathFn::Hypot
+                    | MathFn::Sinh
+                    | MathFn::Cosh
+                    | MathFn::Expm1,
                 fmt,
                 ..
             } => *fmt,
@@ -1068,6 +1105,36 @@ fn math_condition(func: MathFn, fmt: FloatFormat, kind: ExceptionKind, args: &[E
                 })),
             )
         }
+        (MathFn::Expm1, Overflow) => gt(
+            x,
+            real(rational_f64(if single {
+                88.72283905206835
+            } else {
+                709.782712893384
+            })),
+        ),
+        // |x| > asinh(Ω) = acosh(Ω) ≈ ln(2Ω): 710.4758600739439 / 89.41598629223294 (doubles below the value).
+        (MathFn::Sinh | MathFn::Cosh, Overflow) => {
+            let t = real(rational_f64(if single {
+                89.41598629223294
+            } else {
+                710.4758600739439
+            }));
+            or([gt(x.clone(), t.clone()), lt(x, neg(t))])
+        }
+        (MathFn::Hypot, Overflow) => {
+            let y = args.get(1).cloned().unwrap_or_else(zero);
+            let big = overflow_threshold(fmt);
+            let squares = exact(
+                ArithOp::Add,
+                exact(ArithOp::Mul, x.clone(), x),
+                exact(ArithOp::Mul, y.clone(), y),
+            );
+            ge(squares, real(&big * &big))
+        }
+        (MathFn::Log1p, Invalid) => lt(x, real_i(-1)),
+        (MathFn::Log1p, DivideByZero) => eq(x, real_i(-1)),
+        (MathFn::Asin | MathFn::Acos, Invalid) => or([gt(x.clone(), real_i(1)), lt(x, real_i(-1))]),
         (MathFn::Exp2, Overflow) => ge(x, real_i(if single { 128 } else { 1024 })),
         (MathFn::Exp2, Underflow) => lt(x, real_i(if single { -126 } else { -1022 })),
         (MathFn::Log | MathFn::Log2 | MathFn::Log10, Invalid) => lt(x, zero()),
@@ -1128,7 +1195,38 @@ pub fn side_constraints(e: &Expr) -> Vec<Formula> {
                     },
                 ],
                 MathFn::Sin | MathFn::Cos => vec![ge(d.clone(), real_i(-1)), le(d, one())],
-                MathFn::Atan => vec![gt(d.clone(), real_i(-2)), lt(d, real_i(2))],
+                MathFn::Atan | MathFn::Asin => vec![gt(d.clone(), real_i(-2)), lt(d, real_i(2))],
+                MathFn::Atan2 => vec![gt(d.clone(), real_i(-4)), lt(d, real_i(4))],
+                MathFn::Acos => vec![ge(d.clone(), zero()), lt(d, real_i(4))],
+                MathFn::Tanh => vec![ge(d.clone(), real_i(-1)), le(d, one())],
+                // Exact like sqrt: d ≥ 0, d·d = x² + y²; d³ = x.
+                MathFn::Hypot => {
+                    let y = args.get(1).cloned().unwrap_or_else(zero);
+                    vec![
+                        ge(d.clone(), zero()),
+                        eq(
+                            exact(ArithOp::Mul, d.clone(), d),
+                            exact(
+                                ArithOp::Add,
+                                exact(ArithOp::Mul, x.clone(), x),
+                                exact(ArithOp::Mul, y.clone(), y),
+                            ),
+                        ),
+                    ]
+                }
+                MathFn::Cbrt => vec![eq(
+                    exact(ArithOp::Mul, exact(ArithOp::Mul, d.clone(), d.clone()), d),
+                    x,
+                )],
+                // sinh x has the sign of x and |sinh x| ≥ |x|; cosh x ≥ 1; expm1 x ≥ x and > -1.
+                MathFn::Sinh => vec![
+                    implies(ge(x.clone(), zero()), ge(d.clone(), x.clone())),
+                    implies(le(x.clone(), zero()), le(d, x)),
+                ],
+                MathFn::Cosh => vec![ge(d, one())],
+                MathFn::Expm1 => vec![gt(d.clone(), real_i(-1)), ge(d, x)],
+                // Defined for x > -1, and log1p x ≤ x.
+                MathFn::Log1p => vec![gt(x.clone(), real_i(-1)), le(d, x)],
                 MathFn::Tan => vec![],
                 MathFn::Pow => {
                     let y = args.get(1).cloned().unwrap_or_else(zero);
@@ -1274,6 +1372,16 @@ pub fn ieee_math(func: MathFn, fmt: FloatFormat, args: &[f64]) -> f64 {
             MathFn::Tan => x.tan(),
             MathFn::Atan => x.atan(),
             MathFn::Fmod => x % y,
+            MathFn::Hypot => x.hypot(y),
+            MathFn::Atan2 => x.atan2(y),
+            MathFn::Cbrt => x.cbrt(),
+            MathFn::Sinh => x.sinh(),
+            MathFn::Cosh => x.cosh(),
+            MathFn::Tanh => x.tanh(),
+            MathFn::Expm1 => x.exp_m1(),
+            MathFn::Log1p => x.ln_1p(),
+            MathFn::Asin => x.asin(),
+            MathFn::Acos => x.acos(),
         } as f64;
     }
     match func {
@@ -1289,6 +1397,16 @@ pub fn ieee_math(func: MathFn, fmt: FloatFormat, args: &[f64]) -> f64 {
         MathFn::Tan => x.tan(),
         MathFn::Atan => x.atan(),
         MathFn::Fmod => x % y,
+        MathFn::Hypot => x.hypot(y),
+        MathFn::Atan2 => x.atan2(y),
+        MathFn::Cbrt => x.cbrt(),
+        MathFn::Sinh => x.sinh(),
+        MathFn::Cosh => x.cosh(),
+        MathFn::Tanh => x.tanh(),
+        MathFn::Expm1 => x.exp_m1(),
+        MathFn::Log1p => x.ln_1p(),
+        MathFn::Asin => x.asin(),
+        MathFn::Acos => x.acos(),
     }
 }
 

@@ -48,8 +48,8 @@ pub fn run(files: &[PathBuf], runs: usize, config: &AnalysisConfig) -> anyhow::R
         "execute",
         "total",
     ];
-    println!(
-        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>6}",
+    crate::emit(format_args!(
+        "{:<24} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>12} {:>6}\n",
         "file",
         "compile",
         "model",
@@ -60,7 +60,7 @@ pub fn run(files: &[PathBuf], runs: usize, config: &AnalysisConfig) -> anyhow::R
         "execs",
         "execs/s",
         "diffs"
-    );
+    ));
     for file in &files {
         let text = std::fs::read_to_string(file)?;
         let request = AnalysisRequest {
@@ -97,15 +97,15 @@ pub fn run(files: &[PathBuf], runs: usize, config: &AnalysisConfig) -> anyhow::R
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let cols: Vec<String> = phases.iter().map(|p| format!("{:>8}", med(p))).collect();
-        println!(
-            "{:<24} {} {:>10} {:>12.0} {:>6}",
+        crate::emit(format_args!(
+            "{:<24} {} {:>10} {:>12.0} {:>6}\n",
             name,
             cols.join(" "),
             execs,
             execs as f64 * 2.0 / (exec_ms as f64 / 1000.0),
             diffs
-        );
+        ));
     }
-    println!("(times in ms, medians of {runs} runs; execs counts inputs, execs/s counts runs of P and P' separately)");
+    crate::emit(format!("(times in ms, medians of {runs} runs; execs counts inputs, execs/s counts runs of P and P' separately)\n"));
     Ok(())
 }

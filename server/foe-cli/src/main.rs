@@ -226,11 +226,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             match format {
-                Format::Text => print!("{}", output::text_report(&report, &text)),
-                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-                Format::Sarif => {
-                    println!("{}", serde_json::to_string_pretty(&output::sarif(&report))?)
-                }
+                Format::Text => emit(output::text_report(&report, &text)),
+                Format::Json => emit(format!("{}\n", serde_json::to_string_pretty(&report)?)),
+                Format::Sarif => emit(format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&output::sarif(&report))?
+                )),
             }
             Ok(ExitCode::from(if report.divergence_count() > 0 {
                 1
@@ -267,9 +268,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             match format {
                 Format::Json | Format::Sarif => {
-                    println!("{}", serde_json::to_string_pretty(&replayed)?)
+                    emit(format!("{}\n", serde_json::to_string_pretty(&replayed)?))
                 }
-                Format::Text => print!("{}", output::text_replay(&replayed, &file)),
+                Format::Text => emit(output::text_replay(&replayed, &file)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -294,7 +295,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            print!("{}", output::table(&rows));
+            emit(output::table(&rows));
             Ok(ExitCode::from(if failed { 2 } else { 0 }))
         }
         Command::Bench {
@@ -316,8 +317,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     runs: runs.max(1),
                     ..Default::default()
                 };
-                println!();
-                print!("{}", foe_lsp::bench::latency_benchmark(&server, &options)?);
+                emit(format!(
+                    "\n{}",
+                    foe_lsp::bench::latency_benchmark(&server, &options)?
+                ));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -325,5 +328,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             foe_lsp::run_stdio()?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Writes a result to stdout; a reader that went away (`foe check f.c | head`) ends foe quietly with the
+/// shell's status for SIGPIPE instead of a panic.
+pub(crate) fn emit(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = write!(out, "{text}").and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("foe: cannot write the result: {e}");
+        std::process::exit(2);
     }
 }

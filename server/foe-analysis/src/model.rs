@@ -77,12 +77,21 @@ pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), St
 
 /// All exception queries of one function of a prepared module. `Err(reason)` when the function uses something
 /// that cannot be modelled.
+/// The queries of one build of a function, and what the model had to assume.
+#[derive(Debug, Clone, Default)]
+pub struct Modelled {
+    pub queries: Vec<Query>,
+    /// Pointer parameters (`*p`) whose pointee the function reads before writing: values passed in through
+    /// pointers are not inputs of the analysis, they are zeros (as the runner passes them).
+    pub pointer_reads: Vec<String>,
+}
+
 pub fn model_function(
     module: &Module<'_>,
     sig: &FunctionSignature,
     build: Build,
     cfg: &AnalysisConfig,
-) -> Result<Vec<Query>, String> {
+) -> Result<Modelled, String> {
     let function = llvm::function(module, &sig.name)
         .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
     if function.entry_block().is_none() {
@@ -107,7 +116,16 @@ pub fn model_function(
         truncated = executor.truncated,
         "modelled"
     );
-    Ok(executor.queries)
+    let pointer_reads = executor
+        .unwritten_param_reads
+        .borrow()
+        .iter()
+        .cloned()
+        .collect();
+    Ok(Modelled {
+        queries: executor.queries,
+        pointer_reads,
+    })
 }
 
 /// Fails with a reason when `function` or a function it calls uses an instruction, callee or type that the

@@ -164,6 +164,8 @@ struct Pending {
     domain: Domain,
     queries_p: Vec<Query>,
     queries_pp: Vec<Query>,
+    /// What modelling assumed, for the report's reason.
+    notes: String,
 }
 
 /// Analyses one file.
@@ -275,14 +277,33 @@ pub fn analyse(
                     .map_err(|r| format!("cannot model the fast-math build: {r}"))
             });
         match modelled {
-            Ok((queries_p, queries_pp)) => pending.push(Pending {
-                index,
-                info,
-                key,
-                domain,
-                queries_p,
-                queries_pp,
-            }),
+            Ok((p, pp)) => {
+                let mut read: Vec<String> = p
+                    .pointer_reads
+                    .into_iter()
+                    .chain(pp.pointer_reads)
+                    .collect();
+                read.sort();
+                read.dedup();
+                let notes = if read.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "reads {} through a pointer before writing: values passed in through pointers are not \
+                         inputs of the analysis (taken as zeros)",
+                        read.join(", ")
+                    )
+                };
+                pending.push(Pending {
+                    index,
+                    info,
+                    key,
+                    domain,
+                    queries_p: p.queries,
+                    queries_pp: pp.queries,
+                    notes,
+                })
+            }
             Err(reason) => {
                 let mut r = FunctionReport::skipped(&sig.name, reason);
                 r.signature = Some(sig.clone());
@@ -477,8 +498,10 @@ fn base_report(
     r.satisfiable = solved.satisfiable;
     r.candidates = candidates;
     r.solver_timeouts = timeouts;
+    r.reason = item.notes.clone();
     if timeouts > 0 {
-        r.reason = format!("{timeouts} solver queries hit the {limit_ms} ms time limit");
+        let note = format!("{timeouts} solver queries hit the {limit_ms} ms time limit");
+        r.reason = join_reason(&r.reason, &note);
     }
     r.signature = Some(item.info.signature.clone());
     r.span = item.info.span.clone();

@@ -80,6 +80,9 @@ pub(super) struct Executor<'m> {
     pub(super) at: At,
     /// Whether exploration was cut short (step or query budget).
     pub(super) truncated: bool,
+    /// Pointer parameters whose pointee was read before being written (taken as zeros).
+    pub(super) unwritten_param_reads:
+        std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
 }
 
 impl<'m> Executor<'m> {
@@ -102,6 +105,7 @@ impl<'m> Executor<'m> {
                 loc: None,
             },
             truncated: false,
+            unwritten_param_reads: Default::default(),
         }
     }
 
@@ -117,7 +121,7 @@ impl<'m> Executor<'m> {
         }
         let mut state = State {
             frames: vec![],
-            memory: Memory::default(),
+            memory: Memory::noting_param_reads(self.unwritten_param_reads.clone()),
             globals: HashMap::new(),
             pc: vec![],
         };
@@ -169,7 +173,7 @@ impl<'m> Executor<'m> {
                 ParamType::OutPtr { .. } => Value::Ptr(
                     state
                         .memory
-                        .new_region(Fill::Zero, &format!("out-parameter `{}`", decl.name)),
+                        .new_region(Fill::Param, &format!("`*{}`", decl.name)),
                 ),
             };
             env.insert(p.id(), value);

@@ -221,8 +221,11 @@ impl Cell {
 /// What bytes no store has touched hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fill {
-    /// Zeroed (out-parameters, globals).
+    /// Zeroed (globals).
     Zero,
+    /// Behind a pointer parameter: zeroed, as the runner passes it; reads of bytes never written are recorded
+    /// (values passed in through pointers are not modelled).
+    Param,
     /// Uninitialised (allocas): loads give poison.
     Uninit,
 }
@@ -239,9 +242,21 @@ struct Region {
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     regions: Vec<Region>,
+    /// Names of pointer-parameter regions read before being written, on any path (shared by all paths).
+    pub unwritten_param_reads: std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
 }
 
 impl Memory {
+    /// An empty memory that records unwritten pointer-parameter reads into `reads`.
+    pub fn noting_param_reads(
+        reads: std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
+    ) -> Memory {
+        Memory {
+            regions: Vec::new(),
+            unwritten_param_reads: reads,
+        }
+    }
+
     pub fn new_region(&mut self, fill: Fill, name: &str) -> Pointer {
         self.regions.push(Region {
             cells: BTreeMap::new(),
@@ -276,6 +291,15 @@ impl Memory {
     pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, String> {
         let pieces = flatten_type(ty, layout)?;
         let region = self.region(p)?;
+        if region.fill == Fill::Param
+            && pieces
+                .iter()
+                .any(|(off, sc)| region.unwritten(p.offset + *off as i64, sc.bytes()))
+        {
+            self.unwritten_param_reads
+                .borrow_mut()
+                .insert(region.name.clone());
+        }
         let mut leaves = Vec::with_capacity(pieces.len());
         for (off, scalar) in pieces {
             leaves.push(region.read(p.offset + off as i64, scalar)?);
@@ -356,7 +380,7 @@ impl Memory {
             }
         }
         for (&s, c) in source.cells.range(cursor..end) {
-            if s > cursor && source.fill == Fill::Zero {
+            if s > cursor && source.fill != Fill::Uninit {
                 copied.push((
                     cursor - start,
                     Cell::Zero {
@@ -383,7 +407,7 @@ impl Memory {
             copied.push((s - start, c.clone()));
             cursor = cell_end;
         }
-        if cursor < end && source.fill == Fill::Zero {
+        if cursor < end && source.fill != Fill::Uninit {
             copied.push((
                 cursor - start,
                 Cell::Zero {
@@ -401,6 +425,14 @@ impl Memory {
 }
 
 impl Region {
+    /// Whether no cell overlaps the `size` bytes at `at`.
+    fn unwritten(&self, at: i64, size: u64) -> bool {
+        self.cells
+            .range(..at + size as i64)
+            .next_back()
+            .is_none_or(|(&s, c)| s + c.size() as i64 <= at)
+    }
+
     /// Reads a scalar at byte `at`.
     fn read(&self, at: i64, scalar: Scalar) -> Result<Value, String> {
         let size = scalar.bytes() as i64;
@@ -430,7 +462,7 @@ impl Region {
             return Err(format!("reads memory of {} as another type", self.name));
         }
         Ok(match self.fill {
-            Fill::Zero => scalar.zero(),
+            Fill::Zero | Fill::Param => scalar.zero(),
             Fill::Uninit => Value::Poison,
         })
     }

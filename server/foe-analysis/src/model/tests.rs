@@ -69,7 +69,7 @@ fn model_build(
     };
     let module = parse_module(&ctx, ll, "m").expect("parse");
     prepare_for_modelling(&module, b).expect("prepare");
-    model_function(&module, &sig, b, cfg)
+    model_function(&module, &sig, b, cfg).map(|m| m.queries)
 }
 
 struct Analysed {
@@ -634,4 +634,23 @@ fn timing_figures() {
         analyse_with(ODOMETER, "odometer", cfg, None);
         analyse_with(ODOMETER, "odometer", cfg, Some(&odometer_domain));
     }
+}
+
+#[test]
+fn reads_through_pointer_parameters_are_noted() {
+    let source = "typedef struct { double re, im; } cplx;\n\
+        void cmul(const cplx *a, const cplx *b, cplx *out) {\n\
+          out->re = a->re * b->re - a->im * b->im;\n\
+          out->im = a->re * b->im + a->im * b->re;\n\
+        }\n";
+    let built = build(source);
+    let ctx = Context::create();
+    let sig = signature(&ctx, &built.ll_p, "cmul");
+    let module = parse_module(&ctx, &built.ll_p, "m").expect("parse");
+    prepare_for_modelling(&module, Build::P).expect("prepare");
+    let m = model_function(&module, &sig, Build::P, &AnalysisConfig::default()).expect("model");
+    assert_eq!(
+        m.pointer_reads,
+        vec!["`*a`".to_string(), "`*b`".to_string()]
+    );
 }

@@ -618,6 +618,64 @@ impl Sampler {
     }
 }
 
+/// Queries whose rational functions have a higher degree (numerator plus denominator, after clearing
+/// denominators) are not given to Z3: its preprocessing of such polynomials (a 20-step Newton iteration has
+/// degree 2^20) does not heed interruption and would run for hours. The paper's programs stay below 40.
+const MAX_DEGREE: u64 = 64;
+
+/// The same bound for queries with integers, decided by Z3's SMT core (a recursive factorial unrolled a few
+/// times made it spin for half an hour).
+const MAX_INTEGER_DEGREE: u64 = 4;
+
+/// The largest degree (numerator + denominator) of any term of `conjuncts` as a rational function of the
+/// parameters, elementary-function values counting as variables.
+fn rational_degree(conjuncts: &[Expr]) -> u64 {
+    let mut memo: HashMap<u128, (u64, u64)> = HashMap::new();
+    let mut worst = 0;
+    for c in conjuncts {
+        for node in c.postorder() {
+            let get = |e: &Expr| memo.get(&e.fingerprint()).copied().unwrap_or((0, 0));
+            let add = |(na, da): (u64, u64), (nb, db): (u64, u64)| {
+                (
+                    na.saturating_add(db).max(nb.saturating_add(da)),
+                    da.saturating_add(db),
+                )
+            };
+            let mul = |(na, da): (u64, u64), (nb, db): (u64, u64)| {
+                (na.saturating_add(nb), da.saturating_add(db))
+            };
+            let d = match node.kind() {
+                sym::Kind::Param { .. } | sym::Kind::Math { .. } | sym::Kind::Opaque { .. } => {
+                    (1, 0)
+                }
+                sym::Kind::Arith { op, a, b, .. } => match op {
+                    sym::ArithOp::Add | sym::ArithOp::Sub => add(get(a), get(b)),
+                    sym::ArithOp::Mul => mul(get(a), get(b)),
+                    sym::ArithOp::Div => {
+                        let (nb, db) = get(b);
+                        mul(get(a), (db, nb))
+                    }
+                },
+                sym::Kind::IntArith { op, a, b } => match op {
+                    sym::IntOp::Mul => mul(get(a), get(b)),
+                    sym::IntOp::Add | sym::IntOp::Sub => add(get(a), get(b)),
+                },
+                sym::Kind::Fma { a, b, c, .. } => add(mul(get(a), get(b)), get(c)),
+                sym::Kind::Cmp { a, b, .. } => add(get(a), get(b)),
+                // The condition relates the operation's exact result (e.g. the product of the operands).
+                sym::Kind::Exception { kind, site } => {
+                    let d = rational_degree(&[sym::real_condition(*kind, site)]);
+                    (d, 0)
+                }
+                _ => node.children().into_iter().map(get).max().unwrap_or((0, 0)),
+            };
+            worst = worst.max(d.0.saturating_add(d.1));
+            memo.insert(node.fingerprint(), d);
+        }
+    }
+    worst
+}
+
 /// One Z3 check of a part, with `bindings` fixing some float parameters to values.
 fn check_part(
     sig: &FunctionSignature,
@@ -628,6 +686,11 @@ fn check_part(
     limiter: &limit::Limiter<'_>,
 ) -> (Verdict, Vec<(usize, ArgValue)>) {
     let started = Instant::now();
+    let degree = rational_degree(&part.conjuncts);
+    if degree > MAX_DEGREE {
+        tracing::debug!(degree, "query part too high a degree for Z3");
+        return (Verdict::Unknown, vec![]);
+    }
     let mut encoder = real::RealEncoder::new();
     let goals: Vec<Bool> = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
     let underflow = part.conjuncts.iter().any(|c| {
@@ -661,6 +724,11 @@ fn check_part(
                 Some(ParamType::F64 | ParamType::F32)
             )
         });
+    if !reals_only && degree > MAX_INTEGER_DEGREE {
+        // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
+        tracing::debug!(degree, "integer query part too high a degree for Z3");
+        return (Verdict::Unknown, vec![]);
+    }
     let solver = solver(reals_only);
     for goal in goals
         .iter()
@@ -677,6 +745,7 @@ fn check_part(
         SatResult::Unknown => Verdict::Unknown,
     };
     tracing::trace!(
+        degree,
         ms = started.elapsed().as_millis() as u64,
         encoded_ms,
         ?verdict,
@@ -761,6 +830,15 @@ fn solve_fp(
     real_input: &Input,
     limiter: &limit::Limiter<'_>,
 ) -> Option<Input> {
+    // Bit-blasting high-degree terms or integer conversions is where Z3 stops heeding interruption.
+    if rational_degree(std::slice::from_ref(formula)) > MAX_INTEGER_DEGREE
+        || formula
+            .params()
+            .iter()
+            .any(|(_, ty)| !matches!(ty, VarType::Float(_)))
+    {
+        return None;
+    }
     let free: Vec<u32> = formula
         .params()
         .into_iter()

@@ -17,6 +17,7 @@ pub mod model;
 pub mod pipeline;
 pub mod process;
 pub mod report;
+pub mod rng;
 pub mod round;
 pub mod search;
 pub mod solve;

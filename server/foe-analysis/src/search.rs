@@ -9,6 +9,7 @@ use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::exec::{describe_end, ExecError, RawPair, Runner};
 use crate::report::{Divergence, DivergenceClass, NamedValue, PlainException, TraceEvent};
+use crate::rng::SplitMix;
 use crate::round::{step_f32, step_f64};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::{HashMap, HashSet};
@@ -495,22 +496,6 @@ fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Ve
     out.sort_by_key(|d| (shell(d), category(d)));
     out.truncate(budget);
     out
-}
-
-/// A small deterministic generator (SplitMix64).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
 }
 
 /// The value `k` steps from `v`: `nextafter` for floats, ±k (clamped to the C type) for integers.

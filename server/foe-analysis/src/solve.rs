@@ -401,6 +401,8 @@ fn solve_real(
 struct Part {
     conjuncts: Vec<Expr>,
     params: Vec<usize>,
+    /// [`rational_degree`] of the conjuncts.
+    degree: u64,
 }
 
 /// Splits `formula` into independent parts; parameters in `constrained` that no conjunct mentions get parts of
@@ -451,6 +453,7 @@ fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
             parts.push(Part {
                 conjuncts: Vec::new(),
                 params: Vec::new(),
+                degree: 0,
             });
             parts.len() - 1
         });
@@ -460,12 +463,14 @@ fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
     for part in &mut parts {
         part.params.sort_unstable();
         part.params.dedup();
+        part.degree = rational_degree(&part.conjuncts);
     }
     for &p in constrained {
         if !parts.iter().any(|part| part.params.contains(&p)) {
             parts.push(Part {
                 conjuncts: Vec::new(),
                 params: vec![p],
+                degree: 0,
             });
         }
     }
@@ -497,12 +502,7 @@ fn solve_part(
         .params
         .iter()
         .copied()
-        .filter(|i| {
-            matches!(
-                sig.params.get(*i).map(|p| p.ty),
-                Some(ParamType::F64 | ParamType::F32)
-            )
-        })
+        .filter(|i| is_float_param(sig, *i))
         .collect();
     let hints = match approach {
         Approach::Concretise(hints) if floats.len() > 1 => hints,
@@ -567,24 +567,11 @@ const MAX_CONCRETIZATIONS: usize = 8;
 /// Deterministic sampling of parameter values for concretisation (Ariadne's `random(dom(s))`): within the
 /// declared range when there is one, else a random sign and mantissa with an exponent that is small half of the
 /// time and anywhere in the format's range otherwise (splitmix64, seeded from the formula so runs repeat).
-struct Sampler(u64);
+struct Sampler(crate::rng::SplitMix);
 
 impl Sampler {
     fn new(seed: u64) -> Sampler {
-        Sampler(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform value in [0, 1).
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        Sampler(crate::rng::SplitMix(seed))
     }
 
     fn value(&mut self, ty: ParamType, range: Option<&crate::domain::ParamRange>) -> f64 {
@@ -598,15 +585,15 @@ impl Sampler {
             .map(|b| b.value)
             .filter(|v| v.is_finite());
         let v = match (lo, hi) {
-            (Some(lo), Some(hi)) => lo + self.unit() * (hi - lo),
+            (Some(lo), Some(hi)) => lo + self.0.unit() * (hi - lo),
             _ => {
-                let exp = if self.next() & 1 == 0 {
-                    (self.next() % 17) as i32 - 8
+                let exp = if self.0.next() & 1 == 0 {
+                    (self.0.next() % 17) as i32 - 8
                 } else {
-                    (self.next() % (2 * max_exp as u64 - 1)) as i32 - (max_exp - 1)
+                    (self.0.next() % (2 * max_exp as u64 - 1)) as i32 - (max_exp - 1)
                 };
-                let sign = if self.next() & 1 == 0 { 1.0 } else { -1.0 };
-                let v = sign * (1.0 + self.unit()) * 2f64.powi(exp);
+                let sign = if self.0.next() & 1 == 0 { 1.0 } else { -1.0 };
+                let v = sign * (1.0 + self.0.unit()) * 2f64.powi(exp);
                 v.clamp(lo.unwrap_or(f64::MIN), hi.unwrap_or(f64::MAX))
             }
         };
@@ -686,7 +673,7 @@ fn check_part(
     limiter: &limit::Limiter<'_>,
 ) -> (Verdict, Vec<(usize, ArgValue)>) {
     let started = Instant::now();
-    let degree = rational_degree(&part.conjuncts);
+    let degree = part.degree;
     if degree > MAX_DEGREE {
         tracing::debug!(degree, "query part too high a degree for Z3");
         return (Verdict::Unknown, vec![]);
@@ -708,22 +695,15 @@ fn check_part(
     let fixed: Vec<Bool> = bindings
         .iter()
         .map(|&(i, v)| {
-            let fmt = if sig.params[i].ty == ParamType::F32 {
-                FloatFormat::Single
-            } else {
-                FloatFormat::Double
-            };
+            let fmt = sig.params[i]
+                .ty
+                .float_format()
+                .unwrap_or(FloatFormat::Double);
             Real::new_const(real::param_name(i as u32, VarType::Float(fmt)))
                 .eq(Real::from_big_rational(&f64_to_rational(v)))
         })
         .collect();
-    let reals_only = !encoder.uses_integers
-        && part.params.iter().all(|i| {
-            matches!(
-                sig.params.get(*i).map(|p| p.ty),
-                Some(ParamType::F64 | ParamType::F32)
-            )
-        });
+    let reals_only = !encoder.uses_integers && part.params.iter().all(|i| is_float_param(sig, *i));
     if !reals_only && degree > MAX_INTEGER_DEGREE {
         // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
         tracing::debug!(degree, "integer query part too high a degree for Z3");
@@ -738,7 +718,6 @@ fn check_part(
     {
         solver.assert(goal);
     }
-    let encoded_ms = started.elapsed().as_millis() as u64;
     let verdict = match limiter.check(&solver, timeout_ms) {
         SatResult::Sat => Verdict::Sat,
         SatResult::Unsat => Verdict::Unsat,
@@ -747,7 +726,6 @@ fn check_part(
     tracing::trace!(
         degree,
         ms = started.elapsed().as_millis() as u64,
-        encoded_ms,
         ?verdict,
         reals_only,
         fixed = fixed.len(),
@@ -1053,4 +1031,12 @@ fn param_values(
             Some((i, value))
         })
         .collect()
+}
+
+/// Whether parameter `i` of `sig` is a `double` or `float`.
+fn is_float_param(sig: &FunctionSignature, i: usize) -> bool {
+    sig.params
+        .get(i)
+        .and_then(|p| p.ty.float_format())
+        .is_some()
 }

@@ -102,6 +102,15 @@ impl ParamType {
     pub fn is_searchable(self) -> bool {
         !matches!(self, ParamType::OutPtr { .. })
     }
+
+    /// The format of a floating-point parameter.
+    pub fn float_format(self) -> Option<crate::round::FloatFormat> {
+        match self {
+            ParamType::F64 => Some(crate::round::FloatFormat::Double),
+            ParamType::F32 => Some(crate::round::FloatFormat::Single),
+            _ => None,
+        }
+    }
 }
 
 /// The return type of an analysed function.

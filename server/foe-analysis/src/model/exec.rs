@@ -81,8 +81,7 @@ pub(super) struct Executor<'m> {
     /// Whether exploration was cut short (step or query budget).
     pub(super) truncated: bool,
     /// Pointer parameters whose pointee was read before being written (taken as zeros).
-    pub(super) unwritten_param_reads:
-        std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
+    pub(super) unwritten_param_reads: super::memory::ParamReads,
 }
 
 impl<'m> Executor<'m> {

@@ -238,19 +238,20 @@ struct Region {
     name: String,
 }
 
+/// Names of pointer-parameter regions read before being written, shared by all paths of one function.
+pub type ParamReads = std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>;
+
 /// The memory of one path.
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     regions: Vec<Region>,
     /// Names of pointer-parameter regions read before being written, on any path (shared by all paths).
-    pub unwritten_param_reads: std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
+    pub unwritten_param_reads: ParamReads,
 }
 
 impl Memory {
     /// An empty memory that records unwritten pointer-parameter reads into `reads`.
-    pub fn noting_param_reads(
-        reads: std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>,
-    ) -> Memory {
+    pub fn noting_param_reads(reads: ParamReads) -> Memory {
         Memory {
             regions: Vec::new(),
             unwritten_param_reads: reads,

@@ -464,6 +464,7 @@ pub fn analyse(
     }
     timings.insert("executions".to_string(), executions_total as u64);
     timings.insert("total".to_string(), ms(total));
+    tracing::debug!(?timings, "analysis finished");
     progress.phase(Phase::Done, "");
 
     Ok(FileReport {

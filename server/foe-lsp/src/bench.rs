@@ -199,7 +199,10 @@ impl Session {
         options: &LatencyOptions,
     ) -> anyhow::Result<Session> {
         let mut command = server();
-        command.stderr(std::process::Stdio::null());
+        // The server's log is shown only when asked for (FOE_LOG), so the table stays readable.
+        if std::env::var_os("FOE_LOG").is_none() {
+            command.stderr(std::process::Stdio::null());
+        }
         let mut client = LspClient::spawn(command)?;
         let mut settings = options.settings.clone();
         if !settings.is_object() {

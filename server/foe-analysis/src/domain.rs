@@ -277,10 +277,7 @@ mod tests {
     use crate::types::{Param, ParamType, ReturnType};
 
     fn sig() -> FunctionSignature {
-        let p = |n: &str| Param {
-            name: n.into(),
-            ty: ParamType::F64,
-        };
+        let p = |n: &str| Param::new(n, ParamType::F64);
         FunctionSignature {
             name: "t".into(),
             params: vec![p("v"), p("w"), p("r")],

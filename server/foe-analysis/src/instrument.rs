@@ -393,14 +393,14 @@ pub fn add_entry<'ctx>(
         .get_nth_param(0)
         .expect("one parameter")
         .into_pointer_value();
-    let mut call_args: Vec<BasicMetadataValueEnum<'ctx>> = Vec::new();
+    let mut values: Vec<BasicValueEnum<'ctx>> = Vec::with_capacity(sig.params.len());
     for (i, param) in sig.params.iter().enumerate() {
         // SAFETY: the driver passes one word per parameter.
         let slot = unsafe {
             builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "")
         }
         .map_err(builder_error(what.clone()))?;
-        let value: BasicMetadataValueEnum<'ctx> = match param.ty {
+        let value: BasicValueEnum<'ctx> = match param.ty {
             ParamType::F64 => builder
                 .build_load(ctx.f64_type(), slot, "")
                 .map_err(builder_error(what.clone()))?
@@ -457,8 +457,41 @@ pub fn add_entry<'ctx>(
                 buf.into()
             }
         };
-        call_args.push(value);
+        values.push(value);
     }
+    // The values behind pointers go into their pointer's buffer; the C parameters are passed.
+    for (param, value) in sig.params.iter().zip(&values) {
+        let Some(at) = param.pointee else { continue };
+        let buffer = values
+            .get(at.param as usize)
+            .filter(|b| b.is_pointer_value())
+            .ok_or_else(|| InstrumentError::Builder {
+                what: what.clone(),
+                message: format!("`{}` is not behind a pointer parameter", param.name),
+            })?
+            .into_pointer_value();
+        // SAFETY: the offset lies inside the buffer (the model only makes inputs of bytes within it).
+        let place = unsafe {
+            builder.build_in_bounds_gep(
+                ctx.i8_type(),
+                buffer,
+                &[i64t.const_int(at.offset as u64, false)],
+                "",
+            )
+        }
+        .map_err(builder_error(what.clone()))?;
+        let store = builder
+            .build_store(place, *value)
+            .map_err(builder_error(what.clone()))?;
+        let _ = store.set_alignment(1);
+    }
+    let call_args: Vec<BasicMetadataValueEnum<'ctx>> = sig
+        .params
+        .iter()
+        .zip(&values)
+        .filter(|(p, _)| p.pointee.is_none())
+        .map(|(_, v)| (*v).into())
+        .collect();
     let call = builder
         .build_call(target, &call_args, "")
         .map_err(builder_error(what.clone()))?;
@@ -505,14 +538,15 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
         return Err("it is variadic".into());
     }
     let params: Vec<BasicTypeEnum<'_>> = f.get_param_iter().map(|p| p.get_type()).collect();
-    if params.len() != sig.params.len() {
+    let declared: Vec<&crate::types::Param> = sig.call_params().collect();
+    if params.len() != declared.len() {
         return Err(format!(
             "it takes {} parameters instead of {}",
             params.len(),
-            sig.params.len()
+            declared.len()
         ));
     }
-    for (i, (llvm, param)) in params.iter().zip(&sig.params).enumerate() {
+    for (i, (llvm, param)) in params.iter().zip(declared).enumerate() {
         let ok = match (param.ty, llvm) {
             (ParamType::F64, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 64,
             (ParamType::F32, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 32,
@@ -763,10 +797,7 @@ declare double @llvm.sqrt.f64(double)
         assert!(add_entry(&m, Build::P, 0, &sig).unwrap().is_err());
         let g = FunctionSignature {
             name: "g".into(),
-            params: vec![crate::types::Param {
-                name: "x".into(),
-                ty: ParamType::F64,
-            }],
+            params: vec![crate::types::Param::new("x", ParamType::F64)],
             ret: ReturnType::F64,
         };
         let entry = add_entry(&m, Build::P, 1, &g).unwrap().unwrap();

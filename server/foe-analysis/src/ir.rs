@@ -235,7 +235,7 @@ fn signature_of(
         let name = debug
             .map(|(n, _)| n.clone())
             .unwrap_or_else(|| format!("arg{}", i + 1));
-        params.push(Param { name, ty });
+        params.push(Param::new(name, ty));
     }
     let ret = match fn_type.get_return_type() {
         None => ReturnType::Void,

@@ -2,7 +2,8 @@
 //! on every explored path into exception conditions ([`Query`]), following Ariadne (POPL'13) and the FOE paper.
 //!
 //! Entry points: [`prepare_for_modelling`] (cleans a module copy up so that one IR operation stands for one C
-//! operator) and [`model_function`]. Submodules: [`llvm`] (read-only IR access), `memory` (values and
+//! operator) and [`model_pair`] (both builds of a function over the same inputs, values read through pointers
+//! included). Submodules: [`llvm`] (read-only IR access), `memory` (values and
 //! memory), `exec` (the executor), `calls` (callees and elementary functions).
 
 mod calls;
@@ -14,13 +15,16 @@ mod tests;
 
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
-use crate::types::{Build, ExceptionKind, FunctionSignature, SourceLoc};
+use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::OptimizationLevel;
 use llvm::{LLVMOpcode, LLVMTypeKind, Val};
+pub use memory::{PointeeSlot, PointeeTable, Pointees};
+use std::cell::RefCell;
 use std::collections::HashSet;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 /// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
@@ -77,20 +81,82 @@ pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), St
 
 /// All exception queries of one function of a prepared module. `Err(reason)` when the function uses something
 /// that cannot be modelled.
-/// The queries of one build of a function, and what the model had to assume.
+/// The queries of one build of a function.
 #[derive(Debug, Clone, Default)]
 pub struct Modelled {
     pub queries: Vec<Query>,
-    /// Pointer parameters (`*p`) whose pointee the function reads before writing: values passed in through
-    /// pointers are not inputs of the analysis, they are zeros (as the runner passes them).
-    pub pointer_reads: Vec<String>,
+    /// Paths that stopped at a memory access with a symbolic index (not followed further).
+    pub symbolic_index_stops: usize,
 }
 
+/// Both builds of a function modelled over the same inputs.
+#[derive(Debug, Clone)]
+pub struct ModelledPair {
+    /// The signature with the values read through pointer parameters appended as inputs (`v[0]`, `a[1]`).
+    pub signature: FunctionSignature,
+    pub p: Vec<Query>,
+    pub pp: Vec<Query>,
+    /// Pointer parameters (`*p`) read where no input could stand for the value (zeros, as the runner passes).
+    pub unmodelled_reads: Vec<String>,
+    /// Paths of either build that stopped at a memory access with a symbolic index.
+    pub symbolic_index_stops: usize,
+}
+
+/// Models P and P' of `sig`: a value either build reads through a pointer parameter before writing it becomes
+/// an input of both (one [`PointeeTable`] for the two).
+pub fn model_pair(
+    p_module: &Module<'_>,
+    pp_module: &Module<'_>,
+    sig: &FunctionSignature,
+    cfg: &AnalysisConfig,
+) -> Result<ModelledPair, String> {
+    let pointees: Pointees = Rc::new(RefCell::new(PointeeTable::new(sig.params.len() as u32)));
+    let p = model_function(p_module, sig, Build::P, cfg, &pointees)
+        .map_err(|r| format!("cannot model the plain build: {r}"))?;
+    let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees)
+        .map_err(|r| format!("cannot model the fast-math build: {r}"))?;
+    let table = pointees.borrow();
+    Ok(ModelledPair {
+        signature: with_pointee_params(sig, &table.slots),
+        p: p.queries,
+        pp: pp.queries,
+        unmodelled_reads: table.unmodelled.iter().cloned().collect(),
+        symbolic_index_stops: p.symbolic_index_stops + pp.symbolic_index_stops,
+    })
+}
+
+/// `sig` with one parameter per value behind a pointer, named as C would index the pointer by the value's type
+/// (`v[2]` for the third double of `v`), or by byte offset where that does not divide evenly.
+pub fn with_pointee_params(sig: &FunctionSignature, slots: &[PointeeSlot]) -> FunctionSignature {
+    let mut out = sig.clone();
+    for slot in slots {
+        let pointer = &sig.params[slot.param as usize].name;
+        let size = slot.scalar.bytes() as i64;
+        let name = if slot.offset % size == 0 {
+            format!("{pointer}[{}]", slot.offset / size)
+        } else {
+            format!("{pointer}@{}", slot.offset)
+        };
+        out.params.push(Param {
+            name,
+            ty: slot.param_type(),
+            pointee: Some(PointeeOf {
+                param: slot.param,
+                offset: slot.offset as u32,
+            }),
+        });
+    }
+    out
+}
+
+/// The queries of one build of `sig` (its C parameters); values read through pointers are the inputs of
+/// `pointees`.
 pub fn model_function(
     module: &Module<'_>,
     sig: &FunctionSignature,
     build: Build,
     cfg: &AnalysisConfig,
+    pointees: &Pointees,
 ) -> Result<Modelled, String> {
     let function = llvm::function(module, &sig.name)
         .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
@@ -107,6 +173,7 @@ pub fn model_function(
         build,
         cfg.unroll_bound,
         cfg.max_paths,
+        pointees.clone(),
     );
     executor.run(function, sig)?;
     tracing::debug!(
@@ -116,15 +183,9 @@ pub fn model_function(
         truncated = executor.truncated,
         "modelled"
     );
-    let pointer_reads = executor
-        .unwritten_param_reads
-        .borrow()
-        .iter()
-        .cloned()
-        .collect();
     Ok(Modelled {
         queries: executor.queries,
-        pointer_reads,
+        symbolic_index_stops: executor.symbolic_index_stops,
     })
 }
 

@@ -269,38 +269,32 @@ pub fn analyse(
     for (index, info, key, domain) in to_model {
         cancel.check()?;
         let sig = &info.signature;
-        let modelled = model::model_function(&p_module, sig, Build::P, &config)
-            .map_err(|r| format!("cannot model the plain build: {r}"))
-            .and_then(|qp| {
-                model::model_function(&pp_module, sig, Build::PPrime, &config)
-                    .map(|qpp| (qp, qpp))
-                    .map_err(|r| format!("cannot model the fast-math build: {r}"))
-            });
-        match modelled {
-            Ok((p, pp)) => {
-                let mut read: Vec<String> = p
-                    .pointer_reads
-                    .into_iter()
-                    .chain(pp.pointer_reads)
-                    .collect();
-                read.sort();
-                read.dedup();
-                let notes = if read.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "reads {} through a pointer before writing: values passed in through pointers are not \
-                         inputs of the analysis (taken as zeros)",
-                        read.join(", ")
-                    )
-                };
+        match model::model_pair(&p_module, &pp_module, sig, &config) {
+            Ok(modelled) => {
+                let mut notes = String::new();
+                if !modelled.unmodelled_reads.is_empty() {
+                    notes = format!(
+                        "reads {} through a pointer where no input can stand for the value (a pointer, a \
+                         boolean, or too many values): taken as zeros",
+                        modelled.unmodelled_reads.join(", ")
+                    );
+                }
+                if modelled.symbolic_index_stops > 0 {
+                    let note = format!(
+                        "{} paths stop at a memory access with a symbolic index and are not followed further",
+                        modelled.symbolic_index_stops
+                    );
+                    notes = join_reason(&notes, &note);
+                }
+                let mut info = info;
+                info.signature = modelled.signature;
                 pending.push(Pending {
                     index,
                     info,
                     key,
                     domain,
-                    queries_p: p.queries,
-                    queries_pp: pp.queries,
+                    queries_p: modelled.p,
+                    queries_pp: modelled.pp,
                     notes,
                 })
             }
@@ -607,6 +601,7 @@ pub fn replay(
         .map_err(|reason| {
             AnalysisError::Environment(format!("cannot run `{function}`: {reason}"))
         })?;
+    let sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, sig, &config);
     let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
     let mut runner =
         exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config).map_err(
@@ -636,21 +631,51 @@ pub fn replay(
     })
 }
 
-/// Parses `NAME=VALUE` pairs into an input for `sig`; every searchable parameter needs a value.
+/// `sig` with the values behind its pointers as inputs, as [`analyse`] finds them (both builds modelled); `sig`
+/// itself when it has no pointer parameter or cannot be modelled (then its pointers get zeroed buffers).
+fn with_pointee_inputs<'ctx>(
+    context: &'ctx Context,
+    p_module: inkwell::module::Module<'ctx>,
+    pp_ll: &str,
+    sig: FunctionSignature,
+    config: &AnalysisConfig,
+) -> FunctionSignature {
+    if sig.params.iter().all(|p| p.ty.is_searchable()) {
+        return sig;
+    }
+    let Ok(pp_module) = ir::parse_module(context, pp_ll, "P'") else {
+        return sig;
+    };
+    if model::prepare_for_modelling(&p_module, Build::P).is_err()
+        || model::prepare_for_modelling(&pp_module, Build::PPrime).is_err()
+    {
+        return sig;
+    }
+    match model::model_pair(&p_module, &pp_module, &sig, config) {
+        Ok(modelled) => modelled.signature,
+        Err(_) => sig,
+    }
+}
+
+/// Parses `NAME=VALUE` pairs into an input for `sig`; every C parameter but pointers needs a value, a value
+/// behind a pointer (`v[0]`) is zero unless given.
 pub fn parse_assignments(
     sig: &FunctionSignature,
     assignments: &[(String, String)],
 ) -> Result<Input, String> {
     let mut values = Vec::new();
+    let zero = (String::new(), "0".to_string());
     for p in &sig.params {
         if !p.ty.is_searchable() {
             values.push(ArgValue::OutPtr);
             continue;
         }
-        let (_, text) = assignments
-            .iter()
-            .find(|(n, _)| *n == p.name)
-            .ok_or_else(|| {
+        let given = assignments.iter().find(|(n, _)| *n == p.name);
+        let given = match (given, p.pointee) {
+            (None, Some(_)) => Some(&zero),
+            _ => given,
+        };
+        let (_, text) = given.ok_or_else(|| {
                 format!(
                     "missing a value for `{}` (give --input {}=VALUE)",
                     p.name, p.name

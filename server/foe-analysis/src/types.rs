@@ -92,7 +92,8 @@ pub enum ParamType {
         bits: u32,
         signed: bool,
     },
-    /// A pointer treated as an out-parameter: the caller passes a zeroed buffer of `bytes` bytes.
+    /// A pointer: the caller passes a buffer of `bytes` bytes, zeroed but for the values the function reads
+    /// through it before writing them, which are inputs of their own ([`Param::pointee`]).
     OutPtr {
         bytes: u32,
     },
@@ -130,9 +131,31 @@ pub enum ReturnType {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Param {
-    /// The C name from the debug info, or `arg<i>` when there is none.
+    /// The C name from the debug info, or `arg<i>` when there is none; `v[1]` for a value behind a pointer.
     pub name: String,
     pub ty: ParamType,
+    /// For a value passed in through a pointer parameter: where it lives. Such inputs follow the C parameters
+    /// in [`FunctionSignature::params`] and are stored into the pointer's buffer instead of being passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointee: Option<PointeeOf>,
+}
+
+impl Param {
+    /// A C parameter.
+    pub fn new(name: impl Into<String>, ty: ParamType) -> Param {
+        Param {
+            name: name.into(),
+            ty,
+            pointee: None,
+        }
+    }
+}
+
+/// The place of an input behind a pointer: byte `offset` into the buffer passed as parameter `param`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PointeeOf {
+    pub param: u32,
+    pub offset: u32,
 }
 
 /// What foe knows of a C function's interface; the same in both builds.
@@ -145,7 +168,12 @@ pub struct FunctionSignature {
 }
 
 impl FunctionSignature {
-    /// The parameters the search drives (every one but out-parameters), in order.
+    /// The parameters of the C function, in order (the inputs behind pointers follow them in `params`).
+    pub fn call_params(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| p.pointee.is_none())
+    }
+
+    /// The parameters the search drives (every one but pointers; values behind pointers included), in order.
     pub fn searchable_params(&self) -> impl Iterator<Item = (usize, &Param)> {
         self.params
             .iter()

@@ -62,6 +62,9 @@ pub(super) type LaneFn2<'a, 'm> =
 pub(super) type LaneFn1<'a, 'm> =
     dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, String> + 'a;
 
+/// Why an address could not be computed: an index that is not a constant on this path.
+const SYMBOLIC_INDEX: &str = "indexes memory with a symbolic index";
+
 /// The operation and source location queries of the current instruction are attributed to.
 #[derive(Clone)]
 pub(super) struct At {
@@ -80,8 +83,10 @@ pub(super) struct Executor<'m> {
     pub(super) at: At,
     /// Whether exploration was cut short (step or query budget).
     pub(super) truncated: bool,
-    /// Pointer parameters whose pointee was read before being written (taken as zeros).
-    pub(super) unwritten_param_reads: super::memory::ParamReads,
+    /// Paths that stopped at an address with a symbolic index.
+    pub(super) symbolic_index_stops: usize,
+    /// The inputs behind pointer parameters, shared with the other build's executor.
+    pointees: super::memory::Pointees,
 }
 
 impl<'m> Executor<'m> {
@@ -90,6 +95,7 @@ impl<'m> Executor<'m> {
         build: Build,
         unroll_bound: u32,
         max_paths: usize,
+        pointees: super::memory::Pointees,
     ) -> Executor<'m> {
         Executor {
             layout,
@@ -104,28 +110,30 @@ impl<'m> Executor<'m> {
                 loc: None,
             },
             truncated: false,
-            unwritten_param_reads: Default::default(),
+            symbolic_index_stops: 0,
+            pointees,
         }
     }
 
     /// Explores `function` (the analysed entry point with signature `sig`) and collects its queries.
     pub(super) fn run(&mut self, function: Val<'m>, sig: &FunctionSignature) -> Result<(), String> {
         let params = function.params();
-        if params.len() != sig.params.len() {
+        let declared: Vec<&crate::types::Param> = sig.call_params().collect();
+        if params.len() != declared.len() {
             return Err(format!(
                 "has {} parameters in this build, {} in the signature",
                 params.len(),
-                sig.params.len()
+                declared.len()
             ));
         }
         let mut state = State {
             frames: vec![],
-            memory: Memory::noting_param_reads(self.unwritten_param_reads.clone()),
+            memory: Memory::with_pointees(self.pointees.clone()),
             globals: HashMap::new(),
             pc: vec![],
         };
         let mut env = HashMap::new();
-        for (i, (p, decl)) in params.iter().zip(&sig.params).enumerate() {
+        for (i, (p, decl)) in params.iter().zip(declared).enumerate() {
             let index = i as u32;
             let value = match decl.ty {
                 ParamType::F64 | ParamType::F32 => {
@@ -172,7 +180,7 @@ impl<'m> Executor<'m> {
                 ParamType::OutPtr { .. } => Value::Ptr(
                     state
                         .memory
-                        .new_region(Fill::Param, &format!("`*{}`", decl.name)),
+                        .new_region(Fill::Param(index), &format!("`*{}`", decl.name)),
                 ),
             };
             env.insert(p.id(), value);
@@ -529,7 +537,16 @@ impl<'m> Executor<'m> {
                 st.memory.store(p, &v, ty, self.layout)?;
                 None
             }
-            LLVMGetElementPtr => Some(Value::Ptr(self.gep(st, inst)?)),
+            LLVMGetElementPtr => match self.gep(st, inst) {
+                Ok(p) => Some(Value::Ptr(p)),
+                // An address the model cannot pin down (a loop remainder after vectorisation, an index computed
+                // from an input): the path stops here; what it did before is modelled.
+                Err(e) if e == SYMBOLIC_INDEX => {
+                    self.symbolic_index_stops += 1;
+                    return Ok(Flow::End);
+                }
+                Err(e) => return Err(e),
+            },
             LLVMExtractElement => {
                 let v = self.operand(st, inst, 0)?;
                 let i = const_index(&self.operand(st, inst, 1)?)?;
@@ -839,11 +856,11 @@ impl<'m> Executor<'m> {
         for k in 1..inst.num_operands() {
             let index = match self.operand(st, inst, k)? {
                 Value::Int { e, .. } => {
-                    sym::const_i64(&e).ok_or("indexes memory with a symbolic index")?
+                    sym::const_i64(&e).ok_or(SYMBOLIC_INDEX)?
                 }
                 Value::Bool(b) => match b.as_bool() {
                     Some(b) => -(b as i64),
-                    None => return Err("indexes memory with a symbolic index".into()),
+                    None => return Err(SYMBOLIC_INDEX.into()),
                 },
                 _ => return Err("indexes memory with a vector or undefined index".into()),
             } as i128;

@@ -1,10 +1,12 @@
-//! Symbolic values of LLVM registers and a byte-addressed memory of regions (allocas, out-parameters,
-//! globals) whose cells hold scalar symbolic values at constant offsets.
+//! Symbolic values of LLVM registers and a byte-addressed memory of regions (allocas, pointer parameters,
+//! globals) whose cells hold scalar symbolic values at constant offsets. What a function reads through a pointer
+//! parameter before writing it is an input of its own ([`PointeeTable`]).
 
 use super::llvm::{LLVMTypeKind, Layout, Ty};
 use crate::round::FloatFormat;
-use crate::sym::{self, Expr};
-use std::collections::BTreeMap;
+use crate::sym::{self, Expr, VarType};
+use crate::types::ParamType;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a pointer points: a region and a byte offset into it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,14 +208,26 @@ pub fn unflatten(ty: Ty<'_>, leaves: &mut std::vec::IntoIter<Value>) -> Result<V
 
 #[derive(Debug, Clone)]
 enum Cell {
-    Value { v: Value, size: u64 },
-    Zero { size: u64 },
+    Value {
+        v: Value,
+        size: u64,
+    },
+    Zero {
+        size: u64,
+    },
+    /// Bytes copied from the buffer of pointer parameter `param`, from its byte `offset` on, before anything was
+    /// written there: reading them reads that input.
+    Pointee {
+        param: u32,
+        offset: i64,
+        size: u64,
+    },
 }
 
 impl Cell {
     fn size(&self) -> u64 {
         match self {
-            Cell::Value { size, .. } | Cell::Zero { size } => *size,
+            Cell::Value { size, .. } | Cell::Zero { size } | Cell::Pointee { size, .. } => *size,
         }
     }
 }
@@ -223,9 +237,8 @@ impl Cell {
 pub enum Fill {
     /// Zeroed (globals).
     Zero,
-    /// Behind a pointer parameter: zeroed, as the runner passes it; reads of bytes never written are recorded
-    /// (values passed in through pointers are not modelled).
-    Param,
+    /// The buffer passed as pointer parameter `.0`: bytes never written are inputs ([`PointeeTable`]).
+    Param(u32),
     /// Uninitialised (allocas): loads give poison.
     Uninit,
 }
@@ -238,23 +251,113 @@ struct Region {
     name: String,
 }
 
-/// Names of pointer-parameter regions read before being written, shared by all paths of one function.
-pub type ParamReads = std::rc::Rc<std::cell::RefCell<std::collections::BTreeSet<String>>>;
+/// A value passed in through a pointer: `scalar` at byte `offset` of the buffer of parameter `param`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointeeSlot {
+    pub param: u32,
+    pub offset: i64,
+    pub scalar: Scalar,
+}
+
+impl PointeeSlot {
+    /// The parameter type the runner passes this value as.
+    pub fn param_type(self) -> ParamType {
+        match self.scalar {
+            Scalar::Float(FloatFormat::Double) => ParamType::F64,
+            Scalar::Float(FloatFormat::Single) => ParamType::F32,
+            Scalar::Int(bits) => ParamType::Int { bits, signed: true },
+            Scalar::Ptr => unreachable!("pointers behind pointers are not inputs"),
+        }
+    }
+}
+
+/// The values a function reads through its pointer parameters before writing them. Each becomes an input of
+/// its own, numbered after the C parameters. One table serves every path and both builds' models of a function,
+/// so a place behind a pointer is the same input in P and P'.
+#[derive(Debug, Default)]
+pub struct PointeeTable {
+    /// The index of the first such input: the number of C parameters.
+    pub first_index: u32,
+    pub slots: Vec<PointeeSlot>,
+    /// Pointers read where no input can stand for the value (a pointer, a boolean, beyond the buffer, too many
+    /// inputs): those reads give zeros, as the runner's buffer holds.
+    pub unmodelled: BTreeSet<String>,
+}
+
+/// The shared [`PointeeTable`] of one function.
+pub type Pointees = std::rc::Rc<std::cell::RefCell<PointeeTable>>;
+
+impl PointeeTable {
+    /// Inputs behind pointers one function may have.
+    pub const MAX_SLOTS: usize = 32;
+
+    pub fn new(first_index: u32) -> PointeeTable {
+        PointeeTable {
+            first_index,
+            ..PointeeTable::default()
+        }
+    }
+
+    /// The value of `scalar` at byte `offset` of the buffer of parameter `param` (named `name`), as read before
+    /// any write: a new input the first time, the same one after.
+    fn read(&mut self, param: u32, offset: i64, scalar: Scalar, name: &str) -> Result<Value, String> {
+        let end = offset + scalar.bytes() as i64;
+        for (k, slot) in self.slots.iter().enumerate() {
+            let slot_end = slot.offset + slot.scalar.bytes() as i64;
+            if slot.param == param && slot.offset < end && offset < slot_end {
+                if slot.offset == offset && slot.scalar == scalar {
+                    return Ok(self.value(k));
+                }
+                return Err(format!("reads memory of {name} as another type"));
+            }
+        }
+        let usable = matches!(scalar, Scalar::Float(_) | Scalar::Int(8 | 16 | 32 | 64))
+            && offset >= 0
+            && end <= crate::ir::OUT_BUFFER_BYTES as i64
+            && self.slots.len() < Self::MAX_SLOTS;
+        if !usable {
+            self.unmodelled.insert(name.to_string());
+            return Ok(scalar.zero());
+        }
+        self.slots.push(PointeeSlot {
+            param,
+            offset,
+            scalar,
+        });
+        Ok(self.value(self.slots.len() - 1))
+    }
+
+    fn value(&self, k: usize) -> Value {
+        let slot = self.slots[k];
+        let index = self.first_index + k as u32;
+        match slot.scalar {
+            Scalar::Float(fmt) => Value::Real {
+                e: sym::param(index, VarType::Float(fmt)),
+                fmt,
+            },
+            Scalar::Int(bits) => Value::Int {
+                e: sym::param(index, VarType::Int { bits, signed: true }),
+                bits,
+            },
+            Scalar::Ptr => Scalar::Ptr.zero(),
+        }
+    }
+}
 
 /// The memory of one path.
 #[derive(Debug, Clone, Default)]
 pub struct Memory {
     regions: Vec<Region>,
-    /// Names of pointer-parameter regions read before being written, on any path (shared by all paths).
-    pub unwritten_param_reads: ParamReads,
+    /// The inputs behind pointer parameters (shared by all paths).
+    pub pointees: Pointees,
 }
 
 impl Memory {
-    /// An empty memory that records unwritten pointer-parameter reads into `reads`.
-    pub fn noting_param_reads(reads: ParamReads) -> Memory {
+    /// An empty memory whose pointer parameters' values are the inputs of `pointees`.
+    pub fn with_pointees(pointees: Pointees) -> Memory {
         Memory {
             regions: Vec::new(),
-            unwritten_param_reads: reads,
+            pointees,
         }
     }
 
@@ -292,18 +395,9 @@ impl Memory {
     pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, String> {
         let pieces = flatten_type(ty, layout)?;
         let region = self.region(p)?;
-        if region.fill == Fill::Param
-            && pieces
-                .iter()
-                .any(|(off, sc)| region.unwritten(p.offset + *off as i64, sc.bytes()))
-        {
-            self.unwritten_param_reads
-                .borrow_mut()
-                .insert(region.name.clone());
-        }
         let mut leaves = Vec::with_capacity(pieces.len());
         for (off, scalar) in pieces {
-            leaves.push(region.read(p.offset + off as i64, scalar)?);
+            leaves.push(region.read(p.offset + off as i64, scalar, &self.pointees)?);
         }
         unflatten(ty, &mut leaves.into_iter())
     }
@@ -362,59 +456,36 @@ impl Memory {
         let (start, end) = (src.offset, src.offset + len as i64);
         let mut copied: Vec<(i64, Cell)> = Vec::new();
         let mut cursor = start;
-        // A cell starting before the range must not reach into it.
+        // A cell starting before the range may reach into it: only zeros and pointee bytes can be cut.
         if let Some((&s, c)) = source.cells.range(..start).next_back() {
-            if s + c.size() as i64 > start {
-                match c {
-                    Cell::Zero { size } => {
-                        let until = (s + *size as i64).min(end);
-                        copied.push((
-                            0,
-                            Cell::Zero {
-                                size: (until - start) as u64,
-                            },
-                        ));
-                        cursor = until;
-                    }
-                    Cell::Value { .. } => return Err("copies part of a stored value".into()),
-                }
+            let cell_end = s + c.size() as i64;
+            if cell_end > start {
+                let until = cell_end.min(end);
+                let part = c
+                    .slice(start - s, (until - start) as u64)
+                    .ok_or("copies part of a stored value")?;
+                copied.push((0, part));
+                cursor = until;
             }
         }
         for (&s, c) in source.cells.range(cursor..end) {
-            if s > cursor && source.fill != Fill::Uninit {
-                copied.push((
-                    cursor - start,
-                    Cell::Zero {
-                        size: (s - cursor) as u64,
-                    },
-                ));
+            if s > cursor {
+                copied.extend(source.gap(cursor, (s - cursor) as u64).map(|g| (cursor - start, g)));
             }
             let cell_end = s + c.size() as i64;
             if cell_end > end {
-                match c {
-                    Cell::Zero { .. } => {
-                        copied.push((
-                            s - start,
-                            Cell::Zero {
-                                size: (end - s) as u64,
-                            },
-                        ));
-                        cursor = end;
-                        break;
-                    }
-                    Cell::Value { .. } => return Err("copies part of a stored value".into()),
-                }
+                let part = c
+                    .slice(0, (end - s) as u64)
+                    .ok_or("copies part of a stored value")?;
+                copied.push((s - start, part));
+                cursor = end;
+                break;
             }
             copied.push((s - start, c.clone()));
             cursor = cell_end;
         }
-        if cursor < end && source.fill != Fill::Uninit {
-            copied.push((
-                cursor - start,
-                Cell::Zero {
-                    size: (end - cursor) as u64,
-                },
-            ));
+        if cursor < end {
+            copied.extend(source.gap(cursor, (end - cursor) as u64).map(|g| (cursor - start, g)));
         }
         let target = self.region_mut(dst)?;
         target.clear(dst.offset, len)?;
@@ -425,23 +496,48 @@ impl Memory {
     }
 }
 
+impl Cell {
+    /// The `size` bytes from byte `from` of this cell, as a cell of their own; `None` for part of a value.
+    fn slice(&self, from: i64, size: u64) -> Option<Cell> {
+        match self {
+            Cell::Zero { .. } => Some(Cell::Zero { size }),
+            Cell::Pointee { param, offset, .. } => Some(Cell::Pointee {
+                param: *param,
+                offset: offset + from,
+                size,
+            }),
+            Cell::Value { v, size: whole } => {
+                (from == 0 && size == *whole).then(|| Cell::Value { v: v.clone(), size })
+            }
+        }
+    }
+}
+
 impl Region {
-    /// Whether no cell overlaps the `size` bytes at `at`.
-    fn unwritten(&self, at: i64, size: u64) -> bool {
-        self.cells
-            .range(..at + size as i64)
-            .next_back()
-            .is_none_or(|(&s, c)| s + c.size() as i64 <= at)
+    /// What the `size` never-written bytes at `at` hold, as a cell: zeros, pointee bytes, or nothing (poison).
+    fn gap(&self, at: i64, size: u64) -> Option<Cell> {
+        match self.fill {
+            Fill::Zero => Some(Cell::Zero { size }),
+            Fill::Param(param) => Some(Cell::Pointee {
+                param,
+                offset: at,
+                size,
+            }),
+            Fill::Uninit => None,
+        }
     }
 
     /// Reads a scalar at byte `at`.
-    fn read(&self, at: i64, scalar: Scalar) -> Result<Value, String> {
+    fn read(&self, at: i64, scalar: Scalar, pointees: &Pointees) -> Result<Value, String> {
         let size = scalar.bytes() as i64;
         if let Some((&s, cell)) = self.cells.range(..=at).next_back() {
             let cell_end = s + cell.size() as i64;
             if cell_end > at {
                 return match cell {
                     Cell::Zero { .. } if cell_end >= at + size => Ok(scalar.zero()),
+                    Cell::Pointee { param, offset, .. } if cell_end >= at + size => pointees
+                        .borrow_mut()
+                        .read(*param, offset + (at - s), scalar, &self.name),
                     Cell::Value { v, size: cs }
                         if s == at && *cs as i64 == size && scalar.accepts(v) =>
                     {
@@ -458,45 +554,33 @@ impl Region {
                 };
             }
         }
-        if let Some((&s, _)) = self.cells.range(at + 1..at + size).next() {
-            let _ = s;
+        if self.cells.range(at + 1..at + size).next().is_some() {
             return Err(format!("reads memory of {} as another type", self.name));
         }
         Ok(match self.fill {
-            Fill::Zero | Fill::Param => scalar.zero(),
+            Fill::Zero => scalar.zero(),
+            Fill::Param(param) => pointees.borrow_mut().read(param, at, scalar, &self.name)?,
             Fill::Uninit => Value::Poison,
         })
     }
 
-    /// Removes what lies in [at, at+len): zero cells are trimmed, value cells must lie wholly inside.
+    /// Removes what lies in [at, at+len): zero and pointee cells are trimmed, value cells must lie wholly inside.
     fn clear(&mut self, at: i64, len: u64) -> Result<(), String> {
         let end = at + len as i64;
         let mut keep: Vec<(i64, Cell)> = Vec::new();
         let mut remove: Vec<i64> = Vec::new();
+        let partly = || format!("partly overwrites a value stored in {}", self.name);
         if let Some((&s, cell)) = self.cells.range(..at).next_back() {
             let cell_end = s + cell.size() as i64;
             if cell_end > at {
-                match cell {
-                    Cell::Zero { .. } => {
-                        remove.push(s);
-                        keep.push((
-                            s,
-                            Cell::Zero {
-                                size: (at - s) as u64,
-                            },
-                        ));
-                        if cell_end > end {
-                            keep.push((
-                                end,
-                                Cell::Zero {
-                                    size: (cell_end - end) as u64,
-                                },
-                            ));
-                        }
-                    }
-                    Cell::Value { .. } => {
-                        return Err(format!("partly overwrites a value stored in {}", self.name))
-                    }
+                remove.push(s);
+                keep.push((s, cell.slice(0, (at - s) as u64).ok_or_else(partly)?));
+                if cell_end > end {
+                    keep.push((
+                        end,
+                        cell.slice(end - s, (cell_end - end) as u64)
+                            .ok_or_else(partly)?,
+                    ));
                 }
             }
         }
@@ -504,17 +588,11 @@ impl Region {
             let cell_end = s + cell.size() as i64;
             remove.push(s);
             if cell_end > end {
-                match cell {
-                    Cell::Zero { .. } => keep.push((
-                        end,
-                        Cell::Zero {
-                            size: (cell_end - end) as u64,
-                        },
-                    )),
-                    Cell::Value { .. } => {
-                        return Err(format!("partly overwrites a value stored in {}", self.name))
-                    }
-                }
+                keep.push((
+                    end,
+                    cell.slice(end - s, (cell_end - end) as u64)
+                        .ok_or_else(partly)?,
+                ));
             }
         }
         for s in remove {

@@ -1,7 +1,9 @@
 //! End-to-end tests of modelling and solving: small C files compiled with the real clang (both builds' flags),
 //! loaded, prepared, modelled and solved with the real Z3.
 
-use super::{model_function, prepare_for_modelling, Query};
+use super::{model_function, model_pair, prepare_for_modelling, ModelledPair, PointeeTable, Query};
+use std::cell::RefCell;
+use std::rc::Rc;
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain, ParamRange};
 use crate::ir::{describe_functions, parse_module};
@@ -69,7 +71,19 @@ fn model_build(
     };
     let module = parse_module(&ctx, ll, "m").expect("parse");
     prepare_for_modelling(&module, b).expect("prepare");
-    model_function(&module, &sig, b, cfg).map(|m| m.queries)
+    let pointees = Rc::new(RefCell::new(PointeeTable::new(sig.params.len() as u32)));
+    model_function(&module, &sig, b, cfg, &pointees).map(|m| m.queries)
+}
+
+/// Both builds of `function` modelled together, as the pipeline does.
+fn model_both(built: &Built, function: &str, cfg: &AnalysisConfig) -> Result<ModelledPair, String> {
+    let ctx = Context::create();
+    let sig = signature(&ctx, &built.ll_p, function);
+    let p = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
+    let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
+    prepare_for_modelling(&p, Build::P).expect("prepare P");
+    prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
+    model_pair(&p, &pp, &sig, cfg)
 }
 
 struct Analysed {
@@ -87,9 +101,9 @@ fn analyse_with(
     domain: Option<&Domain>,
 ) -> Analysed {
     let built = build(source);
-    let sig = signature(&Context::create(), &built.ll_p, function);
-    let p = model_build(&built, function, Build::P, cfg).expect("model P");
-    let pp = model_build(&built, function, Build::PPrime, cfg).expect("model P'");
+    let ModelledPair {
+        signature: sig, p, pp, ..
+    } = model_both(&built, function, cfg).expect("model");
     let started = Instant::now();
     let outcome = solve(&sig, &p, &pp, domain, cfg);
     let solve_time = started.elapsed();
@@ -361,7 +375,7 @@ fn symbolic_loop_bounds_fork_paths() {
 }
 
 #[test]
-fn out_parameters_are_memory_that_starts_zeroed() {
+fn pointer_parameters_are_buffers_holding_their_inputs() {
     let src = "
 struct result { double val; int status; };
 void outp(double x, double y, struct result *res) { res->val = x * y; res->status = 1; }
@@ -374,12 +388,15 @@ double acc(double x, double *out) { *out += x * x; return *out * 2.0; }
         .candidates
         .iter()
         .all(|c| c.input.0[2] == ArgValue::OutPtr));
+    // `res` is only written: no inputs behind it.
+    assert_eq!(a.sig.params.len(), 3);
     let b = analyse(src, "acc");
-    // fmul, fadd (0 + x*x, read from zeroed memory), fmul: six formulae in P.
+    // fmul, fadd (out[0] + x*x, out[0] an input), fmul: six formulae in P.
     assert_eq!(b.outcome.formulae.p, 6);
+    assert_eq!(b.sig.params[2].name, "out[0]");
     let last = b.p.last().expect("queries");
     assert!(
-        last.formula.to_string().contains("(+ 0 (* x0 x0)) 2)"),
+        last.formula.to_string().contains("(+ x2 (* x0 x0)) 2)"),
         "{}",
         last.formula
     );
@@ -640,20 +657,37 @@ fn timing_figures() {
 }
 
 #[test]
-fn reads_through_pointer_parameters_are_noted() {
+fn values_read_through_pointers_are_inputs_of_both_builds() {
     let source = "typedef struct { double re, im; } cplx;\n\
         void cmul(const cplx *a, const cplx *b, cplx *out) {\n\
           out->re = a->re * b->re - a->im * b->im;\n\
           out->im = a->re * b->im + a->im * b->re;\n\
         }\n";
-    let built = build(source);
-    let ctx = Context::create();
-    let sig = signature(&ctx, &built.ll_p, "cmul");
-    let module = parse_module(&ctx, &built.ll_p, "m").expect("parse");
-    prepare_for_modelling(&module, Build::P).expect("prepare");
-    let m = model_function(&module, &sig, Build::P, &AnalysisConfig::default()).expect("model");
-    assert_eq!(
-        m.pointer_reads,
-        vec!["`*a`".to_string(), "`*b`".to_string()]
-    );
+    let m = model_both(&build(source), "cmul", &AnalysisConfig::default()).expect("model");
+    let mut names: Vec<&str> = m.signature.params[3..].iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["a[0]", "a[1]", "b[0]", "b[1]"]);
+    assert!(m.unmodelled_reads.is_empty());
+    // `out` is written before it is read: no input behind it.
+    assert!(m.signature.params.iter().all(|p| p.pointee.map_or(true, |at| at.param != 2)));
+    // Both builds' queries are over the same inputs: every parameter index they use exists.
+    let count = m.signature.params.len() as u32;
+    for q in m.p.iter().chain(&m.pp) {
+        for (index, _) in q.formula.params() {
+            assert!(index < count, "query over parameter {index} of {count}");
+        }
+    }
+    assert!(m.p.iter().any(|q| q.formula.params().iter().any(|(i, _)| *i >= 3)));
+}
+
+#[test]
+fn a_symbolic_index_stops_the_path_not_the_function() {
+    let source = "double sum(const double *v, int n) {\n\
+          double s = 0;\n\
+          for (int i = 0; i < n; i++) s += v[i];\n\
+          return s;\n\
+        }\n";
+    let m = model_both(&build(source), "sum", &AnalysisConfig::default()).expect("model");
+    assert!(m.signature.params.iter().any(|p| p.name == "v[0]"));
+    assert!(!m.p.is_empty() && !m.pp.is_empty());
 }

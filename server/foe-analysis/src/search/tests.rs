@@ -61,10 +61,7 @@ fn sig(params: Vec<ParamType>) -> FunctionSignature {
         params: params
             .into_iter()
             .enumerate()
-            .map(|(i, ty)| Param {
-                name: format!("a{i}"),
-                ty,
-            })
+            .map(|(i, ty)| Param::new(format!("a{i}"), ty))
             .collect(),
         ret: crate::types::ReturnType::F64,
     }

@@ -192,10 +192,7 @@ mod tests {
         FunctionSignature {
             name: "f".into(),
             params: (0..n)
-                .map(|i| Param {
-                    name: format!("x{i}"),
-                    ty: ParamType::F64,
-                })
+                .map(|i| Param::new(format!("x{i}"), ParamType::F64))
                 .collect(),
             ret: crate::types::ReturnType::F64,
         }

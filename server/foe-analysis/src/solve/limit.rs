@@ -93,9 +93,10 @@ impl Limiter<'_> {
     }
 }
 
-/// Maps `f` over `items` on up to `threads` threads: the calling thread (whose thread-local Z3 context lives on
-/// between calls, so it is created once) and `threads - 1` scoped ones. Every thread uses its own context, a
-/// fresh one after one of its queries was interrupted. Results in item order, `None` where a worker panicked.
+/// Maps `f` over `items` on up to `threads` threads: the calling thread and `threads - 1` scoped ones. Every
+/// thread works in a context of its own, made for this call (a thread's default context may have been
+/// interrupted by an earlier call, and an interrupted context stays cancelled), and in a fresh one after one of
+/// its queries was interrupted. Results in item order, `None` where a worker panicked.
 pub(super) fn parallel<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
@@ -131,7 +132,7 @@ pub(super) fn parallel<T: Sync, R: Send>(
     };
     let run_worker = |worker: usize| -> Vec<(usize, R)> {
         let out = Mutex::new(Vec::new());
-        let mut finished = work(worker, &out);
+        let mut finished = false;
         while !finished {
             finished = z3::with_z3_config(&z3::Config::new(), || work(worker, &out));
         }

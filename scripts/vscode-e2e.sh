@@ -178,12 +178,13 @@ trap 'exit 130' INT TERM
 log "starting code-server on 127.0.0.1:$PORT"
 setsid "$CODE_SERVER" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" "$RUN/workspace" >"$RUN/code-server.log" 2>&1 &
 CS_PID=$!
+healthy() { node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/healthz"; }
 for _ in $(seq 120); do
-  if curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1; then break; fi
+  if healthy; then break; fi
   kill -0 "$CS_PID" 2>/dev/null || { log "code-server exited"; cat "$RUN/code-server.log" >&2; exit 1; }
   sleep 0.5
 done
-curl -fsS "http://127.0.0.1:$PORT/healthz" >/dev/null || { log "code-server did not answer"; exit 1; }
+healthy || { log "code-server did not answer"; exit 1; }
 
 status=0
 E2E_URL="http://127.0.0.1:$PORT/?folder=$RUN/workspace" \

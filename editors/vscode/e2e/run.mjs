@@ -1,6 +1,7 @@
 // Browser driver of scripts/vscode-e2e.sh: opens code-server (with the foe extension installed) in headless
 // Chromium through playwright-core, opens a C file, waits for foe's diagnostics (exits 1 if none shows up in
-// E2E_TIMEOUT seconds), then screenshots the hover and the Problems panel and the quick-fix menu.
+// E2E_TIMEOUT seconds), then checks and screenshots the Problems panel, the hover (inputs and traces), the
+// quick-fix menu and the foe.showTrace command; exits 1 if any of these checks fails.
 //
 // Environment (set by the script): E2E_URL, E2E_FILE, E2E_OUT, E2E_TIMEOUT, E2E_CHROMIUM, E2E_PLAYWRIGHT
 // (the playwright-core package directory), E2E_PROFILE (a fresh Chromium user-data-dir).

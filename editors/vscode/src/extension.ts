@@ -114,9 +114,23 @@ async function showTrace(): Promise<void> {
     void vscode.window.showInformationMessage("foe: no divergence is flagged on this line.");
     return;
   }
-  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: result.markdown });
-  await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: true });
+  // A read-only document of our own scheme (no "save changes?" on close), rendered by the markdown preview.
+  traceCount += 1;
+  const name = editor.document.uri.path.split("/").pop() ?? "file";
+  const uri = vscode.Uri.from({ scheme: TRACE_SCHEME, path: `/${name}:${editor.selection.active.line + 1} (${traceCount}).md` });
+  traces.set(uri.toString(), result.markdown);
+  try {
+    await vscode.commands.executeCommand("markdown.showPreviewToSide", uri);
+  } catch {
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { viewColumn: vscode.ViewColumn.Beside, preview: true, preserveFocus: true });
+  }
 }
+
+/** The URI scheme of the trace documents `foe.showTrace` opens, and their texts. */
+const TRACE_SCHEME = "foe-trace";
+const traces = new Map<string, string>();
+let traceCount = 0;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("foe");
@@ -125,6 +139,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("foe.restartServer", restart),
     vscode.commands.registerCommand("foe.analyseNow", analyseNow),
     vscode.commands.registerCommand("foe.showTrace", showTrace),
+    vscode.workspace.registerTextDocumentContentProvider(TRACE_SCHEME, {
+      provideTextDocumentContent: (uri) => traces.get(uri.toString()) ?? "",
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // The binary or the switch changed: restart. Other settings reach the server as didChangeConfiguration.
       if (e.affectsConfiguration("foe.path") || e.affectsConfiguration("foe.enable")) {

@@ -13,14 +13,14 @@
 use crate::types::{ArgValue, FunctionSignature, Input};
 
 /// One bound on a parameter: `value` with `inclusive` (`<=`) or not (`<`).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Bound {
     pub value: f64,
     pub inclusive: bool,
 }
 
 /// The range of one parameter (by index into the signature's `params`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParamRange {
     pub param: usize,
     pub lo: Option<Bound>,
@@ -28,7 +28,7 @@ pub struct ParamRange {
 }
 
 /// The declared domain of one function: a conjunction of parameter ranges.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Domain {
     pub ranges: Vec<ParamRange>,
     /// The annotations as written, for display.

@@ -28,7 +28,7 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 
 /// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Query {
     pub build: Build,
     pub kind: ExceptionKind,

@@ -17,7 +17,7 @@ use crate::{exec, ir, search, solve};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -339,31 +339,22 @@ pub fn analyse(
                 &format!("{} ({}/{count})", item.info.signature.name, i + 1),
             );
             let sig = &item.info.signature;
-            let anywhere = solve::solve(sig, &item.queries_p, &item.queries_pp, None, &config);
-            let mut candidates: Vec<Input> = anywhere
-                .candidates
-                .iter()
-                .map(|c| c.input.clone())
-                .collect();
-            let mut timeouts = anywhere.timeouts;
-            if !item.domain.is_empty() {
-                let inside = solve::solve_within(
-                    sig,
-                    &item.queries_p,
-                    &item.queries_pp,
-                    &item.domain,
-                    &anywhere,
-                    &config,
-                );
-                timeouts += inside.timeouts;
-                let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
-                for c in inside.candidates {
-                    if seen.insert(c.input.key()) {
-                        candidates.push(c.input);
-                    }
-                }
-            }
-            solved.push((item, anywhere, candidates, timeouts));
+            let solution = solve::child::solve_function_isolated(
+                sig,
+                &item.queries_p,
+                &item.queries_pp,
+                &item.domain,
+                &config,
+                &|| cancel.is_cancelled(),
+            );
+            cancel.check()?;
+            let mut item = item;
+            let solution = solution.unwrap_or_else(|e| {
+                tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
+                item.notes = join_reason(&item.notes, &format!("no solver candidates: {e}"));
+                solve::child::Solution::default()
+            });
+            solved.push((item, solution));
         }
         timings.insert("solve".to_string(), ms(started));
         let runner = builder.map(|handle| match handle.join() {
@@ -386,14 +377,8 @@ pub fn analyse(
             Ok(r) => Some(r),
             Err(e) => {
                 tracing::warn!("cannot build the runner: {e}");
-                for (item, anywhere, candidates, timeouts) in &solved {
-                    let mut r = base_report(
-                        item,
-                        anywhere,
-                        candidates.len(),
-                        *timeouts,
-                        config.solver_timeout_ms,
-                    );
+                for (item, solution) in &solved {
+                    let mut r = base_report(item, solution, config.solver_timeout_ms);
                     r.status = FunctionStatus::Skipped;
                     r.reason = format!("cannot build the instrumented program: {e}");
                     reports[item.index] = Some(r);
@@ -404,16 +389,11 @@ pub fn analyse(
         if let Some(runner) = runner.as_mut() {
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
-            for (item, anywhere, candidates, timeouts) in &solved {
+            for (item, solution) in &solved {
                 cancel.check()?;
                 progress.phase(Phase::Execute, &item.info.signature.name);
-                let mut report = base_report(
-                    item,
-                    anywhere,
-                    candidates.len(),
-                    *timeouts,
-                    config.solver_timeout_ms,
-                );
+                let mut report = base_report(item, solution, config.solver_timeout_ms);
+                let candidates = &solution.candidates;
                 let domain = (!item.domain.is_empty()).then_some(&item.domain);
                 match search::search(runner, &item.info.signature, candidates, domain, &config) {
                     Ok(found) => {
@@ -480,18 +460,13 @@ fn join_reason(a: &str, b: &str) -> String {
 }
 
 /// The report of an analysed function before its search results are added.
-fn base_report(
-    item: &Pending,
-    solved: &solve::SolveOutcome,
-    candidates: usize,
-    timeouts: usize,
-    limit_ms: u64,
-) -> FunctionReport {
+fn base_report(item: &Pending, solved: &solve::child::Solution, limit_ms: u64) -> FunctionReport {
+    let timeouts = solved.timeouts;
     let mut r = FunctionReport::skipped(&item.info.signature.name, "");
     r.status = FunctionStatus::Analysed;
     r.formulae = solved.formulae.clone();
     r.satisfiable = solved.satisfiable;
-    r.candidates = candidates;
+    r.candidates = solved.candidates.len();
     r.solver_timeouts = timeouts;
     r.reason = item.notes.clone();
     if timeouts > 0 {

@@ -37,10 +37,16 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
 }
 
 /// Runs a tool (clang, the linker) to completion with `stdin` fed in, killing it after `timeout`.
-pub fn run_tool(
+pub fn run_tool(cmd: Command, stdin: Option<&[u8]>, timeout: Duration) -> std::io::Result<ToolOutput> {
+    run_tool_until(cmd, stdin, timeout, &|| false)
+}
+
+/// [`run_tool`], also killing the tool as soon as `stop()` says so (reported as timed out).
+pub fn run_tool_until(
     mut cmd: Command,
     stdin: Option<&[u8]>,
     timeout: Duration,
+    stop: &dyn Fn() -> bool,
 ) -> std::io::Result<ToolOutput> {
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
@@ -69,7 +75,7 @@ pub fn run_tool(
         let _ = err_pipe.read_to_end(&mut buf);
         buf
     });
-    let (status, timed_out) = wait_with_deadline(&mut child, timeout)?;
+    let (status, timed_out) = wait_until(&mut child, timeout, stop)?;
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
     Ok(ToolOutput {
@@ -85,12 +91,21 @@ pub fn wait_with_deadline(
     child: &mut Child,
     timeout: Duration,
 ) -> std::io::Result<(Option<i32>, bool)> {
+    wait_until(child, timeout, &|| false)
+}
+
+/// [`wait_with_deadline`], also killing `child` as soon as `stop()` says so.
+fn wait_until(
+    child: &mut Child,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<(Option<i32>, bool)> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok((status.code(), false));
         }
-        if Instant::now() >= deadline {
+        if Instant::now() >= deadline || stop() {
             let _ = child.kill();
             let status = child.wait()?;
             return Ok((status.code(), true));

@@ -5,6 +5,7 @@
 //! Every worker thread uses its own thread-local Z3 context; only plain data crosses threads.
 
 mod check;
+pub mod child;
 mod fp;
 mod interval;
 mod limit;

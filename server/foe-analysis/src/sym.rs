@@ -12,6 +12,9 @@ use crate::types::ExceptionKind;
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -29,7 +32,7 @@ struct Node {
     fingerprint: u128,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Sort {
     Real,
     Int,
@@ -37,7 +40,7 @@ pub enum Sort {
 }
 
 /// The type of an input variable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum VarType {
     Float(FloatFormat),
     /// An integer of `bits` width. Every integer term holds the signed (two's complement) reading of its
@@ -48,7 +51,7 @@ pub enum VarType {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ArithOp {
     Add,
     Sub,
@@ -67,14 +70,14 @@ impl ArithOp {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum IntOp {
     Add,
     Sub,
     Mul,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CmpOp {
     Lt,
     Le,
@@ -83,7 +86,7 @@ pub enum CmpOp {
 
 /// Elementary functions modelled by a fresh value tied to its argument by side constraints
 /// (Ariadne's dependent symbolic variables), except `Sqrt` which is exact (y·y = x, y ≥ 0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum MathFn {
     Sqrt,
     Exp,
@@ -168,7 +171,7 @@ impl MathFn {
 }
 
 /// Rounding of a real to an integral value (C `floor`, `ceil`, `trunc`, `round`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Integral {
     Floor,
     Ceil,
@@ -178,7 +181,7 @@ pub enum Integral {
 }
 
 /// The floating-point operation an exception condition is about, with its operands.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Site {
     pub op: SiteOp,
     /// The format of the operation's result (of the operand for `FpToInt`).
@@ -186,7 +189,7 @@ pub struct Site {
     pub args: Vec<Expr>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SiteOp {
     Arith(ArithOp),
     /// a·b + c with one rounding (`fma`, `llvm.fmuladd`).
@@ -202,7 +205,7 @@ pub enum SiteOp {
 }
 
 /// A node of the term DAG.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Kind {
     RealConst(BigRational),
     IntConst(BigInt),
@@ -493,6 +496,73 @@ fn children_of(kind: &Kind) -> Vec<&Expr> {
             args.iter().collect()
         }
         Kind::Exception { site, .. } => site.args.iter().collect(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Wire format: terms cross to the solver process as JSON, each shared node written once
+// ---------------------------------------------------------------------------------------------------------
+
+thread_local! {
+    /// While serialising under [`with_wire_tables`]: the post-order number of every node written so far, by
+    /// fingerprint (structurally equal nodes are one node).
+    static WRITTEN: RefCell<HashMap<u128, u32>> = RefCell::new(HashMap::new());
+    /// While deserialising under [`with_wire_tables`]: the nodes read so far, in post-order.
+    static READ: RefCell<Vec<Expr>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A node on the wire: its definition the first time, a reference to its post-order number after that, so a
+/// DAG with sharing stays the size of the DAG.
+#[derive(Serialize, Deserialize)]
+enum WireNode<K> {
+    #[serde(rename = "d")]
+    Def(K),
+    #[serde(rename = "r")]
+    Ref(u32),
+}
+
+/// Runs `f` (one serialisation or deserialisation of a message holding terms) with fresh node tables, so that
+/// references are numbered within the message.
+pub fn with_wire_tables<T>(f: impl FnOnce() -> T) -> T {
+    let clear = || {
+        WRITTEN.with(|w| w.borrow_mut().clear());
+        READ.with(|r| r.borrow_mut().clear());
+    };
+    clear();
+    let out = f();
+    clear();
+    out
+}
+
+impl Serialize for Expr {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let key = self.0.fingerprint;
+        if let Some(id) = WRITTEN.with(|w| w.borrow().get(&key).copied()) {
+            return WireNode::<&Kind>::Ref(id).serialize(serializer);
+        }
+        let done = WireNode::Def(&self.0.kind).serialize(serializer)?;
+        // Numbered after its children, as the reader pushes it.
+        WRITTEN.with(|w| {
+            let mut w = w.borrow_mut();
+            let id = w.len() as u32;
+            w.insert(key, id);
+        });
+        Ok(done)
+    }
+}
+
+impl<'de> Deserialize<'de> for Expr {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Expr, D::Error> {
+        match WireNode::<Kind>::deserialize(deserializer)? {
+            WireNode::Ref(id) => READ
+                .with(|r| r.borrow().get(id as usize).cloned())
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown term reference {id}"))),
+            WireNode::Def(kind) => {
+                let e = mk(kind);
+                READ.with(|r| r.borrow_mut().push(e.clone()));
+                Ok(e)
+            }
+        }
     }
 }
 

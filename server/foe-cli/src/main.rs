@@ -158,6 +158,8 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
+    // Started by the engine to solve one function out of process (libz3 can crash): serve and exit.
+    foe_analysis::solve::child::serve_if_child();
     let cli = Cli::parse();
     let lsp = matches!(cli.command, Command::Lsp);
     tracing_subscriber::fmt()

@@ -1,0 +1,253 @@
+//! Solving one function in a child process. libz3 4.8.12 (Debian 12's) sometimes crashes inside a check (a
+//! segfault in nlsat, seen about once in 15 analyses of odometer) and does not always heed interruption; in a
+//! child, that costs one function's candidates, not foe or the language server, and a child that overruns is
+//! killed. The `foe` binary serves as the child: it calls [`serve_if_child`] first thing in `main`. Where no
+//! binary registered itself so (the engine's unit tests), functions are solved in-process.
+
+use super::{solve, solve_within};
+use crate::config::AnalysisConfig;
+use crate::domain::Domain;
+use crate::model::Query;
+use crate::process;
+use crate::report::FormulaCounts;
+use crate::sym::{self, Expr};
+use crate::types::{FunctionSignature, Input};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The environment variable that makes the `foe` binary a solver child.
+const CHILD_ENV: &str = "FOE_SOLVER_CHILD";
+
+/// Whether this process's executable answers as a solver child.
+static CHILD_AVAILABLE: AtomicBool = AtomicBool::new(false);
+
+/// What solving one function gave: the unrestricted solve's counts, and the candidates of both the unrestricted
+/// and the in-domain solve.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Solution {
+    pub formulae: FormulaCounts,
+    pub satisfiable: usize,
+    /// Distinct candidate inputs, unrestricted ones first.
+    pub candidates: Vec<Input>,
+    /// Queries given up on, in either solve.
+    pub timeouts: usize,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Request {
+    /// Every term of the queries, children before parents, so that the queries below are references.
+    terms: Vec<Expr>,
+    signature: FunctionSignature,
+    queries_p: Vec<Query>,
+    queries_pp: Vec<Query>,
+    domain: Domain,
+    config: AnalysisConfig,
+}
+
+/// Solves one function in-process: over all inputs, then (with a domain) within it.
+pub fn solve_function(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: &Domain,
+    cfg: &AnalysisConfig,
+) -> Solution {
+    let anywhere = solve(sig, queries_p, queries_pp, None, cfg);
+    let mut candidates: Vec<Input> = anywhere.candidates.iter().map(|c| c.input.clone()).collect();
+    let mut timeouts = anywhere.timeouts;
+    if !domain.is_empty() {
+        let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg);
+        timeouts += inside.timeouts;
+        let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
+        for c in inside.candidates {
+            if seen.insert(c.input.key()) {
+                candidates.push(c.input);
+            }
+        }
+    }
+    Solution {
+        formulae: anywhere.formulae,
+        satisfiable: anywhere.satisfiable,
+        candidates,
+        timeouts,
+    }
+}
+
+/// Solves one function in a child process when this executable can serve as one (else in-process); a child
+/// that crashed is tried once more (the crashes depend on timing). Errors say why no child gave a solution (it
+/// crashed, overran its time limit, or `stop()` asked to stop it).
+pub fn solve_function_isolated(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: &Domain,
+    cfg: &AnalysisConfig,
+    stop: &dyn Fn() -> bool,
+) -> Result<Solution, String> {
+    if !CHILD_AVAILABLE.load(Ordering::Acquire) {
+        return Ok(solve_function(sig, queries_p, queries_pp, domain, cfg));
+    }
+    match solve_in_child(sig, queries_p, queries_pp, domain, cfg, stop) {
+        Err(ChildError::Crashed(first)) => {
+            tracing::warn!(function = %sig.name, "{first}; solving again");
+            solve_in_child(sig, queries_p, queries_pp, domain, cfg, stop).map_err(|e| e.to_string())
+        }
+        other => other.map_err(|e| e.to_string()),
+    }
+}
+
+/// Why a child gave no solution.
+#[derive(Debug, thiserror::Error)]
+enum ChildError {
+    #[error("{0}")]
+    Crashed(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+fn solve_in_child(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: &Domain,
+    cfg: &AnalysisConfig,
+    stop: &dyn Fn() -> bool,
+) -> Result<Solution, ChildError> {
+    let exe = std::env::current_exe().map_err(|e| ChildError::Other(format!("cannot find foe's executable: {e}")))?;
+    let request = Request {
+        terms: terms_of(queries_p.iter().chain(queries_pp)),
+        signature: sig.clone(),
+        queries_p: queries_p.to_vec(),
+        queries_pp: queries_pp.to_vec(),
+        domain: domain.clone(),
+        config: cfg.clone(),
+    };
+    let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
+        .map_err(|e| ChildError::Other(format!("cannot encode the solver request: {e}")))?;
+    let mut cmd = process::command(&exe, &std::env::temp_dir());
+    cmd.env(CHILD_ENV, "1");
+    if let Some(log) = std::env::var_os("FOE_LOG") {
+        cmd.env("FOE_LOG", log);
+    }
+    let out = process::run_tool_until(cmd, Some(&body), time_limit(queries_p, queries_pp, cfg), stop)
+        .map_err(|e| ChildError::Other(format!("cannot start the solver process: {e}")))?;
+    if out.timed_out {
+        return Err(ChildError::Other(if stop() {
+            "stopped".into()
+        } else {
+            "the solver process overran its time limit and was stopped".into()
+        }));
+    }
+    if out.status != Some(0) {
+        let how = out
+            .status
+            .map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited with {c}"));
+        return Err(ChildError::Crashed(format!("the solver process {how} (Z3 crashed)")));
+    }
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| ChildError::Other(format!("cannot read the solver's answer: {e}")))
+}
+
+/// A generous wall-clock bound for a child: every unique query at its full limit, as if on one thread, plus
+/// the FP retries and start-up; it only stops a child that Z3 keeps from heeding interruption.
+fn time_limit(queries_p: &[Query], queries_pp: &[Query], cfg: &AnalysisConfig) -> Duration {
+    let queries = (queries_p.len() + queries_pp.len()) as u64;
+    Duration::from_millis(queries.saturating_mul(cfg.solver_timeout_ms as u64).saturating_mul(2) + 10_000)
+}
+
+/// Every term of `queries`' formulae, each once, children before parents.
+fn terms_of<'a>(queries: impl Iterator<Item = &'a Query>) -> Vec<Expr> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for q in queries {
+        for e in q.formula.postorder() {
+            if seen.insert(e.fingerprint()) {
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+/// In the `foe` binary, before anything else: when started as a solver child, reads one request from stdin,
+/// answers on stdout and exits; otherwise records that this executable can serve as a child, and returns.
+pub fn serve_if_child() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        CHILD_AVAILABLE.store(true, Ordering::Release);
+        return;
+    }
+    let code = match serve() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("foe solver process: {e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+fn serve() -> Result<(), String> {
+    let mut body = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .map_err(|e| format!("cannot read the request: {e}"))?;
+    let request: Request = sym::with_wire_tables(|| serde_json::from_slice(&body))
+        .map_err(|e| format!("cannot decode the request: {e}"))?;
+    let solution = solve_function(
+        &request.signature,
+        &request.queries_p,
+        &request.queries_pp,
+        &request.domain,
+        &request.config,
+    );
+    let answer = serde_json::to_vec(&solution).map_err(|e| format!("cannot encode the answer: {e}"))?;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(&answer)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("cannot write the answer: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::Build;
+
+    #[test]
+    fn terms_cross_the_wire_once_each_and_come_back_equal() {
+        let x = sym::param(0, sym::VarType::Float(crate::round::FloatFormat::Double));
+        // A chain of shared squares: as a tree it would have 2^40 leaves.
+        let mut e = x.clone();
+        for _ in 0..40 {
+            e = sym::arith(sym::ArithOp::Mul, crate::round::FloatFormat::Double, e.clone(), e);
+        }
+        let formula = sym::lt(e, sym::real_i(1));
+        let query = Query {
+            build: Build::P,
+            kind: crate::types::ExceptionKind::Overflow,
+            operation: "fmul".into(),
+            loc: None,
+            formula: formula.clone(),
+        };
+        let request = Request {
+            terms: terms_of(std::iter::once(&query)),
+            signature: FunctionSignature {
+                name: "f".into(),
+                params: vec![crate::types::Param::new("x", crate::types::ParamType::F64)],
+                ret: crate::types::ReturnType::F64,
+            },
+            queries_p: vec![query],
+            queries_pp: vec![],
+            domain: Domain::default(),
+            config: AnalysisConfig::default(),
+        };
+        let body = sym::with_wire_tables(|| serde_json::to_vec(&request)).expect("encode");
+        assert!(body.len() < 20_000, "{} bytes", body.len());
+        let back: Request = sym::with_wire_tables(|| serde_json::from_slice(&body)).expect("decode");
+        assert_eq!(back.queries_p[0].formula, formula);
+        assert_eq!(back.queries_p[0].formula.to_string(), formula.to_string());
+    }
+}

@@ -196,9 +196,15 @@ impl Runner {
             instrument::add_entry_table(&p, &table);
             data_decls = instrument::data_declarations(&p);
             instrument::finish_module(&p)?;
-            tracing::trace!(ms = started.elapsed().as_millis() as u64, "runner instrumented");
+            tracing::trace!(
+                ms = started.elapsed().as_millis() as u64,
+                "runner instrumented"
+            );
             instrument::emit_object(&p, &module_obj)?;
-            tracing::trace!(ms = started.elapsed().as_millis() as u64, "runner object emitted");
+            tracing::trace!(
+                ms = started.elapsed().as_millis() as u64,
+                "runner object emitted"
+            );
         }
         let exe = dir.path().join("foe-worker");
         let mut undefined = Vec::new();

@@ -22,9 +22,7 @@ use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, Targe
 use inkwell::OptimizationLevel;
 use llvm::{LLVMOpcode, LLVMTypeKind, Val};
 pub use memory::{PointeeSlot, PointeeTable, Pointees};
-use std::cell::RefCell;
 use std::collections::HashSet;
-use std::rc::Rc;
 use std::sync::OnceLock;
 
 /// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
@@ -110,7 +108,7 @@ pub fn model_pair(
     sig: &FunctionSignature,
     cfg: &AnalysisConfig,
 ) -> Result<ModelledPair, String> {
-    let pointees: Pointees = Rc::new(RefCell::new(PointeeTable::new(sig.params.len() as u32)));
+    let pointees = PointeeTable::shared(sig.params.len() as u32);
     let p = model_function(p_module, sig, Build::P, cfg, &pointees)
         .map_err(|r| format!("cannot model the plain build: {r}"))?;
     let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees)

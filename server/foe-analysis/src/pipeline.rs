@@ -639,23 +639,22 @@ pub fn parse_assignments(
     assignments: &[(String, String)],
 ) -> Result<Input, String> {
     let mut values = Vec::new();
-    let zero = (String::new(), "0".to_string());
     for p in &sig.params {
         if !p.ty.is_searchable() {
             values.push(ArgValue::OutPtr);
             continue;
         }
-        let given = assignments.iter().find(|(n, _)| *n == p.name);
-        let given = match (given, p.pointee) {
-            (None, Some(_)) => Some(&zero),
-            _ => given,
-        };
-        let (_, text) = given.ok_or_else(|| {
-                format!(
+        let text = match assignments.iter().find(|(n, _)| *n == p.name) {
+            Some((_, text)) => text.as_str(),
+            // A value behind a pointer is what the zeroed buffer holds unless given.
+            None if p.pointee.is_some() => "0",
+            None => {
+                return Err(format!(
                     "missing a value for `{}` (give --input {}=VALUE)",
                     p.name, p.name
-                )
-            })?;
+                ))
+            }
+        };
         let value = match p.ty {
             ParamType::F64 => ArgValue::F64(
                 fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?,

@@ -37,7 +37,11 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
 }
 
 /// Runs a tool (clang, the linker) to completion with `stdin` fed in, killing it after `timeout`.
-pub fn run_tool(cmd: Command, stdin: Option<&[u8]>, timeout: Duration) -> std::io::Result<ToolOutput> {
+pub fn run_tool(
+    cmd: Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+) -> std::io::Result<ToolOutput> {
     run_tool_until(cmd, stdin, timeout, &|| false)
 }
 

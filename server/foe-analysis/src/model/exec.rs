@@ -855,9 +855,7 @@ impl<'m> Executor<'m> {
         let mut offset = base.offset as i128;
         for k in 1..inst.num_operands() {
             let index = match self.operand(st, inst, k)? {
-                Value::Int { e, .. } => {
-                    sym::const_i64(&e).ok_or(SYMBOLIC_INDEX)?
-                }
+                Value::Int { e, .. } => sym::const_i64(&e).ok_or(SYMBOLIC_INDEX)?,
                 Value::Bool(b) => match b.as_bool() {
                     Some(b) => -(b as i64),
                     None => return Err(SYMBOLIC_INDEX.into()),

@@ -291,16 +291,23 @@ impl PointeeTable {
     /// Inputs behind pointers one function may have.
     pub const MAX_SLOTS: usize = 32;
 
-    pub fn new(first_index: u32) -> PointeeTable {
-        PointeeTable {
+    /// An empty table, shared, whose inputs are numbered from `first_index` (the number of C parameters).
+    pub fn shared(first_index: u32) -> Pointees {
+        std::rc::Rc::new(std::cell::RefCell::new(PointeeTable {
             first_index,
             ..PointeeTable::default()
-        }
+        }))
     }
 
     /// The value of `scalar` at byte `offset` of the buffer of parameter `param` (named `name`), as read before
     /// any write: a new input the first time, the same one after.
-    fn read(&mut self, param: u32, offset: i64, scalar: Scalar, name: &str) -> Result<Value, String> {
+    fn read(
+        &mut self,
+        param: u32,
+        offset: i64,
+        scalar: Scalar,
+        name: &str,
+    ) -> Result<Value, String> {
         let end = offset + scalar.bytes() as i64;
         for (k, slot) in self.slots.iter().enumerate() {
             let slot_end = slot.offset + slot.scalar.bytes() as i64;
@@ -470,7 +477,11 @@ impl Memory {
         }
         for (&s, c) in source.cells.range(cursor..end) {
             if s > cursor {
-                copied.extend(source.gap(cursor, (s - cursor) as u64).map(|g| (cursor - start, g)));
+                copied.extend(
+                    source
+                        .gap(cursor, (s - cursor) as u64)
+                        .map(|g| (cursor - start, g)),
+                );
             }
             let cell_end = s + c.size() as i64;
             if cell_end > end {
@@ -485,7 +496,11 @@ impl Memory {
             cursor = cell_end;
         }
         if cursor < end {
-            copied.extend(source.gap(cursor, (end - cursor) as u64).map(|g| (cursor - start, g)));
+            copied.extend(
+                source
+                    .gap(cursor, (end - cursor) as u64)
+                    .map(|g| (cursor - start, g)),
+            );
         }
         let target = self.region_mut(dst)?;
         target.clear(dst.offset, len)?;

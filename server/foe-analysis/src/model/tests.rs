@@ -2,8 +2,6 @@
 //! loaded, prepared, modelled and solved with the real Z3.
 
 use super::{model_function, model_pair, prepare_for_modelling, ModelledPair, PointeeTable, Query};
-use std::cell::RefCell;
-use std::rc::Rc;
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain, ParamRange};
 use crate::ir::{describe_functions, parse_module};
@@ -71,7 +69,7 @@ fn model_build(
     };
     let module = parse_module(&ctx, ll, "m").expect("parse");
     prepare_for_modelling(&module, b).expect("prepare");
-    let pointees = Rc::new(RefCell::new(PointeeTable::new(sig.params.len() as u32)));
+    let pointees = PointeeTable::shared(sig.params.len() as u32);
     model_function(&module, &sig, b, cfg, &pointees).map(|m| m.queries)
 }
 
@@ -102,7 +100,10 @@ fn analyse_with(
 ) -> Analysed {
     let built = build(source);
     let ModelledPair {
-        signature: sig, p, pp, ..
+        signature: sig,
+        p,
+        pp,
+        ..
     } = model_both(&built, function, cfg).expect("model");
     let started = Instant::now();
     let outcome = solve(&sig, &p, &pp, domain, cfg);
@@ -664,12 +665,19 @@ fn values_read_through_pointers_are_inputs_of_both_builds() {
           out->im = a->re * b->im + a->im * b->re;\n\
         }\n";
     let m = model_both(&build(source), "cmul", &AnalysisConfig::default()).expect("model");
-    let mut names: Vec<&str> = m.signature.params[3..].iter().map(|p| p.name.as_str()).collect();
+    let mut names: Vec<&str> = m.signature.params[3..]
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
     names.sort();
     assert_eq!(names, ["a[0]", "a[1]", "b[0]", "b[1]"]);
     assert!(m.unmodelled_reads.is_empty());
     // `out` is written before it is read: no input behind it.
-    assert!(m.signature.params.iter().all(|p| p.pointee.map_or(true, |at| at.param != 2)));
+    assert!(m
+        .signature
+        .params
+        .iter()
+        .all(|p| p.pointee.map_or(true, |at| at.param != 2)));
     // Both builds' queries are over the same inputs: every parameter index they use exists.
     let count = m.signature.params.len() as u32;
     for q in m.p.iter().chain(&m.pp) {
@@ -677,7 +685,10 @@ fn values_read_through_pointers_are_inputs_of_both_builds() {
             assert!(index < count, "query over parameter {index} of {count}");
         }
     }
-    assert!(m.p.iter().any(|q| q.formula.params().iter().any(|(i, _)| *i >= 3)));
+    assert!(m
+        .p
+        .iter()
+        .any(|q| q.formula.params().iter().any(|(i, _)| *i >= 3)));
 }
 
 #[test]

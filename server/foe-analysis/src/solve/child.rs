@@ -56,7 +56,11 @@ pub fn solve_function(
     cfg: &AnalysisConfig,
 ) -> Solution {
     let anywhere = solve(sig, queries_p, queries_pp, None, cfg);
-    let mut candidates: Vec<Input> = anywhere.candidates.iter().map(|c| c.input.clone()).collect();
+    let mut candidates: Vec<Input> = anywhere
+        .candidates
+        .iter()
+        .map(|c| c.input.clone())
+        .collect();
     let mut timeouts = anywhere.timeouts;
     if !domain.is_empty() {
         let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg);
@@ -90,10 +94,21 @@ pub fn solve_function_isolated(
     if !CHILD_AVAILABLE.load(Ordering::Acquire) {
         return Ok(solve_function(sig, queries_p, queries_pp, domain, cfg));
     }
-    match solve_in_child(sig, queries_p, queries_pp, domain, cfg, stop) {
+    let request = Request {
+        terms: terms_of(queries_p.iter().chain(queries_pp)),
+        signature: sig.clone(),
+        queries_p: queries_p.to_vec(),
+        queries_pp: queries_pp.to_vec(),
+        domain: domain.clone(),
+        config: cfg.clone(),
+    };
+    let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
+        .map_err(|e| format!("cannot encode the solver request: {e}"))?;
+    let limit = time_limit(queries_p, queries_pp, cfg);
+    match solve_in_child(&body, limit, stop) {
         Err(ChildError::Crashed(first)) => {
             tracing::warn!(function = %sig.name, "{first}; solving again");
-            solve_in_child(sig, queries_p, queries_pp, domain, cfg, stop).map_err(|e| e.to_string())
+            solve_in_child(&body, limit, stop).map_err(|e| e.to_string())
         }
         other => other.map_err(|e| e.to_string()),
     }
@@ -108,31 +123,20 @@ enum ChildError {
     Other(String),
 }
 
+/// Runs one child on an encoded [`Request`].
 fn solve_in_child(
-    sig: &FunctionSignature,
-    queries_p: &[Query],
-    queries_pp: &[Query],
-    domain: &Domain,
-    cfg: &AnalysisConfig,
+    body: &[u8],
+    limit: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Result<Solution, ChildError> {
-    let exe = std::env::current_exe().map_err(|e| ChildError::Other(format!("cannot find foe's executable: {e}")))?;
-    let request = Request {
-        terms: terms_of(queries_p.iter().chain(queries_pp)),
-        signature: sig.clone(),
-        queries_p: queries_p.to_vec(),
-        queries_pp: queries_pp.to_vec(),
-        domain: domain.clone(),
-        config: cfg.clone(),
-    };
-    let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
-        .map_err(|e| ChildError::Other(format!("cannot encode the solver request: {e}")))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| ChildError::Other(format!("cannot find foe's executable: {e}")))?;
     let mut cmd = process::command(&exe, &std::env::temp_dir());
     cmd.env(CHILD_ENV, "1");
     if let Some(log) = std::env::var_os("FOE_LOG") {
         cmd.env("FOE_LOG", log);
     }
-    let out = process::run_tool_until(cmd, Some(&body), time_limit(queries_p, queries_pp, cfg), stop)
+    let out = process::run_tool_until(cmd, Some(body), limit, stop)
         .map_err(|e| ChildError::Other(format!("cannot start the solver process: {e}")))?;
     if out.timed_out {
         return Err(ChildError::Other(if stop() {
@@ -142,10 +146,13 @@ fn solve_in_child(
         }));
     }
     if out.status != Some(0) {
-        let how = out
-            .status
-            .map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited with {c}"));
-        return Err(ChildError::Crashed(format!("the solver process {how} (Z3 crashed)")));
+        let how = out.status.map_or_else(
+            || "was killed by a signal".to_string(),
+            |c| format!("exited with {c}"),
+        );
+        return Err(ChildError::Crashed(format!(
+            "the solver process {how} (Z3 crashed)"
+        )));
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| ChildError::Other(format!("cannot read the solver's answer: {e}")))
@@ -155,7 +162,12 @@ fn solve_in_child(
 /// the FP retries and start-up; it only stops a child that Z3 keeps from heeding interruption.
 fn time_limit(queries_p: &[Query], queries_pp: &[Query], cfg: &AnalysisConfig) -> Duration {
     let queries = (queries_p.len() + queries_pp.len()) as u64;
-    Duration::from_millis(queries.saturating_mul(cfg.solver_timeout_ms as u64).saturating_mul(2) + 10_000)
+    Duration::from_millis(
+        queries
+            .saturating_mul(cfg.solver_timeout_ms as u64)
+            .saturating_mul(2)
+            + 10_000,
+    )
 }
 
 /// Every term of `queries`' formulae, each once, children before parents.
@@ -203,7 +215,8 @@ fn serve() -> Result<(), String> {
         &request.domain,
         &request.config,
     );
-    let answer = serde_json::to_vec(&solution).map_err(|e| format!("cannot encode the answer: {e}"))?;
+    let answer =
+        serde_json::to_vec(&solution).map_err(|e| format!("cannot encode the answer: {e}"))?;
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(&answer)
@@ -222,7 +235,12 @@ mod tests {
         // A chain of shared squares: as a tree it would have 2^40 leaves.
         let mut e = x.clone();
         for _ in 0..40 {
-            e = sym::arith(sym::ArithOp::Mul, crate::round::FloatFormat::Double, e.clone(), e);
+            e = sym::arith(
+                sym::ArithOp::Mul,
+                crate::round::FloatFormat::Double,
+                e.clone(),
+                e,
+            );
         }
         let formula = sym::lt(e, sym::real_i(1));
         let query = Query {
@@ -246,7 +264,8 @@ mod tests {
         };
         let body = sym::with_wire_tables(|| serde_json::to_vec(&request)).expect("encode");
         assert!(body.len() < 20_000, "{} bytes", body.len());
-        let back: Request = sym::with_wire_tables(|| serde_json::from_slice(&body)).expect("decode");
+        let back: Request =
+            sym::with_wire_tables(|| serde_json::from_slice(&body)).expect("decode");
         assert_eq!(back.queries_p[0].formula, formula);
         assert_eq!(back.queries_p[0].formula.to_string(), formula.to_string());
     }

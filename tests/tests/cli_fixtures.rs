@@ -5,7 +5,8 @@
 //! - `// foe: divergence KIND` at the end of a code line: a divergence is reported on this line whose first
 //!   diverging event is KIND (overflow, underflow, divide-by-zero, invalid). Any divergence on a line without
 //!   such an annotation fails the test. Several kinds are separated by commas.
-//! - `// foe: skipped NAME REASON-WORDS`: function NAME is skipped and its reason contains REASON-WORDS.
+//! - `// foe: skipped NAME REASON-WORDS`: function NAME is skipped and its reason contains REASON-WORDS; likewise
+//!   `partial`, `failed` and `through_callers` (`// foe: through_callers helper analysed through `caller``) for those.
 //! - `// foe: analysed NAME`: function NAME is analysed (with no divergence unless lines say otherwise).
 //! - `// foe: maybe KIND`: a divergence of KIND on this line is allowed but not required.
 //! - `// foe: any-divergences`: divergences on lines without annotations are allowed (the paper's programs,
@@ -20,7 +21,8 @@ use std::path::Path;
 #[derive(Debug, Default)]
 struct Expectations {
     divergences: BTreeSet<(u32, String)>,
-    skipped: Vec<(String, String)>,
+    /// (status, function, words its reason contains).
+    skipped: Vec<(String, String, String)>,
     analysed: Vec<String>,
     exit: Option<i32>,
     any_divergences: bool,
@@ -44,8 +46,9 @@ fn expectations(text: &str) -> Expectations {
                         e.divergences.insert((i as u32 + 1, kind.to_string()));
                     }
                 }
-                ["skipped", name, reason @ ..] => {
-                    e.skipped.push((name.to_string(), reason.join(" ")))
+                [status @ ("skipped" | "partial" | "failed" | "through_callers"), name, reason @ ..] => {
+                    e.skipped
+                        .push((status.to_string(), name.to_string(), reason.join(" ")))
                 }
                 ["analysed", name, ..] => e.analysed.push(name.to_string()),
                 ["exit", n, ..] => e.exit = n.parse().ok(),
@@ -86,14 +89,18 @@ fn check_fixture(path: &Path) -> Vec<String> {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    // Expectations are about what is found, not how fast: a generous solver limit keeps them independent of
-    // the machine's speed and load (the default limit is measured by `foe bench`).
+    // Expectations are about what is found, not how fast: a generous solver limit and time budgets keep them
+    // independent of the machine's speed and load (the defaults are measured by `foe bench`).
     let out = foe(&[
         "check",
         "--format",
         "json",
         "--solver-timeout-ms",
         "2000",
+        "--function-budget-ms",
+        "300000",
+        "--file-budget-ms",
+        "900000",
         &rel,
     ]);
     let code = out.status.code().unwrap_or(-1);
@@ -169,13 +176,13 @@ fn check_fixture(path: &Path) -> Vec<String> {
             extra.0, extra.1
         ));
     }
-    for (name, reason) in &expected.skipped {
+    for (status, name, reason) in &expected.skipped {
         match functions.iter().find(|f| f["name"] == name.as_str()) {
             Some(f)
-                if f["status"] == "skipped"
+                if f["status"] == status.as_str()
                     && f["reason"].as_str().unwrap_or("").contains(reason.as_str()) => {}
             Some(f) => problems.push(format!(
-                "{rel}: {name} should be skipped ({reason}), got {} / {}",
+                "{rel}: {name} should be {status} ({reason}), got {} / {}",
                 f["status"], f["reason"]
             )),
             None => problems.push(format!("{rel}: no function {name}")),

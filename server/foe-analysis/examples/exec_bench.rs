@@ -104,7 +104,7 @@ fn main() {
         })
         .collect();
     let t = Instant::now();
-    let out = search(&mut runner, sig, &candidates, None, &cfg).expect("search");
+    let out = search(&mut runner, sig, &candidates, None, &cfg, None).expect("search");
     let dt = t.elapsed();
     println!(
         "search turbine1: {} candidates, {} executions in {:.1} ms = {:.0} executions/s, {} diff-producing",

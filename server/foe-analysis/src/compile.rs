@@ -39,7 +39,7 @@ pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<St
         "-g".into(),
         "-gcolumn-info".into(),
     ];
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = source_dir(file) {
         // the text arrives on stdin, so quoted includes need the file's own directory
         base.push("-iquote".into());
         base.push(dir.display().to_string());
@@ -97,10 +97,8 @@ fn compile_one(
     text: &str,
     flags: &[String],
 ) -> Result<String, CompileError> {
-    let cwd = file
-        .parent()
+    let cwd = source_dir(file)
         .filter(|d| d.is_dir())
-        .map(Path::to_path_buf)
         .unwrap_or_else(std::env::temp_dir);
     let mut cmd = process::command(&config.clang, &cwd);
     cmd.args(flags).args(["-x", "c", "-", "-o", "-"]);
@@ -159,6 +157,15 @@ fn first_error(stderr: &str, name: &str) -> (String, Option<u32>, Option<u32>) {
         );
     }
     (line.trim().to_string(), pos.0, pos.1)
+}
+
+/// The directory of the file being compiled, absolute (`a.c` given bare is in the working directory).
+fn source_dir(file: &Path) -> Option<PathBuf> {
+    std::path::absolute(file)
+        .ok()?
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(Path::to_path_buf)
 }
 
 /// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their

@@ -49,6 +49,12 @@ pub struct AnalysisConfig {
     pub report_plain_exceptions: bool,
     /// Worker threads for solving; default the number of cores.
     pub threads: usize,
+    /// Wall-clock budget of one function (model, solve and search together), in milliseconds; a function that
+    /// exceeds it is reported `partial` with what was cut short; default 10000.
+    pub function_budget_ms: u64,
+    /// Wall-clock budget of one file's analysis after compiling, in milliseconds; the functions still waiting when
+    /// it runs out get what is left of each phase; default 30000.
+    pub file_budget_ms: u64,
 }
 
 impl Default for AnalysisConfig {
@@ -71,6 +77,8 @@ impl Default for AnalysisConfig {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            function_budget_ms: 10_000,
+            file_budget_ms: 30_000,
         }
     }
 }
@@ -90,9 +98,14 @@ impl AnalysisConfig {
         self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
     }
 
-    /// A stable hash of every setting that changes results, for cache keys.
+    /// A stable hash of every setting that changes results, for cache keys. The thread count and the time budgets
+    /// are left out: a result cut short by a budget is not cached.
     pub fn fingerprint(&self) -> String {
-        let json = serde_json::to_string(self).expect("config serialises");
+        let mut key = self.clone();
+        key.threads = 0;
+        key.function_budget_ms = 0;
+        key.file_budget_ms = 0;
+        let json = serde_json::to_string(&key).expect("config serialises");
         blake3::hash(json.as_bytes()).to_hex()[..16].to_string()
     }
 }

@@ -11,6 +11,7 @@ pub mod domain;
 pub mod exec;
 pub mod fix;
 pub mod fpfmt;
+pub mod inlining;
 pub mod instrument;
 pub mod ir;
 pub mod model;

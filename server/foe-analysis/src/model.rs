@@ -85,6 +85,11 @@ pub struct Modelled {
     pub queries: Vec<Query>,
     /// Paths that stopped at a memory access with a symbolic index (not followed further).
     pub symbolic_index_stops: usize,
+    /// Whether a bound other than loop unrolling (steps, queries, paths, inlining depth, the deadline) left
+    /// paths unexplored.
+    pub cut_short: bool,
+    /// Whether the deadline stopped exploration.
+    pub out_of_time: bool,
 }
 
 /// Both builds of a function modelled over the same inputs.
@@ -98,6 +103,10 @@ pub struct ModelledPair {
     pub unmodelled_reads: Vec<String>,
     /// Paths of either build that stopped at a memory access with a symbolic index.
     pub symbolic_index_stops: usize,
+    /// Whether either build's exploration was cut short by a bound other than loop unrolling.
+    pub cut_short: bool,
+    /// Whether the deadline stopped either build's exploration.
+    pub out_of_time: bool,
 }
 
 /// Models P and P' of `sig`: a value either build reads through a pointer parameter before writing it becomes
@@ -107,11 +116,17 @@ pub fn model_pair(
     pp_module: &Module<'_>,
     sig: &FunctionSignature,
     cfg: &AnalysisConfig,
+    deadline: Option<std::time::Instant>,
 ) -> Result<ModelledPair, String> {
     let pointees = PointeeTable::shared(sig.params.len() as u32);
-    let p = model_function(p_module, sig, Build::P, cfg, &pointees)
+    // The plain build gets the first half of the time; the fast-math build the rest.
+    let half = deadline.map(|d| {
+        let now = std::time::Instant::now();
+        now + d.saturating_duration_since(now) / 2
+    });
+    let p = model_function(p_module, sig, Build::P, cfg, &pointees, half)
         .map_err(|r| format!("cannot model the plain build: {r}"))?;
-    let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees)
+    let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees, deadline)
         .map_err(|r| format!("cannot model the fast-math build: {r}"))?;
     let table = pointees.borrow();
     Ok(ModelledPair {
@@ -120,6 +135,8 @@ pub fn model_pair(
         pp: pp.queries,
         unmodelled_reads: table.unmodelled.iter().cloned().collect(),
         symbolic_index_stops: p.symbolic_index_stops + pp.symbolic_index_stops,
+        cut_short: p.cut_short || pp.cut_short,
+        out_of_time: p.out_of_time || pp.out_of_time,
     })
 }
 
@@ -155,6 +172,7 @@ pub fn model_function(
     build: Build,
     cfg: &AnalysisConfig,
     pointees: &Pointees,
+    deadline: Option<std::time::Instant>,
 ) -> Result<Modelled, String> {
     let function = llvm::function(module, &sig.name)
         .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
@@ -173,6 +191,7 @@ pub fn model_function(
         cfg.max_paths,
         pointees.clone(),
     );
+    executor.deadline = deadline;
     executor.run(function, sig)?;
     tracing::debug!(
         function = %sig.name,
@@ -184,6 +203,8 @@ pub fn model_function(
     Ok(Modelled {
         queries: executor.queries,
         symbolic_index_stops: executor.symbolic_index_stops,
+        cut_short: executor.cut_short,
+        out_of_time: executor.out_of_time,
     })
 }
 

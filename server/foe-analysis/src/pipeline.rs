@@ -9,8 +9,8 @@ use crate::domain::{self, Domain};
 use crate::fpfmt;
 use crate::ir::FunctionInfo;
 use crate::model::{self, Query};
-use crate::report::FunctionStatus;
 use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
+use crate::report::{FunctionStatus, ReasonCode};
 use crate::types::Build;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use crate::{exec, ir, search, solve};
@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// What to analyse.
 #[derive(Debug, Clone)]
@@ -164,8 +164,68 @@ struct Pending {
     domain: Domain,
     queries_p: Vec<Query>,
     queries_pp: Vec<Query>,
-    /// What modelling assumed, for the report's reason.
-    notes: String,
+    /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
+    notes: Vec<(Option<ReasonCode>, String)>,
+    /// Wall time spent on this function so far.
+    spent: Duration,
+}
+
+/// The time budgets of one analysis. The phases run one after the other over all functions, so the file's budget
+/// is split between them (each phase ends at a fixed share of it), and so is each function's (modelling gets the
+/// first quarter, solving up to three quarters, the search the rest). A function gets a fair share of what is
+/// left of a phase, at most what is left of its own budget, and never less than a floor that lets it make some
+/// progress.
+struct Budget {
+    start: Instant,
+    file: Duration,
+    function: Duration,
+}
+
+/// Share of the budgets by the end of each phase.
+const MODEL_SHARE: f64 = 0.25;
+const SOLVE_SHARE: f64 = 0.75;
+/// The least time a function gets in a phase, however late it comes.
+const PHASE_FLOOR: Duration = Duration::from_millis(100);
+
+impl Budget {
+    fn new(config: &AnalysisConfig, start: Instant) -> Budget {
+        Budget {
+            start,
+            file: Duration::from_millis(config.file_budget_ms.max(1)),
+            function: Duration::from_millis(config.function_budget_ms.max(1)),
+        }
+    }
+
+    /// The deadline of a function in the phase ending at `share` of the budgets, with `spent` already used by
+    /// it and `waiting` functions (itself included) still to go through the phase.
+    fn deadline(&self, share: f64, spent: Duration, waiting: usize) -> Instant {
+        let now = Instant::now();
+        let phase_end = self.start + self.file.mul_f64(share);
+        let fair = phase_end.saturating_duration_since(now) / waiting.max(1) as u32;
+        let own = self.function.mul_f64(share).saturating_sub(spent);
+        now + fair.min(own).max(PHASE_FLOOR)
+    }
+}
+
+/// Inputs that every function runs on when the solver found no candidate, so that its status rests on an
+/// execution (ordinary magnitudes: 1 and 0.5 for every floating-point value, 1 and 2 for integers).
+fn ordinary_inputs(sig: &FunctionSignature) -> Vec<Input> {
+    [(1.0, 1), (0.5, 2)]
+        .iter()
+        .map(|&(x, n)| {
+            Input(
+                sig.params
+                    .iter()
+                    .map(|p| match p.ty {
+                        ParamType::F64 => ArgValue::F64(x),
+                        ParamType::F32 => ArgValue::F32(x as f32),
+                        ParamType::Int { .. } => ArgValue::Int(n),
+                        ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
 }
 
 /// Analyses one file.
@@ -192,6 +252,9 @@ pub fn analyse(
     let pp_module =
         ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
     let described = ir::describe_functions(&p_module, &pair.p_ll);
+    let budget = Budget::new(&config, total);
+    // Functions the fast-math build has no copy of: settled after the others, through the callers holding them.
+    let mut inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)> = Vec::new();
 
     let mut reports: Vec<Option<FunctionReport>> = vec![None; described.len()];
     let mut to_model: Vec<(usize, FunctionInfo, String, Domain)> = Vec::new();
@@ -214,7 +277,8 @@ pub fn analyse(
             domain::domain_for(request.text, &info.signature, prev_end, decl_line);
         prev_end = end_line.max(prev_end);
         if request.only_function.is_some_and(|f| f != name) {
-            let mut r = FunctionReport::skipped(&name, "not selected");
+            let mut r =
+                FunctionReport::skipped_because(&name, ReasonCode::NotSelected, "not selected");
             r.signature = Some(info.signature.clone());
             r.span = info.span.clone();
             reports[index] = Some(r);
@@ -223,19 +287,22 @@ pub fn analyse(
         if let Some(err) = domain_errors.first() {
             tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
         }
-        let Some(pp_function) = pp_module.get_function(&name) else {
-            let mut r = FunctionReport::skipped(
-                &name,
-                "the fast-math build has no copy of this function (it was inlined into its callers and removed)",
-            );
-            r.signature = Some(info.signature.clone());
-            r.span = info.span.clone();
-            reports[index] = Some(r);
+        let Some(pp_function) = pp_module
+            .get_function(&name)
+            .filter(|f| f.count_basic_blocks() > 0)
+        else {
+            inlined_away.push((index, info, NoOwnCopy::Inlined));
             continue;
         };
         let p_function = p_module
             .get_function(&name)
             .expect("described functions exist in P");
+        // A static function whose unused return value or argument the optimiser dropped cannot be called with
+        // the C signature in P'; its code runs inside its callers' executions.
+        if p_function.get_type() != pp_function.get_type() {
+            inlined_away.push((index, info, NoOwnCopy::SignatureChanged));
+            continue;
+        }
         let key = cache_key(
             &config,
             &info,
@@ -266,25 +333,40 @@ pub fn analyse(
             )));
         }
     }
-    for (index, info, key, domain) in to_model {
+    let waiting = to_model.len();
+    for (i, (index, info, key, domain)) in to_model.into_iter().enumerate() {
         cancel.check()?;
         let sig = &info.signature;
-        match model::model_pair(&p_module, &pp_module, sig, &config) {
+        let began = Instant::now();
+        let deadline = budget.deadline(MODEL_SHARE, Duration::ZERO, waiting - i);
+        match model::model_pair(&p_module, &pp_module, sig, &config, Some(deadline)) {
             Ok(modelled) => {
-                let mut notes = String::new();
+                let mut notes = Vec::new();
                 if !modelled.unmodelled_reads.is_empty() {
-                    notes = format!(
+                    notes.push((None, format!(
                         "reads {} through a pointer where no input can stand for the value (a pointer, a \
                          boolean, or too many values): taken as zeros",
                         modelled.unmodelled_reads.join(", ")
-                    );
+                    )));
                 }
                 if modelled.symbolic_index_stops > 0 {
-                    let note = format!(
+                    notes.push((Some(ReasonCode::PathsStopped), format!(
                         "{} paths stop at a memory access with a symbolic index and are not followed further",
                         modelled.symbolic_index_stops
-                    );
-                    notes = join_reason(&notes, &note);
+                    )));
+                }
+                if modelled.out_of_time {
+                    notes.push((
+                        Some(ReasonCode::Budget),
+                        "modelling ran out of its time budget; later paths are not modelled"
+                            .to_string(),
+                    ));
+                } else if modelled.cut_short {
+                    notes.push((
+                        Some(ReasonCode::PathsStopped),
+                        "exploration reached its path or step bound; later paths are not modelled"
+                            .to_string(),
+                    ));
                 }
                 let mut info = info;
                 info.signature = modelled.signature;
@@ -296,10 +378,12 @@ pub fn analyse(
                     queries_p: modelled.p,
                     queries_pp: modelled.pp,
                     notes,
+                    spent: began.elapsed(),
                 })
             }
             Err(reason) => {
-                let mut r = FunctionReport::skipped(&sig.name, reason);
+                let code = ReasonCode::of_model_error(&reason);
+                let mut r = FunctionReport::skipped_because(&sig.name, code, reason);
                 r.signature = Some(sig.clone());
                 r.span = info.span.clone();
                 r.domain = domain.text.clone();
@@ -339,21 +423,34 @@ pub fn analyse(
                 &format!("{} ({}/{count})", item.info.signature.name, i + 1),
             );
             let sig = &item.info.signature;
+            let began = Instant::now();
+            let deadline = budget.deadline(SOLVE_SHARE, item.spent, count - i);
             let solution = solve::child::solve_function_isolated(
                 sig,
                 &item.queries_p,
                 &item.queries_pp,
                 &item.domain,
                 &config,
+                Some(deadline),
                 &|| cancel.is_cancelled(),
             );
             cancel.check()?;
             let mut item = item;
             let solution = solution.unwrap_or_else(|e| {
                 tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
-                item.notes = join_reason(&item.notes, &format!("no solver candidates: {e}"));
+                item.notes.push((
+                    Some(ReasonCode::SolverFailed),
+                    format!("no solver candidates: {e}"),
+                ));
                 solve::child::Solution::default()
             });
+            if Instant::now() > deadline && solution.timeouts > 0 {
+                item.notes.push((
+                    Some(ReasonCode::Budget),
+                    "solving ran out of its time budget".to_string(),
+                ));
+            }
+            item.spent += began.elapsed();
             solved.push((item, solution));
         }
         timings.insert("solve".to_string(), ms(started));
@@ -379,8 +476,12 @@ pub fn analyse(
                 tracing::warn!("cannot build the runner: {e}");
                 for (item, solution) in &solved {
                     let mut r = base_report(item, solution, config.solver_timeout_ms);
-                    r.status = FunctionStatus::Skipped;
-                    r.reason = format!("cannot build the instrumented program: {e}");
+                    r.note(
+                        ReasonCode::RunnerFailed,
+                        &format!("cannot build the instrumented program: {e}"),
+                    );
+                    r.reason_codes.retain(|c| *c == ReasonCode::RunnerFailed);
+                    r.status = FunctionStatus::Failed;
                     reports[item.index] = Some(r);
                 }
                 None
@@ -389,13 +490,30 @@ pub fn analyse(
         if let Some(runner) = runner.as_mut() {
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
-            for (item, solution) in &solved {
+            let count = solved.len();
+            for (i, (item, solution)) in solved.iter().enumerate() {
                 cancel.check()?;
                 progress.phase(Phase::Execute, &item.info.signature.name);
+                let began = Instant::now();
                 let mut report = base_report(item, solution, config.solver_timeout_ms);
-                let candidates = &solution.candidates;
+                // With no candidate, ordinary inputs give the function's status an execution to rest on.
+                let ordinary;
+                let candidates = if solution.candidates.is_empty() {
+                    ordinary = ordinary_inputs(&item.info.signature);
+                    &ordinary
+                } else {
+                    &solution.candidates
+                };
                 let domain = (!item.domain.is_empty()).then_some(&item.domain);
-                match search::search(runner, &item.info.signature, candidates, domain, &config) {
+                let deadline = budget.deadline(1.0, item.spent, count - i);
+                match search::search(
+                    runner,
+                    &item.info.signature,
+                    candidates,
+                    domain,
+                    &config,
+                    Some(deadline),
+                ) {
                     Ok(found) => {
                         executions_total += found.executions;
                         report.divergences = found.divergences;
@@ -413,22 +531,39 @@ pub fn analyse(
                             report.reason = join_reason(&report.reason, &note);
                         }
                         if found.timed_out > 0 {
-                            let stopped = if found.stopped_early {
-                                "; search stopped early"
-                            } else {
-                                ""
-                            };
                             let note = format!(
-                                "{} executions did not return within {} ms{stopped}",
+                                "{} executions did not return within {} ms",
                                 found.timed_out, config.exec_timeout_ms
                             );
-                            report.reason = join_reason(&report.reason, &note);
+                            if found.stopped_early {
+                                report.note(
+                                    ReasonCode::RunsIncomplete,
+                                    &format!("{note}; search stopped early"),
+                                );
+                            } else {
+                                report.reason = join_reason(&report.reason, &note);
+                            }
                         }
-                        cache.put(item.key.clone(), report.clone());
+                        if found.out_of_time {
+                            report.note(
+                                ReasonCode::Budget,
+                                "the search ran out of its time budget before every neighbourhood was explored",
+                            );
+                        }
+                        report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
+                        report.settle_status(no_exception_possible(item, solution));
+                        // A result cut short by a budget depends on the machine's load: it is not kept.
+                        if !report.reason_codes.contains(&ReasonCode::Budget) {
+                            cache.put(item.key.clone(), report.clone());
+                        }
                     }
                     Err(e) => {
-                        report.reason =
-                            join_reason(&report.reason, &format!("execution failed: {e}"));
+                        report.note(
+                            ReasonCode::ExecutionFailed,
+                            &format!("execution failed: {e}"),
+                        );
+                        report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
+                        report.settle_status(false);
                     }
                 }
                 reports[item.index] = Some(report);
@@ -436,6 +571,7 @@ pub fn analyse(
             timings.insert("execute".to_string(), ms(started));
         }
     }
+    settle_inlined(&mut reports, inlined_away, &pair.p_ll, &pair.pp_ll);
     timings.insert("executions".to_string(), executions_total as u64);
     timings.insert("total".to_string(), ms(total));
     tracing::debug!(?timings, "analysis finished");
@@ -459,19 +595,121 @@ fn join_reason(a: &str, b: &str) -> String {
     }
 }
 
-/// The report of an analysed function before its search results are added.
+/// Whether the solver showed that neither build raises an exception on any input: no exception condition, or
+/// every one unsatisfiable (none given up on).
+fn no_exception_possible(item: &Pending, solved: &solve::child::Solution) -> bool {
+    let solver_failed = item
+        .notes
+        .iter()
+        .any(|(code, _)| *code == Some(ReasonCode::SolverFailed));
+    (item.queries_p.is_empty() && item.queries_pp.is_empty())
+        || (!solver_failed && solved.satisfiable == 0 && solved.timeouts == 0)
+}
+
+/// Why a function of P has no copy in P' that foe can call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NoOwnCopy {
+    /// Inlined into every caller and removed.
+    Inlined,
+    /// Its copy's signature differs (an unused return value or argument dropped by the optimiser).
+    SignatureChanged,
+}
+
+/// Settles the functions the fast-math build has no copy of: `inlined` through the analysed functions that run
+/// their code (P' holds it inlined, P calls it), else skipped with the callers named.
+fn settle_inlined(
+    reports: &mut [Option<FunctionReport>],
+    inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
+    p_ll: &str,
+    pp_ll: &str,
+) {
+    if inlined_away.is_empty() {
+        return;
+    }
+    let mut holders = crate::inlining::inlined_helpers(pp_ll);
+    for ll in [p_ll, pp_ll] {
+        for (callee, callers) in crate::inlining::direct_callers(ll) {
+            holders.entry(callee).or_default().extend(callers);
+        }
+    }
+    let ran: BTreeMap<String, bool> = reports
+        .iter()
+        .flatten()
+        .map(|r| (r.name.clone(), r.status.ran()))
+        .collect();
+    for (index, info, why) in inlined_away {
+        let name = &info.signature.name;
+        let what = match why {
+            NoOwnCopy::Inlined => "the fast-math build inlined it into its callers",
+            NoOwnCopy::SignatureChanged => {
+                "the fast-math build changed its signature (an unused return value or argument dropped)"
+            }
+        };
+        let callers: Vec<String> = holders
+            .get(name)
+            .map(|c| c.iter().cloned().collect())
+            .unwrap_or_default();
+        let through: Vec<String> = callers
+            .iter()
+            .filter(|c| ran.get(*c).copied().unwrap_or(false))
+            .cloned()
+            .collect();
+        let mut r = if !through.is_empty() {
+            let mut r = FunctionReport::skipped(
+                name,
+                format!("{what}; analysed through {}", quoted_list(&through)),
+            );
+            r.status = FunctionStatus::ThroughCallers;
+            r.through = through;
+            r
+        } else if callers.is_empty() {
+            FunctionReport::skipped_because(
+                name,
+                ReasonCode::NoFastMathCopy,
+                format!("{what}, and no function holds its code (unused, or folded away)"),
+            )
+        } else {
+            FunctionReport::skipped_because(
+                name,
+                ReasonCode::NoFastMathCopy,
+                format!("{what}: {}, which were not analysed", quoted_list(&callers)),
+            )
+        };
+        r.signature = Some(info.signature.clone());
+        r.span = info.span.clone();
+        reports[index] = Some(r);
+    }
+}
+
+fn quoted_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The report of an analysed function before its search results are added; its status is settled after the
+/// search ([`FunctionReport::settle_status`]).
 fn base_report(item: &Pending, solved: &solve::child::Solution, limit_ms: u64) -> FunctionReport {
     let timeouts = solved.timeouts;
     let mut r = FunctionReport::skipped(&item.info.signature.name, "");
-    r.status = FunctionStatus::Analysed;
+    r.status = FunctionStatus::Failed;
     r.formulae = solved.formulae.clone();
     r.satisfiable = solved.satisfiable;
     r.candidates = solved.candidates.len();
     r.solver_timeouts = timeouts;
-    r.reason = item.notes.clone();
+    for (code, note) in &item.notes {
+        match code {
+            Some(code) => r.note(*code, note),
+            None => r.reason = join_reason(&r.reason, note),
+        }
+    }
     if timeouts > 0 {
-        let note = format!("{timeouts} solver queries hit the {limit_ms} ms time limit");
-        r.reason = join_reason(&r.reason, &note);
+        let note = format!(
+            "{timeouts} solver queries gave up (the {limit_ms} ms limit or a degree bound)"
+        );
+        r.note(ReasonCode::SolverTimeouts, &note);
     }
     r.signature = Some(item.info.signature.clone());
     r.span = item.info.span.clone();
@@ -626,7 +864,7 @@ fn with_pointee_inputs<'ctx>(
     {
         return sig;
     }
-    match model::model_pair(&p_module, &pp_module, &sig, config) {
+    match model::model_pair(&p_module, &pp_module, &sig, config, None) {
         Ok(modelled) => modelled.signature,
         Err(_) => sig,
     }

@@ -111,11 +111,84 @@ pub struct FormulaCounts {
     pub unique: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What happened to one function. Decided once, in the engine ([`FunctionReport::settle_status`] for the
+/// functions that reached the search); every front end renders it as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FunctionStatus {
+    /// Both builds ran on at least one input (or no exception is possible in it), and nothing was cut short.
     Analysed,
+    /// Both builds ran on inputs, but part of the analysis was cut short (`reason` says what: solver time-outs,
+    /// paths stopped at a call or a symbolic index, a time budget).
+    Partial,
+    /// A helper the fast-math build has no callable copy of (inlined into its callers, or its signature
+    /// changed): its operations were analysed inside the callers named in `through`.
+    ThroughCallers,
+    /// Not analysed, by choice or because foe does not model something it does (`reason`, `reason_code`).
     Skipped,
+    /// The analysis was attempted and produced no evidence (a solver crash, the runner, the execution, the
+    /// budget ran out before any run).
+    Failed,
+}
+
+impl FunctionStatus {
+    /// Whether both builds ran on some input of this function (its findings, if any, are real).
+    pub fn ran(self) -> bool {
+        matches!(self, FunctionStatus::Analysed | FunctionStatus::Partial)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FunctionStatus::Analysed => "analysed",
+            FunctionStatus::Partial => "partial",
+            FunctionStatus::ThroughCallers => "through_callers",
+            FunctionStatus::Skipped => "skipped",
+            FunctionStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Why a function is not (fully) analysed, as a category a benchmark can count; `reason` has the details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonCode {
+    /// `--function` selected another function.
+    NotSelected,
+    /// The model does not support a construct of the function (named in `reason`).
+    Unsupported,
+    /// It calls a function foe cannot model or run.
+    ExternalCall,
+    /// The fast-math build has no callable copy of it and no analysed caller holds it.
+    NoFastMathCopy,
+    /// The signature of the fast-math build's copy differs (an unused return value dropped).
+    SignatureDiffers,
+    /// The solver process crashed or overran.
+    SolverFailed,
+    /// The instrumented program could not be built.
+    RunnerFailed,
+    /// Running the builds failed.
+    ExecutionFailed,
+    /// The per-function or per-file time budget ran out.
+    Budget,
+    /// Some solver queries gave up (time limit or degree bound).
+    SolverTimeouts,
+    /// Some paths stop early (a symbolic memory index, a call that must not run, the exploration bound).
+    PathsStopped,
+    /// Some executions crashed or timed out.
+    RunsIncomplete,
+}
+
+impl ReasonCode {
+    /// Sorts a model error message into a category.
+    pub fn of_model_error(reason: &str) -> ReasonCode {
+        if reason.contains("calls external function") || reason.contains("calls the intrinsic") {
+            ReasonCode::ExternalCall
+        } else if reason.contains("parameters in this build") || reason.contains("return type") {
+            ReasonCode::SignatureDiffers
+        } else {
+            ReasonCode::Unsupported
+        }
+    }
 }
 
 /// Where a function sits in the source, for fixes and diagnostics.
@@ -136,6 +209,15 @@ pub struct FunctionReport {
     pub status: FunctionStatus,
     /// Why the function was skipped, or notes on a partial analysis (solver time-outs, crashes); empty otherwise.
     pub reason: String,
+    /// The categories of `reason`, the main one first; empty when the function was analysed completely.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reason_codes: Vec<ReasonCode>,
+    /// For an inlined helper: the analysed functions its operations were analysed in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<String>,
+    /// Wall time spent on this function (model, solve, search), in milliseconds.
+    #[serde(default)]
+    pub time_ms: u64,
     pub formulae: FormulaCounts,
     pub satisfiable: usize,
     /// Distinct rounded candidate inputs.
@@ -165,6 +247,9 @@ impl FunctionReport {
             name: name.to_string(),
             status: FunctionStatus::Skipped,
             reason: reason.into(),
+            reason_codes: vec![],
+            through: vec![],
+            time_ms: 0,
             formulae: FormulaCounts::default(),
             satisfiable: 0,
             candidates: 0,
@@ -178,6 +263,45 @@ impl FunctionReport {
             executions: 0,
             cached: false,
         }
+    }
+
+    /// A skipped function with the category of why.
+    pub fn skipped_because(
+        name: &str,
+        code: ReasonCode,
+        reason: impl Into<String>,
+    ) -> FunctionReport {
+        let mut r = FunctionReport::skipped(name, reason);
+        r.reason_codes = vec![code];
+        r
+    }
+
+    /// Adds a note to `reason` and its category to `reason_codes`.
+    pub fn note(&mut self, code: ReasonCode, note: &str) {
+        if !self.reason_codes.contains(&code) {
+            self.reason_codes.push(code);
+        }
+        if !note.is_empty() {
+            self.reason = if self.reason.is_empty() {
+                note.to_string()
+            } else {
+                format!("{}; {note}", self.reason)
+            };
+        }
+    }
+
+    /// Decides the status of a function that reached the search, from what happened to it: `Analysed` only when
+    /// both builds ran on an input (or no exception is possible in it) and nothing was cut short; `Partial` when
+    /// they ran but something was cut short (`reason_codes` says what); `Failed` when nothing ran.
+    pub fn settle_status(&mut self, no_exception_possible: bool) {
+        let ran = self.executions > 0;
+        self.status = if !ran && !no_exception_possible {
+            FunctionStatus::Failed
+        } else if self.reason_codes.is_empty() {
+            FunctionStatus::Analysed
+        } else {
+            FunctionStatus::Partial
+        };
     }
 }
 

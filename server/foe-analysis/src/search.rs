@@ -33,6 +33,8 @@ pub struct SearchOutcome {
     pub first_crash: Option<String>,
     /// Whether the search stopped early because too many executions timed out.
     pub stopped_early: bool,
+    /// Whether the function's time budget ended the search before every neighbourhood was explored.
+    pub out_of_time: bool,
 }
 
 /// Executions that may time out in one function's search before it stops: each costs the whole time limit.
@@ -93,6 +95,7 @@ pub fn search(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
+    deadline: Option<std::time::Instant>,
 ) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
     // Distinct, well-formed candidates.
@@ -118,9 +121,15 @@ pub fn search(
         timed_out: 0,
         crashed: 0,
         first_crash: None,
+        deadline,
+        out_of_time: false,
     };
     for (g, chunk) in cands.chunks(group).enumerate() {
         if state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
+        if state.past_deadline() {
+            state.out_of_time = true;
             break;
         }
         search_group(runner, sig, chunk, g * group, cfg, &mut state)?;
@@ -150,8 +159,12 @@ pub fn search(
         crashed: state.crashed,
         first_crash: state.first_crash,
         stopped_early,
+        out_of_time: state.out_of_time,
     })
 }
+
+/// Inputs sent to the worker at once within a round.
+const RUN_SLICE: usize = 256;
 
 /// Points of all candidates of one group held at once.
 const GROUP_POINTS: usize = 1 << 18;
@@ -179,9 +192,17 @@ struct SearchState<'a> {
     timed_out: usize,
     crashed: usize,
     first_crash: Option<String>,
+    /// When the search must stop (the function's time budget); checked between rounds.
+    deadline: Option<std::time::Instant>,
+    out_of_time: bool,
 }
 
 impl SearchState<'_> {
+    fn past_deadline(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+
     fn in_domain(&self, input: &Input) -> bool {
         self.domain.is_none_or(|d| d.contains(input))
     }
@@ -210,6 +231,11 @@ fn search_group(
     let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
     let mut round_end = 1usize;
     loop {
+        // The first round always runs (every candidate itself); later ones only within the time budget.
+        if round_end > 1 && state.past_deadline() {
+            state.out_of_time = true;
+            break;
+        }
         // Gather this round's new inputs from every active candidate.
         let mut batch: Vec<Input> = Vec::new();
         let mut batch_keys: HashSet<Vec<u64>> = HashSet::new();
@@ -221,13 +247,33 @@ fn search_group(
                 }
             }
         }
+        // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
+        // budget stop it after the first slice rather than after thousands of inputs.
+        let mut stop_after = batch.len();
+        let mut results = Vec::with_capacity(batch.len());
+        for (k, slice) in batch.chunks(RUN_SLICE).enumerate() {
+            if k > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
+                state.out_of_time |= state.past_deadline();
+                stop_after = k * RUN_SLICE;
+                break;
+            }
+            let ran = runner.run_raw(&sig.name, slice)?;
+            state.timed_out += ran
+                .iter()
+                .flat_map(|pair| [&pair.p, &pair.pp])
+                .filter(|run| matches!(run.end, crate::exec::RawEnd::TimedOut))
+                .count();
+            results.extend(ran);
+        }
+        let cut = stop_after < batch.len();
+        batch.truncate(stop_after);
         if !batch.is_empty() {
-            let results = runner.run_raw(&sig.name, &batch)?;
             state.executions += results.len();
             for (input, pair) in batch.into_iter().zip(results) {
                 for run in [&pair.p, &pair.pp] {
                     match run.end {
-                        crate::exec::RawEnd::TimedOut => state.timed_out += 1,
+                        // Counted as the slice returned.
+                        crate::exec::RawEnd::TimedOut => {}
                         crate::exec::RawEnd::Returned(_) => {}
                         other => {
                             state.crashed += 1;
@@ -293,7 +339,7 @@ fn search_group(
             }
             active |= !c.done;
         }
-        if !active || state.timed_out >= MAX_TIMEOUTS {
+        if !active || cut || state.timed_out >= MAX_TIMEOUTS {
             break;
         }
         round_end = round_end.saturating_mul(8);

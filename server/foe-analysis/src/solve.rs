@@ -84,7 +84,20 @@ pub fn solve(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
 ) -> SolveOutcome {
-    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg)
+    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, None)
+}
+
+/// [`solve`] that gives up on the queries not started by `deadline` (the function's time budget); they count as
+/// time-outs.
+pub fn solve_until(
+    sig: &FunctionSignature,
+    queries_p: &[Query],
+    queries_pp: &[Query],
+    domain: Option<&Domain>,
+    cfg: &AnalysisConfig,
+    deadline: Option<Instant>,
+) -> SolveOutcome {
+    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, deadline)
 }
 
 /// [`solve`] within `domain` after `anywhere` solved the same queries without it: a formula unsatisfiable or
@@ -96,6 +109,7 @@ pub fn solve_within(
     domain: &Domain,
     anywhere: &SolveOutcome,
     cfg: &AnalysisConfig,
+    deadline: Option<Instant>,
 ) -> SolveOutcome {
     solve_reusing(
         sig,
@@ -104,6 +118,7 @@ pub fn solve_within(
         Some(domain),
         Some(&anywhere.results),
         cfg,
+        deadline,
     )
 }
 
@@ -114,8 +129,15 @@ fn solve_reusing(
     domain: Option<&Domain>,
     prior: Option<&[RealResult]>,
     cfg: &AnalysisConfig,
+    deadline: Option<Instant>,
 ) -> SolveOutcome {
     let started = Instant::now();
+    let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
+    let gave_up = || RealResult {
+        verdict: Verdict::Unknown,
+        input: None,
+        misses: false,
+    };
     let mut seen = HashSet::new();
     let unique: Vec<&Query> = queries_p
         .iter()
@@ -156,6 +178,9 @@ fn solve_reusing(
     // for neighbouring formulae (which share most of their path conditions).
     let first_ms = (timeout_ms / 2).max(1);
     let first = limit::parallel(&todo, cfg.threads, |&i, limiter| {
+        if out_of_time() {
+            return gave_up();
+        }
         if domain.is_some_and(|d| interval::refutes(&jobs[i].formula, sig, d)) {
             return RealResult {
                 verdict: Verdict::Unsat,
@@ -191,6 +216,9 @@ fn solve_reusing(
             .filter_map(|(i, r)| Some((i, r.as_ref()?.input.clone()?)))
             .collect();
         let retried = limit::parallel(&given_up, cfg.threads, |&i, limiter| {
+            if out_of_time() {
+                return gave_up();
+            }
             let mut nearest = models.clone();
             nearest.sort_by_key(|(j, _)| j.abs_diff(i));
             let hints: Vec<Input> = nearest.into_iter().map(|(_, input)| input).collect();
@@ -232,9 +260,10 @@ fn solve_reusing(
         let budget = (real_done / 4)
             .max(Duration::from_millis(20))
             .min(Duration::from_millis(timeout_ms as u64));
-        let deadline = Instant::now() + budget;
+        let fp_deadline =
+            deadline.map_or(Instant::now() + budget, |d| d.min(Instant::now() + budget));
         let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
-            solve_fp(&q.formula, domain, timeout_ms, deadline, input, limiter)
+            solve_fp(&q.formula, domain, timeout_ms, fp_deadline, input, limiter)
         });
         fp.extend(
             retries

@@ -4,6 +4,7 @@
 //! compile, a missing function, a tool that cannot run).
 
 mod bench;
+mod corpus;
 mod output;
 
 use anyhow::Context as _;
@@ -69,6 +70,14 @@ enum Command {
         /// warm, on turbine1 and on a file of 24 functions (this binary's `foe lsp` over stdio).
         #[arg(long)]
         lsp: bool,
+        /// Instead, run `foe check` on every file of this compilation database (or directory holding one; a
+        /// `files.txt` beside it selects the files) and print coverage by status and reason, time per file and
+        /// executions.
+        #[arg(long, value_name = "DB")]
+        corpus: Option<PathBuf>,
+        /// With --corpus: kill a `foe check` that runs longer than this many seconds.
+        #[arg(long, default_value_t = 180)]
+        file_limit_s: u64,
         #[command(flatten)]
         settings: Settings,
     },
@@ -117,6 +126,12 @@ struct Settings {
     /// Also report the exceptions the plain build itself raises.
     #[arg(long)]
     plain_exceptions: bool,
+    /// Wall-clock budget of one function (model, solve, search) in ms (default 10000).
+    #[arg(long)]
+    function_budget_ms: Option<u64>,
+    /// Wall-clock budget of one file's analysis in ms (default 30000).
+    #[arg(long)]
+    file_budget_ms: Option<u64>,
 }
 
 impl Settings {
@@ -153,6 +168,12 @@ impl Settings {
             };
         }
         c.report_plain_exceptions = self.plain_exceptions;
+        if let Some(b) = self.function_budget_ms {
+            c.function_budget_ms = b;
+        }
+        if let Some(b) = self.file_budget_ms {
+            c.file_budget_ms = b;
+        }
         Ok(c)
     }
 }
@@ -180,8 +201,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would
+/// accept them in comments, rather than losing the file.
 fn read_source(file: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let text = String::from_utf8_lossy(e.as_bytes()).into_owned();
+            let line = text[..valid].lines().count().max(1);
+            eprintln!(
+                "foe: warning: {}:{line}: bytes that are not UTF-8 are read as U+FFFD",
+                file.display()
+            );
+            Ok(text)
+        }
+    }
 }
 
 /// Prints an engine error the way a compiler does and gives exit status 2.
@@ -301,10 +337,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(if failed { 2 } else { 0 }))
         }
         Command::Bench {
+            corpus: Some(corpus),
+            file_limit_s,
+            settings,
+            ..
+        } => {
+            let mut args = Vec::new();
+            if let Some(b) = settings.function_budget_ms {
+                args.extend(["--function-budget-ms".to_string(), b.to_string()]);
+            }
+            if let Some(b) = settings.file_budget_ms {
+                args.extend(["--file-budget-ms".to_string(), b.to_string()]);
+            }
+            let files = corpus::corpus_files(&corpus)?;
+            corpus::run(&files, std::time::Duration::from_secs(file_limit_s), &args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
             files,
             runs,
             lsp,
             settings,
+            ..
         } => {
             let config = settings.config()?;
             bench::run(&files, runs.max(1), &config)?;

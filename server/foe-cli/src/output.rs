@@ -68,15 +68,20 @@ pub fn text_report(report: &FileReport, _source: &str) -> String {
     let file = &report.file;
     for f in &report.functions {
         match f.status {
-            FunctionStatus::Skipped => {
+            FunctionStatus::Skipped | FunctionStatus::Failed | FunctionStatus::ThroughCallers => {
                 if f.reason != "not selected" {
-                    let _ = writeln!(out, "{file}: {}: skipped: {}", f.name, f.reason);
+                    let _ = writeln!(out, "{file}: {}: {}: {}", f.name, f.status.name(), f.reason);
                 }
             }
-            FunctionStatus::Analysed => {
+            FunctionStatus::Analysed | FunctionStatus::Partial => {
+                let partial = if f.status == FunctionStatus::Partial {
+                    " [partial]"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     out,
-                    "{file}: {}: {} divergent input{} (formulae {} ({}, {}), satisfiable {}, candidates {}, executions {}){}",
+                    "{file}: {}{partial}: {} divergent input{} (formulae {} ({}, {}), satisfiable {}, candidates {}, executions {}){}",
                     f.name,
                     f.divergences.len(),
                     if f.divergences.len() == 1 { "" } else { "s" },
@@ -180,11 +185,7 @@ pub fn table(rows: &[(FileReport, Duration)]) -> String {
         "program", "formulae (P, P')", "satisfiable", "unique inputs", "diff-producing", "time (s)"
     );
     for (report, elapsed) in rows {
-        let analysed: Vec<_> = report
-            .functions
-            .iter()
-            .filter(|f| f.status == FunctionStatus::Analysed)
-            .collect();
+        let analysed: Vec<_> = report.functions.iter().filter(|f| f.status.ran()).collect();
         for f in &analysed {
             let formulae = format!(
                 "{} ({}, {})",
@@ -209,12 +210,8 @@ pub fn table(rows: &[(FileReport, Duration)]) -> String {
                 elapsed.as_secs_f64()
             );
         }
-        for f in report
-            .functions
-            .iter()
-            .filter(|f| f.status == FunctionStatus::Skipped)
-        {
-            let _ = writeln!(out, "{:<28} skipped: {}", f.name, f.reason);
+        for f in report.functions.iter().filter(|f| !f.status.ran()) {
+            let _ = writeln!(out, "{:<28} {}: {}", f.name, f.status.name(), f.reason);
         }
     }
     out

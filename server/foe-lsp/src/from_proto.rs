@@ -3,7 +3,6 @@
 
 use crate::state::Analysis;
 use crate::to_proto;
-use foe_analysis::report::FunctionStatus;
 use std::path::PathBuf;
 use tower_lsp::lsp_types::{CodeActionParams, Diagnostic, NumberOrString, Position, Url};
 
@@ -65,7 +64,7 @@ pub fn code_action_functions(
         let diverging = report
             .functions
             .iter()
-            .filter(|f| f.status == FunctionStatus::Analysed && !f.divergences.is_empty());
+            .filter(|f| f.status.ran() && !f.divergences.is_empty());
         for f in diverging {
             let inside = f
                 .span

@@ -11,7 +11,6 @@ use crate::state::{Analysis, FixCheck, Job, Outcome, State};
 use crate::to_proto;
 use foe_analysis::fix;
 use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, NoProgress, Phase, Progress};
-use foe_analysis::report::FunctionStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -313,10 +312,8 @@ impl Scheduler {
         };
         match result {
             Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
-                Some(f) if f.status == FunctionStatus::Analysed && f.divergences.is_empty() => {
-                    FixCheck::Verified(edit)
-                }
-                Some(f) if f.status == FunctionStatus::Analysed => FixCheck::Remains {
+                Some(f) if f.status.ran() && f.divergences.is_empty() => FixCheck::Verified(edit),
+                Some(f) if f.status.ran() => FixCheck::Remains {
                     edit,
                     remaining: f.divergences.len(),
                 },

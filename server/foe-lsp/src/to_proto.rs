@@ -322,11 +322,11 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
         }
     }
     if analysis.config.report_skipped {
-        for f in report
-            .functions
-            .iter()
-            .filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected")
-        {
+        for f in report.functions.iter().filter(|f| {
+            !f.status.ran()
+                && f.status != FunctionStatus::ThroughCallers
+                && f.reason != "not selected"
+        }) {
             let range = idx.line_range(f.span.as_ref().map_or(1, |s| s.line));
             let message = format!("foe did not analyse `{}`: {}", f.name, f.reason);
             let mut d = diagnostic(
@@ -739,11 +739,7 @@ pub fn analysis_summary(file: &str, analysis: &Analysis) -> String {
             analysis.version
         ),
         Outcome::Report(r) => {
-            let analysed = r
-                .functions
-                .iter()
-                .filter(|f| f.status == FunctionStatus::Analysed)
-                .count();
+            let analysed = r.functions.iter().filter(|f| f.status.ran()).count();
             let cached = r.functions.iter().filter(|f| f.cached).count();
             format!(
                 "foe: {file} v{} analysed in {ms} ms: {} functions ({analysed} analysed, {cached} from cache), {} divergences at {} sites",

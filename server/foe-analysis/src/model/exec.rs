@@ -83,6 +83,13 @@ pub(super) struct Executor<'m> {
     pub(super) at: At,
     /// Whether exploration was cut short (step or query budget).
     pub(super) truncated: bool,
+    /// Whether a bound other than loop unrolling stopped exploration (steps, queries, paths, inlining depth, the
+    /// deadline): some paths of the function were not modelled.
+    pub(super) cut_short: bool,
+    /// When exploration must stop (the function's time budget for modelling).
+    pub(super) deadline: Option<std::time::Instant>,
+    /// Whether the deadline stopped exploration.
+    pub(super) out_of_time: bool,
     /// Paths that stopped at an address with a symbolic index.
     pub(super) symbolic_index_stops: usize,
     /// The inputs behind pointer parameters, shared with the other build's executor.
@@ -110,6 +117,9 @@ impl<'m> Executor<'m> {
                 loc: None,
             },
             truncated: false,
+            cut_short: false,
+            deadline: None,
+            out_of_time: false,
             symbolic_index_stops: 0,
             pointees,
         }
@@ -201,6 +211,17 @@ impl<'m> Executor<'m> {
             loop {
                 if self.steps >= MAX_STEPS || self.queries.len() >= MAX_QUERIES {
                     self.truncated = true;
+                    self.cut_short = true;
+                    return Ok(());
+                }
+                if self.steps % 256 == 0
+                    && self
+                        .deadline
+                        .is_some_and(|d| std::time::Instant::now() >= d)
+                {
+                    self.truncated = true;
+                    self.cut_short = true;
+                    self.out_of_time = true;
                     return Ok(());
                 }
                 self.steps += 1;
@@ -218,6 +239,7 @@ impl<'m> Executor<'m> {
                         for (cond, block) in feasible.iter().skip(1) {
                             if self.paths_started >= self.max_paths {
                                 self.truncated = true;
+                                self.cut_short = true;
                                 break;
                             }
                             self.paths_started += 1;
@@ -720,6 +742,7 @@ impl<'m> Executor<'m> {
             Callee::Defined(function) => {
                 if st.frames.len() >= MAX_INLINE_DEPTH {
                     self.truncated = true;
+                    self.cut_short = true;
                     return Ok(Flow::End);
                 }
                 let params = function.params();

@@ -70,7 +70,7 @@ fn model_build(
     let module = parse_module(&ctx, ll, "m").expect("parse");
     prepare_for_modelling(&module, b).expect("prepare");
     let pointees = PointeeTable::shared(sig.params.len() as u32);
-    model_function(&module, &sig, b, cfg, &pointees).map(|m| m.queries)
+    model_function(&module, &sig, b, cfg, &pointees, None).map(|m| m.queries)
 }
 
 /// Both builds of `function` modelled together, as the pipeline does.
@@ -81,7 +81,7 @@ fn model_both(built: &Built, function: &str, cfg: &AnalysisConfig) -> Result<Mod
     let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, cfg)
+    model_pair(&p, &pp, &sig, cfg, None)
 }
 
 struct Analysed {
@@ -240,7 +240,7 @@ fn turbine1_with_its_declared_domain_stays_inside_it() {
     // than the unrestricted solve found.
     let cfg = AnalysisConfig::default();
     let anywhere = solve(&a.sig, &a.p, &a.pp, None, &cfg);
-    let inside = crate::solve::solve_within(&a.sig, &a.p, &a.pp, &domain, &anywhere, &cfg);
+    let inside = crate::solve::solve_within(&a.sig, &a.p, &a.pp, &domain, &anywhere, &cfg, None);
     assert!(!inside.candidates.is_empty());
     for c in &inside.candidates {
         assert!(

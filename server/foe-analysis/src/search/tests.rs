@@ -169,6 +169,7 @@ fn identity_search_finds_appears() {
         &[f64s(&[1e308]), f64s(&[1.0]), f64s(&[1e308])],
         None,
         &cfg,
+        None,
     )
     .unwrap();
     assert_eq!(out.diff_producing, 1);
@@ -257,14 +258,22 @@ fn turbine1_paper_input_and_a_divergent_one() {
         (pair.pp.trace[0].line, pair.pp.trace[0].column),
         (Some(2), None)
     );
-    let out = search(&mut r, &sigs[0], &[paper], None, &cfg).unwrap();
+    let out = search(&mut r, &sigs[0], &[paper], None, &cfg, None).unwrap();
     eprintln!(
         "turbine1 neighbourhood of the paper's input: {} divergent of {} executions",
         out.diff_producing, out.executions
     );
     assert_eq!(out.executions, 343);
 
-    let out = search(&mut r, &sigs[0], &[f64s(&[-10.0, 1e154, 0.5])], None, &cfg).unwrap();
+    let out = search(
+        &mut r,
+        &sigs[0],
+        &[f64s(&[-10.0, 1e154, 0.5])],
+        None,
+        &cfg,
+        None,
+    )
+    .unwrap();
     assert_eq!(out.diff_producing, 1, "{out:#?}");
     let d = &out.divergences[0];
     eprintln!(
@@ -306,7 +315,7 @@ fn ftz_daz_changes_underflow() {
     );
     assert_eq!(kinds(&out[0].p.trace), vec![ExceptionKind::Underflow]);
     assert!(out[0].pp.trace.is_empty());
-    let d = search(&mut r, &sigs[0], &[f64s(&[1e-310])], None, &on).unwrap();
+    let d = search(&mut r, &sigs[0], &[f64s(&[1e-310])], None, &on, None).unwrap();
     assert_eq!(
         d.divergences[0].summary,
         "plain build underflows here, fast-math build does not"
@@ -361,6 +370,7 @@ fn domain_and_plain_exceptions() {
         &[f64s(&[1.0, 0.0]), f64s(&[1e308, 1.0])],
         Some(&domain),
         &cfg,
+        None,
     )
     .unwrap();
     assert!(
@@ -409,6 +419,7 @@ fn count_divergence_from_real_builds() {
         &[f64s(&[1e308, 1e200]), f64s(&[1.0, 2.0])],
         None,
         &cfg,
+        None,
     )
     .unwrap();
     assert_eq!(out.diff_producing, 1);

@@ -4,7 +4,7 @@
 //! killed. The `foe` binary serves as the child: it calls [`serve_if_child`] first thing in `main`. Where no
 //! binary registered itself so (the engine's unit tests), functions are solved in-process.
 
-use super::{solve, solve_within};
+use super::{solve_until, solve_within};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::model::Query;
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The environment variable that makes the `foe` binary a solver child.
 const CHILD_ENV: &str = "FOE_SOLVER_CHILD";
@@ -45,6 +45,9 @@ struct Request {
     queries_pp: Vec<Query>,
     domain: Domain,
     config: AnalysisConfig,
+    /// The function's time budget for solving, from the moment the child reads the request.
+    #[serde(default)]
+    budget_ms: Option<u64>,
 }
 
 /// Solves one function in-process: over all inputs, then (with a domain) within it.
@@ -54,8 +57,9 @@ pub fn solve_function(
     queries_pp: &[Query],
     domain: &Domain,
     cfg: &AnalysisConfig,
+    deadline: Option<Instant>,
 ) -> Solution {
-    let anywhere = solve(sig, queries_p, queries_pp, None, cfg);
+    let anywhere = solve_until(sig, queries_p, queries_pp, None, cfg, deadline);
     let mut candidates: Vec<Input> = anywhere
         .candidates
         .iter()
@@ -63,7 +67,7 @@ pub fn solve_function(
         .collect();
     let mut timeouts = anywhere.timeouts;
     if !domain.is_empty() {
-        let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg);
+        let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg, deadline);
         timeouts += inside.timeouts;
         let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
         for c in inside.candidates {
@@ -89,11 +93,15 @@ pub fn solve_function_isolated(
     queries_pp: &[Query],
     domain: &Domain,
     cfg: &AnalysisConfig,
+    deadline: Option<Instant>,
     stop: &dyn Fn() -> bool,
 ) -> Result<Solution, String> {
     if !CHILD_AVAILABLE.load(Ordering::Acquire) {
-        return Ok(solve_function(sig, queries_p, queries_pp, domain, cfg));
+        return Ok(solve_function(
+            sig, queries_p, queries_pp, domain, cfg, deadline,
+        ));
     }
+    let budget = deadline.map(|d| d.saturating_duration_since(Instant::now()));
     let request = Request {
         terms: terms_of(queries_p.iter().chain(queries_pp)),
         signature: sig.clone(),
@@ -101,10 +109,15 @@ pub fn solve_function_isolated(
         queries_pp: queries_pp.to_vec(),
         domain: domain.clone(),
         config: cfg.clone(),
+        budget_ms: budget.map(|b| b.as_millis() as u64),
     };
     let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
         .map_err(|e| format!("cannot encode the solver request: {e}"))?;
-    let limit = time_limit(queries_p, queries_pp, cfg);
+    // Past its budget a child gives up on the queries it has not started; the kill limit leaves it time to
+    // finish the running ones (each at most one query limit) and answer.
+    let limit = time_limit(queries_p, queries_pp, cfg).min(budget.map_or(Duration::MAX, |b| {
+        b + Duration::from_millis(2 * cfg.solver_timeout_ms + 2_000)
+    }));
     match solve_in_child(&body, limit, stop) {
         Err(ChildError::Crashed(first)) => {
             tracing::warn!(function = %sig.name, "{first}; solving again");
@@ -208,12 +221,16 @@ fn serve() -> Result<(), String> {
         .map_err(|e| format!("cannot read the request: {e}"))?;
     let request: Request = sym::with_wire_tables(|| serde_json::from_slice(&body))
         .map_err(|e| format!("cannot decode the request: {e}"))?;
+    let deadline = request
+        .budget_ms
+        .map(|ms| Instant::now() + Duration::from_millis(ms));
     let solution = solve_function(
         &request.signature,
         &request.queries_p,
         &request.queries_pp,
         &request.domain,
         &request.config,
+        deadline,
     );
     let answer =
         serde_json::to_vec(&solution).map_err(|e| format!("cannot encode the answer: {e}"))?;
@@ -261,6 +278,7 @@ mod tests {
             queries_pp: vec![],
             domain: Domain::default(),
             config: AnalysisConfig::default(),
+            budget_ms: None,
         };
         let body = sym::with_wire_tables(|| serde_json::to_vec(&request)).expect("encode");
         assert!(body.len() < 20_000, "{} bytes", body.len());

@@ -1,0 +1,177 @@
+//! Which functions hold inlined copies of which others, read from a build's debug info (the `inlinedAt` chains
+//! of its instruction locations). A static helper that the fast-math build inlined into every caller has no
+//! copy of its own there; its operations are analysed inside those callers, and this tells which.
+
+use regex::Regex;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::OnceLock;
+
+/// A `DILocation`: its scope and the location it was inlined at, if any.
+struct Location {
+    scope: u32,
+    inlined_at: Option<u32>,
+}
+
+/// Helper name → the functions defined in `ll` whose bodies hold code inlined from it (directly or through other
+/// inlined helpers). Functions that only call the helper are not listed.
+pub fn inlined_helpers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
+    static LOCATION: OnceLock<Regex> = OnceLock::new();
+    static SCOPE: OnceLock<Regex> = OnceLock::new();
+    static SUBPROGRAM: OnceLock<Regex> = OnceLock::new();
+    static DEFINE: OnceLock<Regex> = OnceLock::new();
+    static DBG: OnceLock<Regex> = OnceLock::new();
+    let get = |cell: &'static OnceLock<Regex>, pattern: &str| -> &'static Regex {
+        cell.get_or_init(|| Regex::new(pattern).expect("valid regex"))
+    };
+    let location = get(
+        &LOCATION,
+        r"^!(\d+) = (?:distinct )?!DILocation\(.*?scope: !(\d+)(?:, inlinedAt: !(\d+))?",
+    );
+    let lexical = get(
+        &SCOPE,
+        r"^!(\d+) = (?:distinct )?!DILexicalBlock(?:File)?\(scope: !(\d+)",
+    );
+    let subprogram = get(
+        &SUBPROGRAM,
+        r#"^!(\d+) = (?:distinct )?!DISubprogram\(name: "([^"]+)""#,
+    );
+    let define = get(&DEFINE, r#"^define [^@]*@"?([\w.$]+)"?\("#);
+    let dbg = get(&DBG, r"!dbg !(\d+)");
+    let num = |s: &str| s.parse::<u32>().unwrap_or(0);
+
+    let mut locations: HashMap<u32, Location> = HashMap::new();
+    let mut parents: HashMap<u32, u32> = HashMap::new();
+    let mut names: HashMap<u32, String> = HashMap::new();
+    // Function name → the location ids its instructions carry.
+    let mut bodies: Vec<(String, Vec<u32>)> = Vec::new();
+    let mut current: Option<(String, Vec<u32>)> = None;
+    for line in ll.lines() {
+        if let Some(body) = current.as_mut() {
+            if line == "}" {
+                bodies.extend(current.take());
+                continue;
+            }
+            body.1.extend(dbg.captures_iter(line).map(|c| num(&c[1])));
+            continue;
+        }
+        if let Some(c) = define.captures(line) {
+            if line.trim_end().ends_with('{') {
+                current = Some((c[1].to_string(), Vec::new()));
+            }
+        } else if let Some(c) = location.captures(line) {
+            locations.insert(
+                num(&c[1]),
+                Location {
+                    scope: num(&c[2]),
+                    inlined_at: c.get(3).map(|m| num(m.as_str())),
+                },
+            );
+        } else if let Some(c) = lexical.captures(line) {
+            parents.insert(num(&c[1]), num(&c[2]));
+        } else if let Some(c) = subprogram.captures(line) {
+            names.insert(num(&c[1]), c[2].to_string());
+        }
+    }
+
+    let subprogram_of = |mut scope: u32| -> Option<&String> {
+        for _ in 0..64 {
+            if let Some(name) = names.get(&scope) {
+                return Some(name);
+            }
+            scope = *parents.get(&scope)?;
+        }
+        None
+    };
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (function, ids) in bodies {
+        let mut seen = BTreeSet::new();
+        for id in ids {
+            if !seen.insert(id) {
+                continue;
+            }
+            // Every scope along the inlined-at chain but the last (the function itself) was inlined.
+            let mut at = locations.get(&id);
+            for _ in 0..64 {
+                let Some(loc) = at else { break };
+                let Some(next) = loc.inlined_at else { break };
+                if let Some(helper) = subprogram_of(loc.scope) {
+                    if *helper != function {
+                        out.entry(helper.clone())
+                            .or_default()
+                            .insert(function.clone());
+                    }
+                }
+                at = locations.get(&next);
+            }
+        }
+    }
+    out
+}
+
+/// Callee name → the functions defined in `ll` that call it directly (the plain build at `-O0` inlines nothing,
+/// so there a helper's operations run inside its callers' executions through these calls).
+pub fn direct_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
+    static DEFINE: OnceLock<Regex> = OnceLock::new();
+    static CALL: OnceLock<Regex> = OnceLock::new();
+    let define =
+        DEFINE.get_or_init(|| Regex::new(r#"^define [^@]*@"?([\w.$]+)"?\("#).expect("valid regex"));
+    let call = CALL.get_or_init(|| {
+        Regex::new(r#"\b(?:call|invoke)\b[^@]*@"?([\w.$]+)"?\("#).expect("valid regex")
+    });
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in ll.lines() {
+        if line == "}" {
+            current = None;
+        } else if let Some(caller) = &current {
+            for c in call.captures_iter(line) {
+                if c[1] != *caller {
+                    out.entry(c[1].to_string())
+                        .or_default()
+                        .insert(caller.clone());
+                }
+            }
+        } else if let Some(c) = define.captures(line) {
+            current = Some(c[1].to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LL: &str = r#"define double @outer(double %x) !dbg !10 {
+entry:
+  %a = fmul double %x, %x, !dbg !20
+  %b = fadd double %a, 1.0, !dbg !21
+  ret double %b, !dbg !22
+}
+!10 = distinct !DISubprogram(name: "outer", scope: !1, file: !1, line: 9)
+!11 = distinct !DISubprogram(name: "square", scope: !1, file: !1, line: 2)
+!12 = distinct !DISubprogram(name: "inner", scope: !1, file: !1, line: 5)
+!13 = distinct !DILexicalBlock(scope: !11, file: !1, line: 3, column: 5)
+!20 = !DILocation(line: 3, column: 12, scope: !13, inlinedAt: !23)
+!21 = !DILocation(line: 10, column: 3, scope: !10)
+!22 = !DILocation(line: 11, column: 3, scope: !10)
+!23 = distinct !DILocation(line: 6, column: 10, scope: !12, inlinedAt: !24)
+!24 = distinct !DILocation(line: 10, column: 10, scope: !10)
+"#;
+
+    #[test]
+    fn follows_inlined_at_chains_through_lexical_blocks() {
+        let map = inlined_helpers(LL);
+        assert_eq!(map["square"], BTreeSet::from(["outer".to_string()]));
+        assert_eq!(map["inner"], BTreeSet::from(["outer".to_string()]));
+        assert!(!map.contains_key("outer"));
+    }
+
+    #[test]
+    fn lists_direct_callers() {
+        let ll =
+            "define double @f(double %x) {\n  %r = call double @g(double %x)\n  ret double %r\n}\n";
+        let map = direct_callers(ll);
+        assert_eq!(map["g"], BTreeSet::from(["f".to_string()]));
+    }
+}

@@ -1,0 +1,210 @@
+//! `foe bench --corpus`: `foe check` on every file of a compilation database (or a list of files), one child
+//! process per file as a user would run it, and the figures that say how far foe gets on real code: functions
+//! by status and reason, the share analysed with evidence, time per file (median, p90, max), executions, and
+//! the files where foe itself failed.
+
+use foe_analysis::process;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What one `foe check` of one file gave.
+struct FileRun {
+    file: String,
+    seconds: f64,
+    /// `foe check`'s exit status; `None` when it was killed (time limit) or died of a signal.
+    exit: Option<i32>,
+    /// (status, reason codes, executions) per function.
+    functions: Vec<(String, Vec<String>, u64)>,
+    /// The first line foe printed on stderr when it failed.
+    error: String,
+}
+
+/// The files of a compilation database, or of `files.txt` beside it when there is one (a corpus's own
+/// selection), relative paths resolved against the database's directory.
+pub fn corpus_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let db = if corpus.is_dir() {
+        corpus.join("compile_commands.json")
+    } else {
+        corpus.to_path_buf()
+    };
+    let root = db.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let list = root.join("files.txt");
+    if list.is_file() {
+        let text = std::fs::read_to_string(&list)?;
+        return Ok(text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| root.join(l))
+            .collect());
+    }
+    let entries: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&db).map_err(|e| {
+            anyhow::anyhow!("cannot read the compilation database {}: {e}", db.display())
+        })?)?;
+    let mut files: Vec<PathBuf> = entries
+        .iter()
+        .filter_map(|e| {
+            let file = Path::new(e["file"].as_str()?);
+            let dir = Path::new(e["directory"].as_str().unwrap_or("."));
+            Some(dir.join(file))
+        })
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+/// Runs `foe check --format json` on each file (with `extra_args`), at most `limit` per file, and prints the
+/// figures.
+pub fn run(files: &[PathBuf], limit: Duration, extra_args: &[String]) -> anyhow::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut runs = Vec::new();
+    for (i, file) in files.iter().enumerate() {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let mut cmd = process::command(&exe, dir);
+        cmd.args(["check", "--format", "json"])
+            .args(extra_args)
+            .arg(file);
+        let started = Instant::now();
+        let out = process::run_tool(cmd, None, limit)?;
+        let seconds = started.elapsed().as_secs_f64();
+        let report: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        let functions = report
+            .as_ref()
+            .and_then(|r| r["functions"].as_array())
+            .map(|fs| {
+                fs.iter()
+                    .map(|f| {
+                        let codes = f["reason_codes"]
+                            .as_array()
+                            .map(|c| {
+                                c.iter()
+                                    .filter_map(|c| c.as_str().map(String::from))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        (
+                            f["status"].as_str().unwrap_or("?").to_string(),
+                            codes,
+                            f["executions"].as_u64().unwrap_or(0),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let exit = if out.timed_out { None } else { out.status };
+        let error = if matches!(exit, Some(0) | Some(1)) {
+            String::new()
+        } else if out.timed_out {
+            format!("killed after {} s", limit.as_secs())
+        } else {
+            out.stderr.lines().next().unwrap_or("").to_string()
+        };
+        eprintln!(
+            "[{}/{}] {} {:.1} s{}",
+            i + 1,
+            files.len(),
+            file.display(),
+            seconds,
+            if error.is_empty() {
+                String::new()
+            } else {
+                format!(" ({error})")
+            }
+        );
+        runs.push(FileRun {
+            file: file.display().to_string(),
+            seconds,
+            exit,
+            functions,
+            error,
+        });
+    }
+    crate::emit(summary(&runs));
+    Ok(())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn summary(runs: &[FileRun]) -> String {
+    let mut out = String::new();
+    let mut by_status: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut by_reason: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut executions = 0u64;
+    let mut total = 0usize;
+    for run in runs {
+        for (status, codes, execs) in &run.functions {
+            if codes.iter().any(|c| c == "not_selected") {
+                continue;
+            }
+            total += 1;
+            executions += execs;
+            *by_status.entry(status).or_default() += 1;
+            for code in codes {
+                *by_reason.entry((status, code)).or_default() += 1;
+            }
+        }
+    }
+    let pct = |n: usize| 100.0 * n as f64 / total.max(1) as f64;
+    let count = |s: &str| by_status.get(s).copied().unwrap_or(0);
+    let evidence = count("analysed") + count("partial") + count("inlined");
+    let _ = writeln!(
+        out,
+        "corpus: {} files, {total} functions; with evidence (analysed, partial, inlined): {evidence} ({:.1}%)",
+        runs.len(),
+        pct(evidence)
+    );
+    let _ = writeln!(out, "\n| status | functions | share |\n|---|---|---|");
+    for (status, n) in &by_status {
+        let _ = writeln!(out, "| {status} | {n} | {:.1}% |", pct(*n));
+    }
+    let _ = writeln!(out, "\n| status | reason | functions |\n|---|---|---|");
+    let mut reasons: Vec<_> = by_reason.iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for ((status, code), n) in reasons {
+        let _ = writeln!(out, "| {status} | {code} | {n} |");
+    }
+    let mut seconds: Vec<f64> = runs.iter().map(|r| r.seconds).collect();
+    seconds.sort_by(f64::total_cmp);
+    let over = seconds.iter().filter(|s| **s > 60.0).count();
+    let _ = writeln!(
+        out,
+        "\ntime per file (s): median {:.2}, p90 {:.2}, max {:.2}; over 60 s: {over}; total {:.0}",
+        percentile(&seconds, 0.5),
+        percentile(&seconds, 0.9),
+        seconds.last().copied().unwrap_or(0.0),
+        seconds.iter().sum::<f64>()
+    );
+    let _ = writeln!(out, "executions (each on both builds): {executions}");
+    let mut slowest: Vec<&FileRun> = runs.iter().collect();
+    slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    let _ = writeln!(out, "slowest files:");
+    for r in slowest.iter().take(5) {
+        let _ = writeln!(out, "  {:.1} s {}", r.seconds, r.file);
+    }
+    let failures: Vec<&FileRun> = runs
+        .iter()
+        .filter(|r| !matches!(r.exit, Some(0) | Some(1)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "files where foe did not finish with a report (exit 2: the file does not compile; else a crash or \
+         the time limit): {}",
+        failures.len()
+    );
+    for r in failures {
+        let code = r.exit.map_or("killed".to_string(), |c| format!("exit {c}"));
+        let _ = writeln!(out, "  {} ({code}): {}", r.file, r.error);
+    }
+    out
+}

@@ -47,7 +47,8 @@ fn a_thousand_functions_are_all_reported() {
         ));
     }
     std::fs::write(&file, text).unwrap();
-    let (code, json, stderr) = check_json(&file, &["--radius", "1"]);
+    // Budgets large enough for a loaded machine: this is about every function being reported, not speed.
+    let (code, json, stderr) = check_json(&file, &["--radius", "1", "--file-budget-ms", "3000000"]);
     assert!(code == 0 || code == 1, "status {code}: {stderr}");
     let functions = json["functions"].as_array().expect("a report");
     assert_eq!(functions.len(), 1000);
@@ -63,11 +64,19 @@ fn solver_time_outs_are_reported_and_the_rest_goes_on() {
     let (code, json, stderr) = check_json(&file, &["--solver-timeout-ms", "1"]);
     assert!(code == 0 || code == 1, "status {code}: {stderr}");
     let f = &json["functions"][0];
-    assert_eq!(f["status"], "analysed");
     let timeouts = f["solver_timeouts"].as_u64().unwrap();
     if timeouts > 0 {
-        assert!(f["reason"].as_str().unwrap().contains("time limit"), "{f}");
+        // Queries given up on make the analysis partial, and the report says so.
+        assert_eq!(f["status"], "partial", "{f}");
+        assert!(f["reason"].as_str().unwrap().contains("gave up"), "{f}");
+        assert!(
+            f["reason_codes"].to_string().contains("solver_timeouts"),
+            "{f}"
+        );
+    } else {
+        assert_eq!(f["status"], "analysed", "{f}");
     }
+    assert!(f["executions"].as_u64().unwrap() > 0, "{f}");
 }
 
 #[test]

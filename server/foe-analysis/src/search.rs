@@ -163,8 +163,9 @@ pub fn search(
     })
 }
 
-/// Inputs sent to the worker at once within a round.
-const RUN_SLICE: usize = 256;
+/// Inputs sent to the worker at once within a round: the first slice, and the most.
+const FIRST_SLICE: usize = 8;
+const RUN_SLICE: usize = 4096;
 
 /// Points of all candidates of one group held at once.
 const GROUP_POINTS: usize = 1 << 18;
@@ -249,14 +250,21 @@ fn search_group(
         }
         // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
         // budget stop it after the first slice rather than after thousands of inputs.
+        // Slices start small and double, so a function whose runs hang stops after a few of them.
         let mut stop_after = batch.len();
         let mut results = Vec::with_capacity(batch.len());
-        for (k, slice) in batch.chunks(RUN_SLICE).enumerate() {
-            if k > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
+        let mut start = 0;
+        let mut slice_len = FIRST_SLICE;
+        while start < batch.len() {
+            if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
                 state.out_of_time |= state.past_deadline();
-                stop_after = k * RUN_SLICE;
+                stop_after = start;
                 break;
             }
+            let end = (start + slice_len).min(batch.len());
+            let slice = &batch[start..end];
+            start = end;
+            slice_len = (slice_len * 2).min(RUN_SLICE);
             let ran = runner.run_raw(&sig.name, slice)?;
             state.timed_out += ran
                 .iter()

@@ -157,10 +157,10 @@ fn summary(runs: &[FileRun]) -> String {
     }
     let pct = |n: usize| 100.0 * n as f64 / total.max(1) as f64;
     let count = |s: &str| by_status.get(s).copied().unwrap_or(0);
-    let evidence = count("analysed") + count("partial") + count("inlined");
+    let evidence = count("analysed") + count("partial") + count("through_callers");
     let _ = writeln!(
         out,
-        "corpus: {} files, {total} functions; with evidence (analysed, partial, inlined): {evidence} ({:.1}%)",
+        "corpus: {} files, {total} functions; with evidence (analysed, partial, through callers): {evidence} ({:.1}%)",
         runs.len(),
         pct(evidence)
     );

@@ -168,6 +168,8 @@ impl Runner {
             let ctx = Context::create();
             let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
             let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
+            instrument::isolate_user_code(&p);
+            instrument::isolate_user_code(&pp);
             instrument::instrument_module(&p, Build::P, &mut sites)?;
             instrument::instrument_module(&pp, Build::PPrime, &mut sites)?;
             instrument::prefix_symbols(&p, Build::P);
@@ -184,6 +186,13 @@ impl Runner {
                     }
                 }
             }
+            let kept: (Vec<_>, Vec<_>) = names
+                .iter()
+                .flatten()
+                .map(|(a, b)| (p.get_function(a), pp.get_function(b)))
+                .unzip();
+            instrument::internalize(&p, &kept.0.into_iter().flatten().collect::<Vec<_>>())?;
+            instrument::internalize(&pp, &kept.1.into_iter().flatten().collect::<Vec<_>>())?;
             p.link_in_module(pp)
                 .map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
             let table: Vec<_> = names
@@ -194,6 +203,7 @@ impl Runner {
                 })
                 .collect();
             instrument::add_entry_table(&p, &table);
+            instrument::keep_only_entries(&p)?;
             data_decls = instrument::data_declarations(&p);
             instrument::finish_module(&p)?;
             tracing::trace!(

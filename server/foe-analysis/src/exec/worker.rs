@@ -83,12 +83,14 @@ enum Reply {
 
 impl Worker {
     pub fn spawn(exe: &Path, dir: &Path, limits: &ExecLimits) -> Result<Worker, ExecError> {
-        let cmd = process::command(exe, dir);
+        let scratch = dir.join("scratch");
+        std::fs::create_dir_all(&scratch)?;
+        let cmd = process::command(exe, &scratch);
         let sandbox = SandboxLimits {
             memory_mib: limits.memory_mib,
             cpu_seconds: WORKER_CPU_SECONDS,
         };
-        let mut child = process::spawn_sandboxed(cmd, sandbox)
+        let (mut child, _layers) = process::spawn_sandboxed(cmd, exe, &scratch, sandbox)
             .map_err(|e| ExecError::Worker(format!("cannot start the worker: {e}")))?;
         let stdin = child
             .stdin

@@ -220,25 +220,37 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 /// The Landlock ruleset for a worker running `exe` with `scratch` writable (`None` when the kernel has no
 /// Landlock or the ruleset cannot be made; the spawn then reports the layer missing).
 fn landlock_ruleset(exe: &Path, scratch: &Path) -> Option<RulesetCreated> {
+    landlock_ruleset_with(exe, scratch, CompatLevel::BestEffort)
+}
+
+fn landlock_ruleset_with(
+    exe: &Path,
+    scratch: &Path,
+    compat: CompatLevel,
+) -> Option<RulesetCreated> {
     let abi = ABI::V6;
     let read = AccessFs::ReadFile | AccessFs::ReadDir;
     let build = || -> Result<Option<RulesetCreated>, landlock::RulesetError> {
         let mut ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::BestEffort)
+            .set_compatibility(compat)
             .handle_access(AccessFs::from_all(abi))?
             .handle_access(AccessNet::from_all(abi))?
             .scope(Scope::from_all(abi))?
             .create()?;
-        for dir in [
-            "/usr/lib",
-            "/usr/lib64",
-            "/lib",
-            "/lib64",
-            "/etc/ld.so.cache",
-        ] {
+        let mut dirs: Vec<PathBuf> = ["/usr/lib", "/usr/lib64", "/lib", "/lib64"]
+            .iter()
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .filter(|d| d.is_dir())
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        for dir in dirs {
             if let Ok(fd) = PathFd::new(dir) {
                 ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
             }
+        }
+        if let Ok(fd) = PathFd::new("/etc/ld.so.cache") {
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::ReadFile))?;
         }
         for file in loader_paths()
             .iter()
@@ -598,6 +610,7 @@ impl Plan {
                 propagation: 0,
                 userns_fd: 0,
             };
+            // The working directory still points into the mount below the bind mount: enter the writable one.
             libc::syscall(
                 libc::SYS_mount_setattr,
                 libc::AT_FDCWD,
@@ -606,6 +619,7 @@ impl Plan {
                 &writable as *const MountAttr,
                 std::mem::size_of::<MountAttr>(),
             ) == 0
+                && libc::chdir(scratch.as_ptr()) == 0
         }
     }
 }
@@ -666,5 +680,17 @@ mod tests {
         let all = Layers(u32::MAX);
         assert!(all.missing().is_empty());
         assert!(Layers::default().describe().contains("[OFF] seccomp"));
+    }
+
+    #[test]
+    fn landlock_rules_fit_this_kernel() {
+        // Every rule is valid for the kind of file it names (a hard requirement would fail otherwise).
+        let scratch = tempfile::tempdir().unwrap();
+        let ruleset = landlock_ruleset_with(
+            Path::new("/bin/true"),
+            scratch.path(),
+            CompatLevel::HardRequirement,
+        );
+        assert!(ruleset.is_some());
     }
 }

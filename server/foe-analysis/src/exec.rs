@@ -323,8 +323,31 @@ impl Runner {
         );
         self.stats.run_time += started.elapsed();
         let out = out?;
+        for pair in &out {
+            self.check_trace(&pair.p, Build::P)?;
+            self.check_trace(&pair.pp, Build::PPrime)?;
+        }
         self.stats.executions += out.len() as u64;
         Ok(out)
+    }
+
+    /// A trace the worker sent must name only sites of the build it claims to be from, with a known kind: the
+    /// reply is the user's process talking, and a forged event is an error, not a finding.
+    fn check_trace(&self, run: &RawRun, build: Build) -> Result<(), ExecError> {
+        for &word in &run.events {
+            let kind_ok = ExceptionKind::from_runtime_code((word & 7) as u8).is_some();
+            let site_ok = self.sites.get(word >> 3).is_some_and(|s| s.build == build);
+            if !kind_ok || !site_ok {
+                return Err(ExecError::Worker(format!(
+                    "malformed reply: trace event {word:#x} names no {} site",
+                    match build {
+                        Build::P => "plain-build",
+                        Build::PPrime => "fast-math-build",
+                    }
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The public form of a raw run of `sig`.

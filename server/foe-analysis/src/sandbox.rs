@@ -385,16 +385,14 @@ const ALLOWED_SYSCALLS: &[libc::c_long] = &[
 ];
 
 fn seccomp_program(self_pid: Option<u64>) -> Result<BpfProgram, seccompiler::Error> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = ALLOWED_SYSCALLS
-        .iter()
-        .map(|&nr| (nr as i64, vec![]))
-        .collect();
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
+        ALLOWED_SYSCALLS.iter().map(|&nr| (nr, vec![])).collect();
     if let Some(pid) = self_pid {
         // abort() and raise() signal the worker itself, which is PID 1 of its namespace.
         for nr in [libc::SYS_kill, libc::SYS_tgkill, libc::SYS_tkill] {
             let only_self =
                 SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, pid)?;
-            rules.insert(nr as i64, vec![SeccompRule::new(vec![only_self])?]);
+            rules.insert(nr, vec![SeccompRule::new(vec![only_self])?]);
         }
     }
     let arch = std::env::consts::ARCH

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build -p foe-cli
 cargo test --workspace --no-fail-fast -- --test-threads=2
+scripts/hostile-unprivileged.sh
 if [ -f package.json ] && grep -q '"test"' package.json; then
   npm test
 fi

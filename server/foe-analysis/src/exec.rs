@@ -168,6 +168,8 @@ impl Runner {
             let ctx = Context::create();
             let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
             let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
+            instrument::isolate_user_code(&p);
+            instrument::isolate_user_code(&pp);
             instrument::instrument_module(&p, Build::P, &mut sites)?;
             instrument::instrument_module(&pp, Build::PPrime, &mut sites)?;
             instrument::prefix_symbols(&p, Build::P);
@@ -184,6 +186,13 @@ impl Runner {
                     }
                 }
             }
+            let kept: (Vec<_>, Vec<_>) = names
+                .iter()
+                .flatten()
+                .map(|(a, b)| (p.get_function(a), pp.get_function(b)))
+                .unzip();
+            instrument::internalize(&p, &kept.0.into_iter().flatten().collect::<Vec<_>>())?;
+            instrument::internalize(&pp, &kept.1.into_iter().flatten().collect::<Vec<_>>())?;
             p.link_in_module(pp)
                 .map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
             let table: Vec<_> = names
@@ -194,6 +203,7 @@ impl Runner {
                 })
                 .collect();
             instrument::add_entry_table(&p, &table);
+            instrument::keep_only_entries(&p)?;
             data_decls = instrument::data_declarations(&p);
             instrument::finish_module(&p)?;
             tracing::trace!(
@@ -313,8 +323,31 @@ impl Runner {
         );
         self.stats.run_time += started.elapsed();
         let out = out?;
+        for pair in &out {
+            self.check_trace(&pair.p, Build::P)?;
+            self.check_trace(&pair.pp, Build::PPrime)?;
+        }
         self.stats.executions += out.len() as u64;
         Ok(out)
+    }
+
+    /// A trace the worker sent must name only sites of the build it claims to be from, with a known kind: the
+    /// reply is the user's process talking, and a forged event is an error, not a finding.
+    fn check_trace(&self, run: &RawRun, build: Build) -> Result<(), ExecError> {
+        for &word in &run.events {
+            let kind_ok = ExceptionKind::from_runtime_code((word & 7) as u8).is_some();
+            let site_ok = self.sites.get(word >> 3).is_some_and(|s| s.build == build);
+            if !kind_ok || !site_ok {
+                return Err(ExecError::Worker(format!(
+                    "malformed reply: trace event {word:#x} names no {} site",
+                    match build {
+                        Build::P => "plain-build",
+                        Build::PPrime => "fast-math-build",
+                    }
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The public form of a raw run of `sig`.

@@ -323,9 +323,55 @@ fn predicate_name(p: FloatPredicate) -> &'static str {
     }
 }
 
+/// Cuts from a build's module everything that would run without the analysis asking for it, and every name
+/// that could capture the runtime's symbols, before instrumentation: static constructors and destructors
+/// (`llvm.global_ctors`/`dtors`), the `used` lists that keep otherwise unreferenced code, explicit sections
+/// (`.init_array`, `.preinit_array`, `.fini_array`, ...), module-level assembly, and names in the runtime's
+/// reserved `__foe` space (renamed `user.<name>`, so a declaration of `__foe_entries` in the file refers to
+/// nothing of the runtime and is stubbed like any symbol of another file). [`keep_only_entries`] later drops
+/// every definition the entry points do not reach.
+pub fn isolate_user_code(module: &Module<'_>) {
+    module.set_inline_assembly("");
+    let mut doomed = Vec::new();
+    for global in module.get_globals() {
+        let name = global.get_name().to_string_lossy().into_owned();
+        if matches!(
+            name.as_str(),
+            "llvm.global_ctors" | "llvm.global_dtors" | "llvm.used" | "llvm.compiler.used"
+        ) {
+            doomed.push(global);
+            continue;
+        }
+        if name.starts_with("llvm.") {
+            continue;
+        }
+        global.set_section(None);
+        if name.starts_with(RESERVED_PREFIX) {
+            global.set_name(&format!("user.{name}"));
+        }
+    }
+    for global in doomed {
+        // SAFETY: the appending ctor/dtor/used arrays have no users inside the module.
+        unsafe { global.delete() };
+    }
+    for function in module.get_functions() {
+        let name = function.get_name().to_string_lossy().into_owned();
+        if name.starts_with("llvm.") {
+            continue;
+        }
+        function.set_section(None);
+        if name.starts_with(RESERVED_PREFIX) {
+            function.as_global_value().set_name(&format!("user.{name}"));
+        }
+    }
+}
+
+/// Names starting with this belong to foe's runtime and generated code.
+pub const RESERVED_PREFIX: &str = "__foe";
+
 /// Gives every definition of `module` the build's prefix and internal linkage, so two builds of one file link
-/// into one program; drops static constructors and destructors (they would run in the worker before its
-/// protocol is set up). Declarations (libc, libm) and intrinsics are left alone.
+/// into one program. Declarations (libc, libm) and intrinsics are left alone. Runs after [`isolate_user_code`]
+/// and instrumentation, so the only `__foe` names are foe's own.
 pub fn prefix_symbols(module: &Module<'_>, build: Build) {
     let prefix = build_prefix(build);
     for (function, name) in crate::ir::user_functions(module) {
@@ -334,14 +380,10 @@ pub fn prefix_symbols(module: &Module<'_>, build: Build) {
             .set_name(&format!("{prefix}{name}"));
         function.set_linkage(Linkage::Internal);
     }
-    let mut doomed = Vec::new();
     for global in module.get_globals() {
         let name = global.get_name().to_string_lossy().into_owned();
-        if name == "llvm.global_ctors" || name == "llvm.global_dtors" {
-            doomed.push(global);
-            continue;
-        }
-        if global.is_declaration() || name.starts_with("llvm.") || name.starts_with("__foe") {
+        if global.is_declaration() || name.starts_with("llvm.") || name.starts_with(RESERVED_PREFIX)
+        {
             continue;
         }
         if !name.is_empty() {
@@ -349,10 +391,57 @@ pub fn prefix_symbols(module: &Module<'_>, build: Build) {
         }
         global.set_linkage(Linkage::Internal);
     }
-    for global in doomed {
-        // SAFETY: the appending ctor/dtor arrays have no users inside the module.
-        unsafe { global.delete() };
+}
+
+/// Makes every definition of `module` but `keep` internal (aliases and ifuncs too, which [`prefix_symbols`]
+/// cannot reach), so nothing of the user's can take the name of a libc function the runtime calls, and two
+/// builds link without clashes.
+pub fn internalize<'ctx>(
+    module: &Module<'ctx>,
+    keep: &[FunctionValue<'ctx>],
+) -> Result<(), InstrumentError> {
+    let kept: Vec<_> = keep
+        .iter()
+        .map(|f| f.as_global_value().as_pointer_value())
+        .collect();
+    set_used(module, &kept);
+    run_passes(module, "internalize")
+}
+
+/// Keeps of the linked runner only what the entry table reaches: the table and its count stay external (in
+/// `llvm.used`), everything else becomes internal and whatever they do not reference is deleted.
+pub fn keep_only_entries(module: &Module<'_>) -> Result<(), InstrumentError> {
+    let kept: Vec<_> = [ENTRY_TABLE, ENTRY_COUNT]
+        .iter()
+        .filter_map(|name| module.get_global(name))
+        .map(|g| g.as_pointer_value())
+        .collect();
+    set_used(module, &kept);
+    run_passes(module, "internalize,globaldce")
+}
+
+/// Replaces `llvm.used` (the symbols no pass may remove or internalize) with `values`.
+fn set_used<'ctx>(module: &Module<'ctx>, values: &[inkwell::values::PointerValue<'ctx>]) {
+    if let Some(old) = module.get_global("llvm.used") {
+        // SAFETY: the appending `used` array has no users.
+        unsafe { old.delete() };
     }
+    let ptr = module.get_context().ptr_type(AddressSpace::default());
+    let used = module.add_global(ptr.array_type(values.len() as u32), None, "llvm.used");
+    used.set_initializer(&ptr.const_array(values));
+    used.set_linkage(Linkage::Appending);
+    used.set_section(Some("llvm.metadata"));
+}
+
+fn run_passes(module: &Module<'_>, passes: &str) -> Result<(), InstrumentError> {
+    let machine = target_machine(module)?;
+    module
+        .run_passes(
+            passes,
+            &machine,
+            inkwell::passes::PassBuilderOptions::create(),
+        )
+        .map_err(|e| InstrumentError::Codegen(format!("{passes}: {e}")))
 }
 
 /// Why a function cannot be called in one build.
@@ -656,6 +745,13 @@ pub fn stub_module<'ctx>(
 /// Writes `module` as an object file with instruction selection at `-O0` (no re-optimisation: at higher levels
 /// the backend may move floating-point operations across the checks). Debug info should be stripped first.
 pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentError> {
+    target_machine(module)?
+        .write_to_file(module, FileType::Object, path)
+        .map_err(|e| InstrumentError::Codegen(e.to_string().trim_end().to_string()))
+}
+
+/// The native target machine at `-O0` for `module`'s triple.
+fn target_machine(module: &Module<'_>) -> Result<TargetMachine, InstrumentError> {
     static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
     INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
         .clone()
@@ -673,7 +769,7 @@ pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentErr
     } else {
         "generic".into()
     };
-    let machine = target
+    target
         .create_target_machine(
             &triple,
             &cpu,
@@ -687,10 +783,7 @@ pub fn emit_object(module: &Module<'_>, path: &Path) -> Result<(), InstrumentErr
                 "no target machine for {}",
                 triple.as_str().to_string_lossy()
             ))
-        })?;
-    machine
-        .write_to_file(module, FileType::Object, path)
-        .map_err(|e| InstrumentError::Codegen(e.to_string().trim_end().to_string()))
+        })
 }
 
 /// Strips debug info and verifies the module before code generation.

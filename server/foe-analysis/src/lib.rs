@@ -20,6 +20,7 @@ pub mod process;
 pub mod report;
 pub mod rng;
 pub mod round;
+pub mod sandbox;
 pub mod search;
 pub mod solve;
 pub mod sym;

@@ -1,19 +1,12 @@
-//! The one place that spawns processes: every child gets a working directory, a clean environment,
-//! a time limit, and (for user code) resource limits and no core dumps.
+//! The one place that spawns processes: every child gets a working directory, a clean environment, a time
+//! limit and a parent-death signal (it ends when foe does); user code runs in the sandbox of [`crate::sandbox`].
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Limits for a child that runs the user's code.
-#[derive(Debug, Clone, Copy)]
-pub struct SandboxLimits {
-    /// Address-space limit in MiB.
-    pub memory_mib: u64,
-    /// CPU-seconds limit (a backstop behind the wall-clock limits of the caller).
-    pub cpu_seconds: u64,
-}
+pub use crate::sandbox::{Layers, SandboxLimits};
 
 /// What a finished tool invocation produced.
 #[derive(Debug)]
@@ -59,6 +52,7 @@ pub fn run_tool_until(
     })
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
+    die_with_foe(&mut cmd);
     let mut child = cmd.spawn()?;
     if let Some(data) = stdin {
         let mut pipe = child.stdin.take().expect("piped stdin");
@@ -118,34 +112,34 @@ fn wait_until(
     }
 }
 
-/// Spawns a program that runs the user's code: its own process group, no core dumps, memory and CPU limits,
-/// stdin/stdout piped for the batch protocol, stderr discarded.
-pub fn spawn_sandboxed(mut cmd: Command, limits: SandboxLimits) -> std::io::Result<Child> {
+/// Makes the child end (SIGKILL) when foe's spawning thread ends, and not start if foe is already gone.
+fn die_with_foe(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let memory = limits.memory_mib.saturating_mul(1024 * 1024);
-    let cpu = limits.cpu_seconds;
-    // SAFETY: the closure only calls async-signal-safe libc functions between fork and exec.
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            let set = |res, value: u64| {
-                let lim = libc::rlimit {
-                    rlim_cur: value as libc::rlim_t,
-                    rlim_max: value as libc::rlim_t,
-                };
-                libc::setrlimit(res, &lim)
-            };
-            set(libc::RLIMIT_CORE, 0);
-            set(libc::RLIMIT_AS, memory);
-            set(libc::RLIMIT_CPU, cpu);
-            set(libc::RLIMIT_NOFILE, 64);
-            libc::setpgid(0, 0);
-            // die with the parent, so a killed foe leaves no worker behind
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
             Ok(())
         });
     }
-    cmd.spawn()
+}
+
+/// Spawns `exe` (the command `cmd` runs) on the user's code in the sandbox ([`crate::sandbox`]), with `scratch`
+/// as its only writable directory and working directory: stdin/stdout piped for the batch protocol, stderr
+/// discarded. Returns the child (its own process group) and the sandbox layers it got.
+pub fn spawn_sandboxed(
+    mut cmd: Command,
+    exe: &Path,
+    scratch: &Path,
+    limits: SandboxLimits,
+) -> std::io::Result<(Child, Layers)> {
+    cmd.current_dir(scratch)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    crate::sandbox::spawn(cmd, exe, scratch, limits)
 }

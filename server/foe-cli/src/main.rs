@@ -181,6 +181,11 @@ impl Settings {
 fn main() -> ExitCode {
     // Started by the engine to solve one function out of process (libz3 can crash): serve and exit.
     foe_analysis::solve::child::serve_if_child();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if matches!(args.as_slice(), [a] if a == "--version" || a == "-V") {
+        print_version();
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     let lsp = matches!(cli.command, Command::Lsp);
     tracing_subscriber::fmt()
@@ -199,6 +204,18 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The version and the sandbox layers the user's code gets on this machine.
+fn print_version() {
+    let sandbox = match foe_analysis::sandbox::probe() {
+        Ok(layers) => format!(
+            "sandbox of the worker that runs your code:\n{}",
+            layers.describe()
+        ),
+        Err(e) => format!("sandbox: cannot be checked: {e}\n"),
+    };
+    emit(format!("foe {}\n{sandbox}", env!("CARGO_PKG_VERSION")));
 }
 
 /// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would

@@ -114,6 +114,37 @@ impl LspClient {
         writer.flush()
     }
 
+    /// Writes raw bytes to the server (for malformed messages).
+    pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("the server's input is closed"))?;
+        writer.write_all(bytes)?;
+        writer.flush()
+    }
+
+    /// Closes the server's input (end of stream).
+    pub fn close_input(&mut self) {
+        self.writer = None;
+    }
+
+    /// The server process, when the client started one.
+    pub fn child_mut(&mut self) -> Option<&mut Child> {
+        self.child.as_mut()
+    }
+
+    /// The next message that is not a notification or server request: an answer, maybe with a null id.
+    pub fn next_answer(&mut self, timeout: Duration) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let received = self.next(deadline)?;
+            if received.method().is_none() {
+                return Some(received.message);
+            }
+        }
+    }
+
     /// Sends a notification; returns the time it was written.
     pub fn notify(&mut self, method: &str, params: Value) -> std::io::Result<Instant> {
         self.write(&json!({ "jsonrpc": "2.0", "method": method, "params": params }))?;

@@ -15,6 +15,7 @@ pub mod scheduler;
 pub mod server;
 pub mod state;
 pub mod to_proto;
+pub mod transport;
 
 pub use bench::{latency_benchmark, LatencyOptions, LatencyReport};
 
@@ -26,11 +27,13 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp::{LspService, Server};
 
-/// Serves the Language Server Protocol on stdin/stdout until the client exits.
+/// Serves the Language Server Protocol on stdin/stdout until the client exits, its input ends, or foe gets
+/// SIGTERM, SIGINT or SIGHUP; malformed messages are answered and the session goes on ([`transport`]).
 ///
 /// Logs go to stderr (`FOE_LOG` sets the filter, default `warn`). Returns an error when the session ended
 /// without a `shutdown` request (the client died or sent `exit` early), so the process exits with 1 as the
-/// protocol asks.
+/// protocol asks. Analyses still running are cancelled and given a moment to remove their temporary
+/// directories; child processes die with foe in any case (parent-death signal).
 pub fn run_stdio() -> anyhow::Result<()> {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -43,13 +46,20 @@ pub fn run_stdio() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let clean = runtime.block_on(serve(
-        Arc::new(FoeEngine),
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ));
-    // Engine runs still in flight were cancelled by `shutdown`; do not wait long for them.
-    runtime.shutdown_timeout(Duration::from_millis(500));
+    let clean = runtime.block_on(async {
+        let (input, output, transport) = transport::harden(tokio::io::stdin(), tokio::io::stdout());
+        let stop = async {
+            let signal = termination().await;
+            tracing::warn!("ending the session on {signal}");
+        };
+        let clean = serve_until(Arc::new(FoeEngine), input, output, stop).await;
+        // Let the last answers (the `shutdown` reply) reach the client.
+        let _ = tokio::time::timeout(Duration::from_millis(200), transport).await;
+        clean
+    });
+    // Engine runs still in flight were cancelled when the session ended: they stop at their next check and
+    // remove their temporary directories; do not wait long for them.
+    runtime.shutdown_timeout(Duration::from_secs(3));
     if clean {
         Ok(())
     } else {
@@ -59,6 +69,20 @@ pub fn run_stdio() -> anyhow::Result<()> {
 
 /// Serves one session over any byte streams; returns whether it ended after a `shutdown` request.
 pub async fn serve<I, O>(engine: Arc<dyn Engine>, input: I, output: O) -> bool
+where
+    I: AsyncRead + Unpin,
+    O: AsyncWrite,
+{
+    serve_until(engine, input, output, std::future::pending()).await
+}
+
+/// [`serve`], also ending the session (as the end of input does) when `stop` resolves.
+pub async fn serve_until<I, O>(
+    engine: Arc<dyn Engine>,
+    input: I,
+    output: O,
+    stop: impl std::future::Future<Output = ()>,
+) -> bool
 where
     I: AsyncRead + Unpin,
     O: AsyncWrite,
@@ -86,10 +110,31 @@ where
     tokio::select! {
         _ = server => {}
         _ = exited.notified() => {}
+        _ = stop => {}
     }
-    state
-        .get()
-        .is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
+    let state = state.get();
+    if let Some(s) = state {
+        // `exit` without `shutdown`, or the end of input: stop every analysis now.
+        s.cancel_all();
+    }
+    state.is_some_and(|s: &Arc<state::State>| s.shutting_down.load(Ordering::SeqCst))
+}
+
+/// Resolves with the signal's name when foe is asked to terminate.
+async fn termination() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
+    }
 }
 
 /// Passes requests through to the service and signals when `exit` has been handled.

@@ -408,3 +408,90 @@ fn runner_can_move_to_another_thread() {
     send::<Runner>();
     send::<PairOutcome>();
 }
+
+/// Fake workers that speak the protocol wrongly, as code in the worker could: every one is an error on the
+/// function, in bounded time, without a panic or unbounded memory.
+#[test]
+fn forged_and_flooded_replies_are_errors() {
+    const FAKE: &str = r#"
+#include <stdint.h>
+#include <unistd.h>
+struct rec { uint32_t input; uint8_t build, status; uint16_t flags; uint32_t detail, nevents; uint64_t ret; };
+static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents) {
+  struct rec r = {input, build, 0, 0, detail, nevents, 0};
+  write(1, &r, sizeof r);
+}
+int main(void) {
+  put(0xffffffffu, 0xff, 1, 0);
+  char req[64];
+  read(0, req, sizeof req);
+#if MODE == 1
+  put(0, 0, 0, 0xffffffffu);
+  static char junk[1 << 16];
+  for (;;) write(1, junk, sizeof junk);
+#elif MODE == 2
+  put(7, 0, 0, 0);
+#elif MODE == 3
+  put(0, 0, 0, 0); put(0, 1, 0, 0); put(1, 0, 0, 0); put(1, 1, 0, 0);
+#elif MODE == 4
+  for (;;) put(0xffffffffu, 0xff, 1, 0);
+#elif MODE == 5
+  for (;;) { write(1, "x", 1); usleep(50000); }
+#elif MODE == 6
+  uint32_t events[2] = {0xfffffff9u, 0x12345u};
+  put(0, 0, 0, 2);
+  write(1, events, sizeof events);
+  put(0, 1, 0, 0);
+  put(1, 0xff, 0, 0);
+#endif
+  pause();
+  return 0;
+}
+"#;
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 100,
+        ..AnalysisConfig::default()
+    };
+    let (mut r, _) = runner("double f(double x) { return x * 2; }", &cfg);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fake.c"), FAKE).unwrap();
+    let cases = [
+        (1, "claims 4294967295 events"),
+        (2, "unexpected record"),
+        (3, "unexpected record"),
+        (4, "second hello"),
+        (5, "trickle"),
+        (6, "names no plain-build site"),
+    ];
+    for (mode, expected) in cases {
+        let exe = dir.path().join(format!("fake{mode}"));
+        let mut cmd = crate::process::command(&cfg.clang, dir.path());
+        cmd.arg(format!("-DMODE={mode}"))
+            .arg("fake.c")
+            .arg("-o")
+            .arg(&exe);
+        let out = crate::process::run_tool(cmd, None, Duration::from_secs(60)).unwrap();
+        assert_eq!(out.status, Some(0), "{}", out.stderr);
+        r.worker = None;
+        r.exe = exe;
+        let started = Instant::now();
+        let result = r.run_raw("f", &[f64s(&[1.0])]);
+        if expected == "trickle" {
+            // A record that never completes is a stuck worker: the run times out (or fails), never returns.
+            if let Ok(pairs) = &result {
+                assert!(
+                    pairs.iter().all(|p| !p.p.returned() && !p.pp.returned()),
+                    "{pairs:?}"
+                );
+            }
+        } else {
+            let err = result.expect_err("a forged reply is an error").to_string();
+            assert!(err.contains(expected), "mode {mode}: {err}");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "mode {mode} took {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -1,6 +1,11 @@
 //! The worker process and its binary protocol (see `runtime/foe_runtime.h`): sending batches, reading
 //! records with a stall deadline, and restarting after a crash, time-out or unexplained death so the rest
 //! of the batch still runs.
+//!
+//! The worker runs the user's code, so its replies are untrusted input: a record holds at most the runtime's
+//! trace capacity of events, every record must be the next one expected (input and build), each must arrive
+//! within the stall limit (a trickle of bytes does not keep a record alive), the hello comes once, and anything
+//! else ends the batch with an error on that function, never a panic and never unbounded memory.
 
 use super::{ExecError, RawEnd, RawPair, RawRun};
 use crate::process::{self, SandboxLimits};
@@ -27,6 +32,8 @@ const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 1;
 const RECORD_BYTES: usize = 24;
+/// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
+pub const MAX_EVENTS: usize = 4096;
 /// Most argument words sent in one batch (4 MiB); bounds the worker's input buffer.
 const MAX_BATCH_WORDS: usize = 1 << 19;
 /// A worker older than this is replaced before the next batch (its CPU-time limit is cumulative).
@@ -83,12 +90,14 @@ enum Reply {
 
 impl Worker {
     pub fn spawn(exe: &Path, dir: &Path, limits: &ExecLimits) -> Result<Worker, ExecError> {
-        let cmd = process::command(exe, dir);
+        let scratch = dir.join("scratch");
+        std::fs::create_dir_all(&scratch)?;
+        let cmd = process::command(exe, &scratch);
         let sandbox = SandboxLimits {
             memory_mib: limits.memory_mib,
             cpu_seconds: WORKER_CPU_SECONDS,
         };
-        let mut child = process::spawn_sandboxed(cmd, sandbox)
+        let (mut child, _layers) = process::spawn_sandboxed(cmd, exe, &scratch, sandbox)
             .map_err(|e| ExecError::Worker(format!("cannot start the worker: {e}")))?;
         let stdin = child
             .stdin
@@ -140,13 +149,14 @@ impl Worker {
         self.stdin.flush()
     }
 
-    /// The next record, waiting at most `stall` for each chunk of bytes.
+    /// The next record, which must be complete within `stall`.
     fn next(&mut self, stall: Duration) -> Result<Reply, ExecError> {
+        let deadline = Instant::now() + stall;
         loop {
-            if let Some(rec) = self.parse() {
+            if let Some(rec) = self.parse()? {
                 return Ok(Reply::Record(rec));
             }
-            match self.fill(stall)? {
+            match self.fill(deadline)? {
                 Fill::Data => {}
                 Fill::Eof => return Ok(Reply::Gone { stalled: false }),
                 Fill::Stalled => return Ok(Reply::Gone { stalled: true }),
@@ -154,16 +164,22 @@ impl Worker {
         }
     }
 
-    fn parse(&mut self) -> Option<Record> {
+    fn parse(&mut self) -> Result<Option<Record>, ExecError> {
         let avail = &self.buf[self.start..];
         if avail.len() < RECORD_BYTES {
-            return None;
+            return Ok(None);
         }
-        let u32_at = |o: usize| u32::from_le_bytes(avail[o..o + 4].try_into().expect("4 bytes"));
+        let u32_at =
+            |o: usize| u32::from_le_bytes([avail[o], avail[o + 1], avail[o + 2], avail[o + 3]]);
         let nevents = u32_at(12) as usize;
+        if nevents > MAX_EVENTS {
+            return Err(ExecError::Worker(format!(
+                "malformed reply: a record claims {nevents} events (at most {MAX_EVENTS})"
+            )));
+        }
         let total = RECORD_BYTES + nevents * 4;
         if avail.len() < total {
-            return None;
+            return Ok(None);
         }
         let events = (0..nevents).map(|i| u32_at(RECORD_BYTES + 4 * i)).collect();
         let rec = Record {
@@ -172,7 +188,10 @@ impl Worker {
             status: avail[5],
             flags: u16::from_le_bytes([avail[6], avail[7]]),
             detail: u32_at(8),
-            ret: u64::from_le_bytes(avail[16..24].try_into().expect("8 bytes")),
+            ret: u64::from_le_bytes([
+                avail[16], avail[17], avail[18], avail[19], avail[20], avail[21], avail[22],
+                avail[23],
+            ]),
             events,
         };
         self.start += total;
@@ -180,15 +199,16 @@ impl Worker {
             self.buf.clear();
             self.start = 0;
         }
-        Some(rec)
+        Ok(Some(rec))
     }
 
-    fn fill(&mut self, stall: Duration) -> Result<Fill, ExecError> {
+    /// Reads what the worker sent until `deadline`. The buffer holds at most one partial record (bounded by
+    /// [`MAX_EVENTS`]) plus one read.
+    fn fill(&mut self, deadline: Instant) -> Result<Fill, ExecError> {
         if self.start > 0 && self.start * 2 > self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        let deadline = Instant::now() + stall;
         let fd = self.stdout.as_raw_fd();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -302,9 +322,22 @@ pub fn run_batches(
         // A failed send means the worker died; its replies (maybe a hello) and its end are read below.
         let _ = worker_mut(slot).send(header, &words[next.0 * nargs..end * nargs]);
         loop {
-            match worker_mut(slot).next(stall)? {
+            let reply = match worker_mut(slot).next(stall) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    kill(slot);
+                    return Err(e);
+                }
+            };
+            match reply {
                 Reply::Record(rec) if rec.build == BUILD_DONE => {
                     if rec.input == HELLO_INPUT && rec.status == STATUS_RETURNED {
+                        if worker_mut(slot).greeted {
+                            kill(slot);
+                            return Err(ExecError::Worker(
+                                "malformed reply: a second hello".into(),
+                            ));
+                        }
                         if rec.detail != PROTOCOL_VERSION {
                             return Err(ExecError::Worker(format!(
                                 "the worker speaks protocol {} instead of {PROTOCOL_VERSION}",
@@ -328,7 +361,13 @@ pub fn run_batches(
                     break;
                 }
                 Reply::Record(rec) => {
-                    if rec.input as usize != next.0 || rec.build != next.1 {
+                    if !worker_mut(slot).greeted {
+                        kill(slot);
+                        return Err(ExecError::Worker(
+                            "malformed reply: a record before the hello".into(),
+                        ));
+                    }
+                    if next.0 >= end || rec.input as usize != next.0 || rec.build != next.1 {
                         kill(slot);
                         return Err(ExecError::Worker(format!(
                             "unexpected record for input {} build {} (expected {} build {})",

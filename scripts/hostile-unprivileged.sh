@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the hostile suite (tests/tests/hostile_*.rs) again as an unprivileged user: the worker's sandbox must
+# hold without root. As root the tests run as `nobody` (setpriv, util-linux); run by another user, as that user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+tests=$(cargo test -p foe-e2e --no-run --test hostile_sandbox --test hostile_files --test hostile_lsp 2>&1 |
+  sed -n 's/.*Executable .*(\(.*\))$/\1/p')
+run=()
+who=$(id -un)
+if [ "$(id -u)" = 0 ]; then
+  run=(setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp)
+  who=nobody
+fi
+status=0
+for test in $tests; do
+  echo "== $test as $who"
+  # The 200-analysis test already ran as root; it says nothing new about privileges.
+  (cd /tmp && "${run[@]}" "$root/$test" --test-threads=1 --skip two_hundred 2>&1 | grep -E '^test |test result') || status=1
+done
+exit $status

@@ -16,13 +16,14 @@ mod tests;
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
+pub use calls::runs_natively;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::OptimizationLevel;
 use llvm::{LLVMOpcode, LLVMTypeKind, Val};
 pub use memory::{PointeeSlot, PointeeTable, Pointees};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 /// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
@@ -85,6 +86,8 @@ pub struct Modelled {
     pub queries: Vec<Query>,
     /// Paths that stopped at a memory access with a symbolic index (not followed further).
     pub symbolic_index_stops: usize,
+    /// Other paths that ended early, by reason (`a call to `gsl_error``): what they did before is modelled.
+    pub path_stops: BTreeMap<String, usize>,
 }
 
 /// Both builds of a function modelled over the same inputs.
@@ -98,6 +101,8 @@ pub struct ModelledPair {
     pub unmodelled_reads: Vec<String>,
     /// Paths of either build that stopped at a memory access with a symbolic index.
     pub symbolic_index_stops: usize,
+    /// Paths of either build that ended early, by reason (calls foe does not run, values it cannot follow).
+    pub path_stops: BTreeMap<String, usize>,
 }
 
 /// Models P and P' of `sig`: a value either build reads through a pointer parameter before writing it becomes
@@ -114,7 +119,12 @@ pub fn model_pair(
     let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees)
         .map_err(|r| format!("cannot model the fast-math build: {r}"))?;
     let table = pointees.borrow();
+    let mut path_stops = p.path_stops;
+    for (reason, n) in pp.path_stops {
+        *path_stops.entry(reason).or_default() += n;
+    }
     Ok(ModelledPair {
+        path_stops,
         signature: with_pointee_params(sig, &table.slots),
         p: p.queries,
         pp: pp.queries,
@@ -184,6 +194,7 @@ pub fn model_function(
     Ok(Modelled {
         queries: executor.queries,
         symbolic_index_stops: executor.symbolic_index_stops,
+        path_stops: executor.path_stops,
     })
 }
 

@@ -286,6 +286,9 @@ pub fn analyse(
                     );
                     notes = join_reason(&notes, &note);
                 }
+                if !modelled.path_stops.is_empty() {
+                    notes = join_reason(&notes, &path_stops_note(&modelled.path_stops));
+                }
                 let mut info = info;
                 info.signature = modelled.signature;
                 pending.push(Pending {
@@ -412,6 +415,14 @@ pub fn analyse(
                             );
                             report.reason = join_reason(&report.reason, &note);
                         }
+                        if found.stopped > 0 {
+                            let first = found.first_stop.as_deref().unwrap_or("stopped");
+                            let note = format!(
+                                "{} executions stopped at a call foe does not run (first: {first})",
+                                found.stopped
+                            );
+                            report.reason = join_reason(&report.reason, &note);
+                        }
                         if found.timed_out > 0 {
                             let stopped = if found.stopped_early {
                                 "; search stopped early"
@@ -449,6 +460,17 @@ pub fn analyse(
         flags_p_prime: config.flags_p_prime.clone(),
         ftz_p_prime: config.p_prime_ftz(),
     })
+}
+
+/// `paths stop at a call to `gsl_error` (2), ...`: where the model ended paths early, most frequent first.
+fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
+    let mut by_count: Vec<(&String, &usize)> = stops.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let list: Vec<String> = by_count
+        .iter()
+        .map(|(reason, n)| format!("{reason} ({n})"))
+        .collect();
+    format!("paths stop (not followed further) at {}", list.join(", "))
 }
 
 fn join_reason(a: &str, b: &str) -> String {

@@ -899,6 +899,35 @@ declare double @llvm.sqrt.f64(double)
     }
 
     #[test]
+    fn calls_foe_does_not_run_are_replaced_by_stops() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(
+            &ctx,
+            r#"
+define double @f(double %x) {
+  %a = call double @exp(double %x)
+  %b = call double @gsl_error(double %a)
+  %c = fadd double %b, 1.0
+  ret double %c
+}
+declare double @exp(double)
+declare double @gsl_error(double)
+"#,
+            "t",
+        )
+        .unwrap();
+        let mut sites = SiteTable::default();
+        assert_eq!(replace_stopping_calls(&m, Build::P, &mut sites).unwrap(), 1);
+        assert_eq!(sites.stop(0).map(|s| s.callee.as_str()), Some("gsl_error"));
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        assert!(text.contains("call double @exp(double %x)"), "{text}");
+        assert!(!text.contains("call double @gsl_error"), "{text}");
+        assert!(text.contains("call void @__foe_stop(i32 0)"), "{text}");
+        assert!(text.contains("fadd double undef, 1.0"), "{text}");
+    }
+
+    #[test]
     fn prefixes_definitions_and_builds_entries() {
         let ctx = Context::create();
         let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();

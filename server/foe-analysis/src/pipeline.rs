@@ -462,7 +462,7 @@ pub fn analyse(
     })
 }
 
-/// `paths stop at a call to `gsl_error` (2), ...`: where the model ended paths early, most frequent first.
+/// `paths not followed further: a call to `gsl_error` (2), ...`: where the model ended paths early, most frequent first.
 fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
     let mut by_count: Vec<(&String, &usize)> = stops.iter().collect();
     by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -470,7 +470,7 @@ fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
         .iter()
         .map(|(reason, n)| format!("{reason} ({n})"))
         .collect();
-    format!("paths stop (not followed further) at {}", list.join(", "))
+    format!("paths not followed further: {}", list.join(", "))
 }
 
 fn join_reason(a: &str, b: &str) -> String {

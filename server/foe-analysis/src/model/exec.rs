@@ -357,7 +357,7 @@ impl<'m> Executor<'m> {
             let x = v.const_fp();
             if !x.is_finite() {
                 // Comparisons with an infinity or NaN are decided without it (see `fcmp_constant`).
-                return Err(path_stop("computes with an infinity or NaN"));
+                return Err(path_stop("a computation with an infinity or NaN"));
             }
             return Ok(Value::Real {
                 e: sym::real_f64(x),
@@ -1512,14 +1512,10 @@ fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
             let v = match (sym::const_i64(&e), fmt) {
                 (Some(b), FloatFormat::Double) => f64::from_bits(b as u64),
                 (Some(b), FloatFormat::Single) => f32::from_bits(b as u32) as f64,
-                (None, _) => {
-                    return Err(path_stop(
-                        "reinterprets computed bits as a floating-point value",
-                    ))
-                }
+                (None, _) => return Err(path_stop("computed bits read as a floating-point value")),
             };
             if !v.is_finite() {
-                return Err(path_stop("builds an infinity or NaN from its bits"));
+                return Err(path_stop("an infinity or NaN built from its bits"));
             }
             Ok(Value::Real {
                 e: sym::real_f64(v),

@@ -567,7 +567,7 @@ fn bit_tests_on_a_double_are_modelled() {
     assert!(!m.p.is_empty());
     assert!(
         m.path_stops
-            .contains_key("reinterprets computed bits as a floating-point value"),
+            .contains_key("computed bits read as a floating-point value"),
         "{:?}",
         m.path_stops
     );

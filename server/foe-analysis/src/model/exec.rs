@@ -353,7 +353,8 @@ impl<'m> Executor<'m> {
             return Ok(Value::Poison);
         }
         if v.is_constant_fp() {
-            let fmt = fp_format(ty).ok_or_else(|| format!("uses the `{}` type", ty.text()))?;
+            let fmt =
+                fp_format(ty).ok_or_else(|| path_stop(format!("a `{}` constant", ty.text())))?;
             let x = v.const_fp();
             if !x.is_finite() {
                 // Comparisons with an infinity or NaN are decided without it (see `fcmp_constant`).
@@ -450,6 +451,9 @@ impl<'m> Executor<'m> {
         };
         frame.next = inst.next_instruction();
         let opcode = inst.opcode().ok_or("internal: not an instruction")?;
+        if uses_long_double(inst) {
+            return Err(path_stop("`long double` arithmetic"));
+        }
         self.at = At {
             operation: opcode_name(opcode).to_string(),
             loc: inst
@@ -1235,6 +1239,19 @@ fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, String> {
         LLVMRealOLE | LLVMRealULE => sym::le(x, y),
     };
     Ok(Value::Bool(c))
+}
+
+/// Whether `inst` produces or reads an x86 `long double` (not modelled: the path ends there; the worker runs it).
+fn uses_long_double(inst: Val<'_>) -> bool {
+    let is_fp80 = |t: Ty<'_>| {
+        let t = if t.kind() == LLVMTypeKind::LLVMVectorTypeKind {
+            t.element()
+        } else {
+            t
+        };
+        t.kind() == LLVMTypeKind::LLVMX86_FP80TypeKind
+    };
+    is_fp80(inst.ty()) || (0..inst.num_operands()).any(|i| inst.operand(i).is_some_and(|o| is_fp80(o.ty())))
 }
 
 /// The operand (0 or 1) of an `fcmp` that is an infinite or NaN constant, and its value.

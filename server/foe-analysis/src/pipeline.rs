@@ -182,6 +182,8 @@ pub fn analyse(
     progress.phase(Phase::Compile, "compiling P and P'");
     let started = Instant::now();
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    // Functions and globals of other units of the compilation database, linked in as the program links them.
+    let (pair, linked) = crate::project::link_units(pair, request.path, request.config);
     timings.insert("compile".to_string(), ms(started));
     cancel.check()?;
 
@@ -191,7 +193,14 @@ pub fn analyse(
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let pp_module =
         ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
-    let described = ir::describe_functions(&p_module, &pair.p_ll);
+    let mut described = ir::describe_functions(&p_module, &pair.p_ll);
+    described.retain(|entry| {
+        let name = match entry {
+            Ok(info) => &info.signature.name,
+            Err((name, _)) => name,
+        };
+        !linked.functions.contains(name)
+    });
 
     let mut reports: Vec<Option<FunctionReport>> = vec![None; described.len()];
     let mut to_model: Vec<(usize, FunctionInfo, String, Domain)> = Vec::new();
@@ -580,6 +589,7 @@ pub fn replay(
 ) -> Result<ReplayReport, AnalysisError> {
     let config = effective_config(request);
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    let (pair, _) = crate::project::link_units(pair, request.path, request.config);
     let context = Context::create();
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let sig = ir::describe_functions(&p_module, &pair.p_ll)

@@ -431,7 +431,7 @@ impl<'m> Executor<'m> {
         }
         let init = g
             .initializer()
-            .ok_or_else(|| format!("reads the external global `{}`", g.name()))?;
+            .ok_or_else(|| path_stop(format!("a read of the external global `{}`", g.name())))?;
         let p = st
             .memory
             .new_region(Fill::Zero, &format!("global `{}`", g.name()));
@@ -1251,7 +1251,8 @@ fn uses_long_double(inst: Val<'_>) -> bool {
         };
         t.kind() == LLVMTypeKind::LLVMX86_FP80TypeKind
     };
-    is_fp80(inst.ty()) || (0..inst.num_operands()).any(|i| inst.operand(i).is_some_and(|o| is_fp80(o.ty())))
+    is_fp80(inst.ty())
+        || (0..inst.num_operands()).any(|i| inst.operand(i).is_some_and(|o| is_fp80(o.ty())))
 }
 
 /// The operand (0 or 1) of an `fcmp` that is an infinite or NaN constant, and its value.

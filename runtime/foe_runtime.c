@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,6 +153,18 @@ void __foe_undefined(uint32_t index) {
     _exit(77);
 }
 
+/* ---- stops: a call foe does not execute returns control to foe_run_one ---- */
+
+static jmp_buf g_stop_jump;
+static volatile uint32_t g_stop_index;
+
+void __foe_stop(uint32_t stop) {
+    if (!g_running)
+        _exit(78); /* a stop outside a run: the driver itself is broken */
+    g_stop_index = stop;
+    longjmp(g_stop_jump, 1);
+}
+
 static void foe_on_crash(int sig) {
     if (g_running)
         foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);
@@ -259,6 +272,14 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_cur_build = build;
     g_seq++;
     foe_set_mode(ftz);
+    if (setjmp(g_stop_jump) != 0) {
+        /* __foe_stop: the trace up to the stopping call is complete. */
+        g_running = 0;
+        foe_emit(input, build, FOE_STATUS_STOPPED, g_stop_index, 0);
+        if (flush_each || g_flush_requested)
+            foe_flush();
+        return;
+    }
     g_running = 1;
     __asm__ volatile("" ::: "memory");
     uint64_t ret = entry(args);

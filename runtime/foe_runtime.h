@@ -21,6 +21,11 @@ void __foe_check(uint32_t site);
  * list of such functions); ends the execution. */
 void __foe_undefined(uint32_t index) __attribute__((noreturn));
 
+/* Replaces, in the instrumented builds, every call foe does not execute (a function without a definition that
+ * is neither libm nor a modelled C library function: error reporters, I/O, allocation, exit). Records the stop
+ * (index into foe's list of such calls) and returns to the batch driver: the run ends cleanly there. */
+void __foe_stop(uint32_t stop) __attribute__((noreturn));
+
 /* Generated per analysed function and build: reads the argument bits, calls the build's function,
  * returns the result bits (double/float bit pattern, sign- or zero-extended integer, 0 for void). */
 typedef uint64_t (*foe_entry_fn)(const uint64_t *args);
@@ -66,6 +71,7 @@ struct foe_batch_header {
 #define FOE_STATUS_EXITED 3u    /* the code called exit(); detail = status */
 #define FOE_STATUS_ERROR 4u     /* protocol error; detail = reason code */
 #define FOE_STATUS_UNDEFINED 5u /* the code called a function the file does not define; detail = its stub index */
+#define FOE_STATUS_STOPPED 6u   /* the run reached a call foe does not execute; detail = its stop index */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
 

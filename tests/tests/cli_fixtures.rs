@@ -84,11 +84,11 @@ fn check_fixture(path: &Path) -> Vec<String> {
     let mut problems = Vec::new();
     let text = std::fs::read_to_string(path).unwrap();
     let expected = expectations(&text);
+    // Fixtures of the repository by their relative path; an instantiated copy (the project) by its own.
     let rel = path
         .strip_prefix(repo_root())
-        .unwrap()
-        .to_string_lossy()
-        .into_owned();
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| path.display().to_string());
     // Expectations are about what is found, not how fast: a generous solver limit and time budgets keep them
     // independent of the machine's speed and load (the defaults are measured by `foe bench`).
     let out = foe(&[
@@ -231,4 +231,53 @@ fn robustness_fixtures_meet_their_expectations() {
 #[test]
 fn paper_fixtures_meet_their_expectations() {
     check_dir("bench");
+}
+
+/// Copies `from` (a directory tree) to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The multi-file project: its compilation database is instantiated for a copy (entries need absolute
+/// directories), and `main.c` is checked against its expectations: the function, the global and the error
+/// reporter of `lib.c` are linked in (compiled with lib.c's own flags), so `main.c`'s functions are analysed
+/// through them and every divergence replays.
+#[test]
+fn project_fixture_links_the_units_it_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    copy_tree(&repo_root().join("fixtures").join("project"), &root);
+    let template = std::fs::read_to_string(root.join("compile_commands.json.template")).unwrap();
+    let db = template.replace("@ROOT@", &root.display().to_string());
+    std::fs::write(root.join("compile_commands.json"), db).unwrap();
+    let problems = check_fixture(&root.join("main.c"));
+    assert!(
+        problems.is_empty(),
+        "project fixture expectations failed:\n{}",
+        problems.join("\n")
+    );
+    // lib.c's functions are not reported as main.c's.
+    let out = foe(&[
+        "check",
+        "--format",
+        "json",
+        root.join("main.c").to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = report["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["after_helper", "with_constant", "reports_error"]);
 }

@@ -68,6 +68,8 @@ pub enum RawEnd {
     Exited(i32),
     /// The code called a function the file does not define (index into the runner's stubbed symbols).
     Undefined(u32),
+    /// The run reached a call foe does not execute and stopped there (stop id of the [`SiteTable`]).
+    Stopped(u32),
 }
 
 /// One run as the worker reports it: trace words `(site << 3) | kind`.
@@ -81,6 +83,11 @@ pub struct RawRun {
 impl RawRun {
     pub fn returned(&self) -> bool {
         matches!(self.end, RawEnd::Returned(_))
+    }
+    /// Whether the run returned or stopped cleanly at a call foe does not execute: its trace is complete up to
+    /// there, so it can be compared.
+    pub fn completed(&self) -> bool {
+        matches!(self.end, RawEnd::Returned(_) | RawEnd::Stopped(_))
     }
     /// The trace's exception kind codes ([`ExceptionKind::runtime_code`]).
     pub fn kinds(&self) -> impl Iterator<Item = u8> + '_ {
@@ -170,6 +177,8 @@ impl Runner {
             let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
             instrument::isolate_user_code(&p);
             instrument::isolate_user_code(&pp);
+            instrument::replace_stopping_calls(&p, Build::P, &mut sites)?;
+            instrument::replace_stopping_calls(&pp, Build::PPrime, &mut sites)?;
             instrument::instrument_module(&p, Build::P, &mut sites)?;
             instrument::instrument_module(&pp, Build::PPrime, &mut sites)?;
             instrument::prefix_symbols(&p, Build::P);
@@ -388,6 +397,18 @@ impl Runner {
                 signal: 0,
                 name: format!("exit({status})"),
             },
+            RawEnd::Stopped(id) => match self.sites.stop(id) {
+                Some(stop) => RunEnd::Stopped {
+                    callee: stop.callee.clone(),
+                    line: stop.line,
+                    column: stop.column,
+                },
+                None => RunEnd::Stopped {
+                    callee: String::new(),
+                    line: None,
+                    column: None,
+                },
+            },
             RawEnd::Undefined(i) => RunEnd::Crashed {
                 signal: 0,
                 name: match self.undefined.get(i as usize) {
@@ -505,6 +526,18 @@ pub fn describe_end(end: &RunEnd) -> String {
         RunEnd::Returned { value: None } => "returned".into(),
         RunEnd::Crashed { name, .. } => format!("crashed ({name})"),
         RunEnd::TimedOut { limit_ms } => format!("timed out after {limit_ms} ms"),
+        RunEnd::Stopped {
+            callee,
+            line,
+            column,
+        } => {
+            let at = match (line, column) {
+                (Some(l), Some(c)) => format!(" (line {l}:{c})"),
+                (Some(l), None) => format!(" (line {l})"),
+                _ => String::new(),
+            };
+            format!("stopped at `{callee}`{at}")
+        }
     }
 }
 

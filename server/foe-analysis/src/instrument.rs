@@ -22,6 +22,8 @@ use std::path::Path;
 
 /// The runtime function called after every floating-point instruction.
 pub const CHECK_FN: &str = "__foe_check";
+/// The runtime function a call the worker must not execute is replaced by (its operand is the stop id).
+pub const STOP_FN: &str = "__foe_stop";
 /// Metadata kind marking an instrumented instruction (its operand is the site id); makes the pass idempotent.
 pub const SITE_MD: &str = "foe.site";
 /// The generated table of entry points (`[2N x ptr]`, P then P' for each function).
@@ -45,13 +47,29 @@ pub struct Site {
     pub column: Option<u32>,
 }
 
-/// Site id → site, for both builds (ids are unique across them).
+/// A call the worker does not execute (no definition, or I/O, allocation, exit: see
+/// [`crate::model::runs_natively`]); the run stops there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopSite {
+    pub build: Build,
+    /// The function called.
+    pub callee: String,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+}
+
+/// Site id → site, for both builds (ids are unique across them), and stop id → stopping call.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SiteTable {
     sites: Vec<Site>,
+    stops: Vec<StopSite>,
 }
 
 impl SiteTable {
+    /// The stopping call of a stop id.
+    pub fn stop(&self, id: u32) -> Option<&StopSite> {
+        self.stops.get(id as usize)
+    }
     pub fn get(&self, id: u32) -> Option<&Site> {
         self.sites.get(id as usize)
     }
@@ -177,6 +195,113 @@ pub fn instrument_module(
         }
     }
     Ok(inserted)
+}
+
+/// Replaces every call of a function defined in `module` to a declared function the worker must not execute
+/// ([`crate::model::runs_natively`]) by `call void @__foe_stop(i32 stop)`, which ends the run there; the call's
+/// result, never reached, becomes undefined. Returns the number of calls replaced.
+pub fn replace_stopping_calls(
+    module: &Module<'_>,
+    build: Build,
+    sites: &mut SiteTable,
+) -> Result<usize, InstrumentError> {
+    let ctx = module.get_context();
+    let i32t = ctx.i32_type();
+    let stop = match module.get_function(STOP_FN) {
+        Some(f) => f,
+        None => {
+            let f = module.add_function(
+                STOP_FN,
+                ctx.void_type().fn_type(&[i32t.into()], false),
+                None,
+            );
+            for attr in ["nounwind", "noreturn"] {
+                let id = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
+                f.add_attribute(
+                    inkwell::attributes::AttributeLoc::Function,
+                    ctx.create_enum_attribute(id, 0),
+                );
+            }
+            f
+        }
+    };
+    let builder = ctx.create_builder();
+    let mut replaced = 0;
+    for function in module.get_functions() {
+        let fname = function.get_name().to_string_lossy().into_owned();
+        if function.count_basic_blocks() == 0 || fname.starts_with("__foe") {
+            continue;
+        }
+        let mut targets = Vec::new();
+        for block in function.get_basic_block_iter() {
+            for inst in block.get_instructions() {
+                if inst.get_opcode() != InstructionOpcode::Call {
+                    continue;
+                }
+                let Some(callee) = CallSiteValue::try_from(inst)
+                    .ok()
+                    .and_then(|c| c.get_called_fn_value())
+                else {
+                    continue;
+                };
+                let name = callee.get_name().to_string_lossy().into_owned();
+                if callee.count_basic_blocks() == 0 && !crate::model::runs_natively(&name) {
+                    targets.push((inst, name));
+                }
+            }
+        }
+        for (inst, callee) in targets {
+            let loc = source_position(inst);
+            let id = sites.stops.len() as u32;
+            sites.stops.push(StopSite {
+                build,
+                callee,
+                line: loc.map(|l| l.0),
+                column: loc.map(|l| l.1).filter(|&c| c > 0),
+            });
+            builder.position_before(&inst);
+            builder
+                .build_call(stop, &[i32t.const_int(id as u64, false).into()], "")
+                .map_err(builder_error(format!("the stop in {fname}")))?;
+            if replace_with_undef(inst) {
+                inst.erase_from_basic_block();
+            }
+            replaced += 1;
+        }
+    }
+    Ok(replaced)
+}
+
+/// Replaces the uses of a call's result by `undef`; false (the call stays, unreachable after the stop) for a
+/// result type inkwell cannot replace.
+fn replace_with_undef(call: InstructionValue<'_>) -> bool {
+    let Ok(site) = CallSiteValue::try_from(call) else {
+        return false;
+    };
+    match site.try_as_basic_value().basic() {
+        None => true,
+        Some(BasicValueEnum::FloatValue(v)) => {
+            v.replace_all_uses_with(v.get_type().get_undef());
+            true
+        }
+        Some(BasicValueEnum::IntValue(v)) => {
+            v.replace_all_uses_with(v.get_type().get_undef());
+            true
+        }
+        Some(BasicValueEnum::PointerValue(v)) => {
+            v.replace_all_uses_with(v.get_type().get_undef());
+            true
+        }
+        Some(BasicValueEnum::StructValue(v)) => {
+            v.replace_all_uses_with(v.get_type().get_undef());
+            true
+        }
+        Some(BasicValueEnum::ArrayValue(v)) => {
+            v.replace_all_uses_with(v.get_type().get_undef());
+            true
+        }
+        Some(_) => false,
+    }
 }
 
 /// The instruction's line and column (column 0 when unknown); when the optimiser dropped its location (it does
@@ -864,6 +989,35 @@ declare double @llvm.sqrt.f64(double)
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn calls_foe_does_not_run_are_replaced_by_stops() {
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(
+            &ctx,
+            r#"
+define double @f(double %x) {
+  %a = call double @exp(double %x)
+  %b = call double @gsl_error(double %a)
+  %c = fadd double %b, 1.0
+  ret double %c
+}
+declare double @exp(double)
+declare double @gsl_error(double)
+"#,
+            "t",
+        )
+        .unwrap();
+        let mut sites = SiteTable::default();
+        assert_eq!(replace_stopping_calls(&m, Build::P, &mut sites).unwrap(), 1);
+        assert_eq!(sites.stop(0).map(|s| s.callee.as_str()), Some("gsl_error"));
+        m.verify().unwrap();
+        let text = m.print_to_string().to_string();
+        assert!(text.contains("call double @exp(double %x)"), "{text}");
+        assert!(!text.contains("call double @gsl_error"), "{text}");
+        assert!(text.contains("call void @__foe_stop(i32 0)"), "{text}");
+        assert!(text.contains("fadd double undef, 1.0"), "{text}");
     }
 
     #[test]

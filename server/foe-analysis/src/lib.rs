@@ -17,6 +17,7 @@ pub mod ir;
 pub mod model;
 pub mod pipeline;
 pub mod process;
+pub mod project;
 pub mod report;
 pub mod rng;
 pub mod round;

@@ -16,13 +16,14 @@ mod tests;
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
+pub use calls::runs_natively;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
 use inkwell::OptimizationLevel;
 use llvm::{LLVMOpcode, LLVMTypeKind, Val};
 pub use memory::{PointeeSlot, PointeeTable, Pointees};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 /// One exception condition of one FP operation on one path, as plain data (Send + Sync + Hash + Eq).
@@ -90,6 +91,8 @@ pub struct Modelled {
     pub cut_short: bool,
     /// Whether the deadline stopped exploration.
     pub out_of_time: bool,
+    /// Other paths that ended early, by reason (`a call to `gsl_error``): what they did before is modelled.
+    pub path_stops: BTreeMap<String, usize>,
 }
 
 /// Both builds of a function modelled over the same inputs.
@@ -107,6 +110,8 @@ pub struct ModelledPair {
     pub cut_short: bool,
     /// Whether the deadline stopped either build's exploration.
     pub out_of_time: bool,
+    /// Paths of either build that ended early, by reason (calls foe does not run, values it cannot follow).
+    pub path_stops: BTreeMap<String, usize>,
 }
 
 /// Models P and P' of `sig`: a value either build reads through a pointer parameter before writing it becomes
@@ -129,7 +134,12 @@ pub fn model_pair(
     let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees, deadline)
         .map_err(|r| format!("cannot model the fast-math build: {r}"))?;
     let table = pointees.borrow();
+    let mut path_stops = p.path_stops;
+    for (reason, n) in pp.path_stops {
+        *path_stops.entry(reason).or_default() += n;
+    }
     Ok(ModelledPair {
+        path_stops,
         signature: with_pointee_params(sig, &table.slots),
         p: p.queries,
         pp: pp.queries,
@@ -205,6 +215,7 @@ pub fn model_function(
         symbolic_index_stops: executor.symbolic_index_stops,
         cut_short: executor.cut_short,
         out_of_time: executor.out_of_time,
+        path_stops: executor.path_stops,
     })
 }
 
@@ -251,7 +262,8 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
 fn check_type(ty: llvm::Ty<'_>) -> Result<(), String> {
     use LLVMTypeKind::*;
     match ty.kind() {
-        LLVMX86_FP80TypeKind => Err("uses `long double` (x86_fp80)".into()),
+        // `long double` ends the path that computes with it (see `exec::uses_long_double`), so an unused branch
+        // (musl's classification macros keep one at -O0) does not cost the whole function.
         LLVMHalfTypeKind | LLVMBFloatTypeKind | LLVMFP128TypeKind | LLVMPPC_FP128TypeKind => {
             Err(format!("uses the `{}` floating-point type", ty.text()))
         }

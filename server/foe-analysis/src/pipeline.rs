@@ -242,6 +242,8 @@ pub fn analyse(
     progress.phase(Phase::Compile, "compiling P and P'");
     let started = Instant::now();
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    // Functions and globals of other units of the compilation database, linked in as the program links them.
+    let (pair, linked) = crate::project::link_units(pair, request.path, request.config);
     timings.insert("compile".to_string(), ms(started));
     cancel.check()?;
 
@@ -251,7 +253,14 @@ pub fn analyse(
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let pp_module =
         ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
-    let described = ir::describe_functions(&p_module, &pair.p_ll);
+    let mut described = ir::describe_functions(&p_module, &pair.p_ll);
+    described.retain(|entry| {
+        let name = match entry {
+            Ok(info) => &info.signature.name,
+            Err((name, _)) => name,
+        };
+        !linked.functions.contains(name)
+    });
     let budget = Budget::new(&config, total);
     // Functions the fast-math build has no copy of: settled after the others, through the callers holding them.
     let mut inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)> = Vec::new();
@@ -367,6 +376,11 @@ pub fn analyse(
                         "exploration reached its path or step bound; later paths are not modelled"
                             .to_string(),
                     ));
+                }
+                // Paths that end at a call foe does not run are analysed up to the call by design: a note, not a
+                // cut.
+                if !modelled.path_stops.is_empty() {
+                    notes.push((None, path_stops_note(&modelled.path_stops)));
                 }
                 let mut info = info;
                 info.signature = modelled.signature;
@@ -530,6 +544,14 @@ pub fn analyse(
                             );
                             report.reason = join_reason(&report.reason, &note);
                         }
+                        if found.stopped > 0 {
+                            let first = found.first_stop.as_deref().unwrap_or("stopped");
+                            let note = format!(
+                                "{} executions stopped at a call foe does not run (first: {first})",
+                                found.stopped
+                            );
+                            report.reason = join_reason(&report.reason, &note);
+                        }
                         if found.timed_out > 0 {
                             let note = format!(
                                 "{} executions did not return within {} ms",
@@ -585,6 +607,17 @@ pub fn analyse(
         flags_p_prime: config.flags_p_prime.clone(),
         ftz_p_prime: config.p_prime_ftz(),
     })
+}
+
+/// `paths not followed further: a call to `gsl_error` (2), ...`: where the model ended paths early, most frequent first.
+fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
+    let mut by_count: Vec<(&String, &usize)> = stops.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let list: Vec<String> = by_count
+        .iter()
+        .map(|(reason, n)| format!("{reason} ({n})"))
+        .collect();
+    format!("paths not followed further: {}", list.join(", "))
 }
 
 fn join_reason(a: &str, b: &str) -> String {
@@ -796,6 +829,7 @@ pub fn replay(
 ) -> Result<ReplayReport, AnalysisError> {
     let config = effective_config(request);
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    let (pair, _) = crate::project::link_units(pair, request.path, request.config);
     let context = Context::create();
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let sig = ir::describe_functions(&p_module, &pair.p_ll)

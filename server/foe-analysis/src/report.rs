@@ -66,9 +66,23 @@ pub enum DivergenceClass {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum RunEnd {
-    Returned { value: Option<String> },
-    Crashed { signal: i32, name: String },
-    TimedOut { limit_ms: u64 },
+    Returned {
+        value: Option<String>,
+    },
+    Crashed {
+        signal: i32,
+        name: String,
+    },
+    TimedOut {
+        limit_ms: u64,
+    },
+    /// The run reached a call foe does not execute (no definition, I/O, allocation, exit: an error reporter
+    /// such as `gsl_error`) and stopped cleanly there; its trace holds the events before the call.
+    Stopped {
+        callee: String,
+        line: Option<u32>,
+        column: Option<u32>,
+    },
 }
 
 /// An input on which P and P' raise different exception traces, confirmed by running both.

@@ -3,7 +3,10 @@
 //! candidate, plus the exceptions the plain build raises (the Ariadne view).
 //!
 //! Trace comparison follows the paper: a trace is the sequence of exception kinds in the order they are raised;
-//! locations and operations are ignored when comparing (they are kept for reporting).
+//! locations and operations are ignored when comparing (they are kept for reporting). A run that stopped at a
+//! call foe does not execute (`RunEnd::Stopped`) has a complete trace up to the call and is compared like a
+//! run that returned: two runs stopped at the same call compare the events before it, and a run that stopped
+//! against one that returned diverges only if their exception events differ (see ARCHITECTURE.md).
 
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
@@ -31,6 +34,10 @@ pub struct SearchOutcome {
     /// Executions (of either build) that crashed, with the first crash's description.
     pub crashed: usize,
     pub first_crash: Option<String>,
+    /// Executions (of either build) that stopped at a call foe does not execute, with the first one's
+    /// description (`stopped at `gsl_error` (line 12:5)`).
+    pub stopped: usize,
+    pub first_stop: Option<String>,
     /// Whether the search stopped early because too many executions timed out.
     pub stopped_early: bool,
     /// Whether the function's time budget ended the search before every neighbourhood was explored.
@@ -123,6 +130,8 @@ pub fn search(
         first_crash: None,
         deadline,
         out_of_time: false,
+        stopped: 0,
+        first_stop: None,
     };
     for (g, chunk) in cands.chunks(group).enumerate() {
         if state.timed_out >= MAX_TIMEOUTS {
@@ -158,6 +167,8 @@ pub fn search(
         timed_out: state.timed_out,
         crashed: state.crashed,
         first_crash: state.first_crash,
+        stopped: state.stopped,
+        first_stop: state.first_stop,
         stopped_early,
         out_of_time: state.out_of_time,
     })
@@ -196,6 +207,8 @@ struct SearchState<'a> {
     /// When the search must stop (the function's time budget); checked between rounds.
     deadline: Option<std::time::Instant>,
     out_of_time: bool,
+    stopped: usize,
+    first_stop: Option<String>,
 }
 
 impl SearchState<'_> {
@@ -283,6 +296,12 @@ fn search_group(
                         // Counted as the slice returned.
                         crate::exec::RawEnd::TimedOut => {}
                         crate::exec::RawEnd::Returned(_) => {}
+                        crate::exec::RawEnd::Stopped(_) => {
+                            state.stopped += 1;
+                            if state.first_stop.is_none() {
+                                state.first_stop = Some(describe_end(&runner.end(sig, run.end)));
+                            }
+                        }
                         other => {
                             state.crashed += 1;
                             if state.first_crash.is_none() {
@@ -314,8 +333,8 @@ fn search_group(
                     continue;
                 };
                 let (input, pair) = &runs[run];
-                if !pair.p.returned()
-                    || !pair.pp.returned()
+                if !pair.p.completed()
+                    || !pair.pp.completed()
                     || pair.p.truncated
                     || pair.pp.truncated
                 {

@@ -46,20 +46,33 @@ fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileRe
     let _ = writeln!(out, "    input: {}", inputs.join(", "));
     let _ = writeln!(
         out,
-        "    P  ({}): {}; returns {}",
+        "    P  ({}): {}; {}",
         report.flags_p.join(" "),
         trace_text(&d.trace_p),
-        d.result_p
+        run_ending(&d.result_p)
     );
     let ftz = if report.ftz_p_prime { ", FTZ/DAZ" } else { "" };
     let _ = writeln!(
         out,
-        "    P' ({}{ftz}): {}; returns {}",
+        "    P' ({}{ftz}): {}; {}",
         report.flags_p_prime.join(" "),
         trace_text(&d.trace_p_prime),
-        d.result_p_prime
+        run_ending(&d.result_p_prime)
     );
     let _ = writeln!(out, "    first divergence at event {}", d.first_divergence);
+}
+
+/// How a run ended, for a sentence: `returns 0x1p+0 (1)`, or the run's own ending (`stopped at `gsl_error`
+/// (line 12:5)`, `crashed (SIGSEGV)`, `timed out after 1000 ms`).
+fn run_ending(result: &str) -> String {
+    if ["returned", "crashed", "timed out", "stopped"]
+        .iter()
+        .any(|p| result.starts_with(p))
+    {
+        result.to_string()
+    } else {
+        format!("returns {result}")
+    }
 }
 
 /// The human report of `foe check`.
@@ -153,17 +166,17 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
     );
     let _ = writeln!(
         out,
-        "P  ({}): {}; returns {}",
+        "P  ({}): {}; {}",
         r.flags_p.join(" "),
         trace_text(&r.trace_p),
-        r.result_p
+        run_ending(&r.result_p)
     );
     let _ = writeln!(
         out,
-        "P' ({}): {}; returns {}",
+        "P' ({}): {}; {}",
         r.flags_p_prime.join(" "),
         trace_text(&r.trace_p_prime),
-        r.result_p_prime
+        run_ending(&r.result_p_prime)
     );
     match (r.first_divergence, r.class) {
         (Some(i), Some(c)) => {

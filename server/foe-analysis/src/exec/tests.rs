@@ -146,8 +146,12 @@ fn crashes_hangs_and_huge_allocations_are_contained() {
 #include <string.h>
 double crash(double x) { if (x > 1.0) *(volatile int *)0 = 0; return x * 2; }
 double hang(double x) { volatile double y = x; while (y > 1.0) { y = y + 1.0; } return y; }
-double hog(double x) { if (x > 1.0) { char *p = malloc((size_t)1 << 40); p[12345] = 1; memset(p, 1, (size_t)1 << 40); return p[0]; } return x; }
-double quit(double x) { if (x > 1.0) exit(3); return x; }
+// Direct calls of the C library are stopped before they run; through pointers they run, and are contained.
+static void *(*volatile alloc)(size_t) = malloc;
+static void *(*volatile fill)(void *, int, size_t) = memset;
+static void (*volatile leave)(int) = exit;
+double hog(double x) { if (x > 1.0) { char *p = alloc((size_t)1 << 40); p[12345] = 1; fill(p, 1, (size_t)1 << 40); return p[0]; } return x; }
+double quit(double x) { if (x > 1.0) leave(3); return x; }
 int idiv(int a, int b) { return a / b; }
 "#;
     let cfg = AnalysisConfig {
@@ -232,15 +236,22 @@ fn hostile_code_cannot_break_the_worker() {
 #include <stdio.h>
 #include <stdlib.h>
 extern double not_in_this_file(double);
+// Direct calls of the C library are stopped before they run; through pointers they run, and are contained.
+static int (*volatile print)(const char *, ...) = printf;
+static int (*volatile fprint)(FILE *, const char *, ...) = fprintf;
+static int (*volatile flush)(FILE *) = fflush;
+static void (*volatile die)(void) = abort;
+static int (*volatile fill_set)(sigset_t *) = sigfillset;
+static int (*volatile mask)(int, const sigset_t *, sigset_t *) = sigprocmask;
 __attribute__((constructor)) static void noisy(void) { printf("constructor output\n"); }
-double chatty(double x) { printf("%g\n", x); fflush(stdout); fprintf(stderr, "err\n"); return x * 2; }
+double chatty(double x) { print("%g\n", x); flush(stdout); fprint(stderr, "err\n"); return x * 2; }
 double deep(double x) { volatile char pad[256]; pad[0] = 1; return x > 0 ? deep(x + 1) + pad[0] : x * 3; }
-double aborts(double x) { if (x > 1) abort(); return x; }
+double aborts(double x) { if (x > 1) die(); return x; }
 double missing(double x) { if (x > 1) return not_in_this_file(x); return x; }
 double stubborn(double x) {
-  sigset_t all; sigfillset(&all); sigprocmask(SIG_BLOCK, &all, 0);
+  sigset_t all; fill_set(&all); mask(SIG_BLOCK, &all, 0);
   volatile double y = x; while (y > 1.0) y += 1.0;
-  sigprocmask(SIG_UNBLOCK, &all, 0);
+  mask(SIG_UNBLOCK, &all, 0);
   return y;
 }
 "#;
@@ -270,17 +281,17 @@ double stubborn(double x) {
     assert!(matches!(&out[0].pp.end, RunEnd::Crashed { name, .. } if name == "SIGABRT"));
     assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
 
-    // A function of another file is stubbed: only the inputs that reach it fail.
+    // A function of another file is never called: the runs that reach it stop there, the rest go on.
     let out = r
         .run("missing", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[0.25])])
         .unwrap();
     assert!(matches!(out[0].pp.end, RunEnd::Returned { .. }));
-    let stubbed = RunEnd::Crashed {
-        signal: 0,
-        name: "call to not_in_this_file, which this file does not define".into(),
-    };
-    assert_eq!(out[1].p.end, stubbed);
-    assert_eq!(out[1].pp.end, stubbed);
+    for end in [&out[1].p.end, &out[1].pp.end] {
+        assert!(
+            matches!(end, RunEnd::Stopped { callee, line: Some(17), .. } if callee == "not_in_this_file"),
+            "{end:?}"
+        );
+    }
     assert!(matches!(out[2].pp.end, RunEnd::Returned { .. }));
 
     // Signals blocked: only the parent's deadline can stop it.
@@ -297,6 +308,46 @@ double stubborn(double x) {
         t.elapsed(),
         r.stats().worker_starts
     );
+}
+
+#[test]
+fn a_call_foe_does_not_run_stops_the_run_cleanly() {
+    let src = r#"
+#include <stdlib.h>
+void report(const char *what);
+double stops(double x) {
+  double y = x * 1e308;
+  if (y > 1e300)
+    report("too large");
+  return y;
+}
+double allocates(double x) { double *p = malloc(8); *p = x; return *p * 2; }
+"#;
+    let (mut r, _) = runner(src, &AnalysisConfig::default());
+    let out = r
+        .run("stops", &[f64s(&[10.0]), f64s(&[1e-10]), f64s(&[20.0])])
+        .unwrap();
+    for run in [&out[0].p, &out[0].pp, &out[2].p] {
+        assert_eq!(
+            run.end,
+            RunEnd::Stopped {
+                callee: "report".into(),
+                line: Some(7),
+                column: Some(5)
+            }
+        );
+    }
+    // The events before the call are kept.
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
+    assert_eq!(
+        crate::exec::describe_end(&out[0].p.end),
+        "stopped at `report` (line 7:5)"
+    );
+    let out = r.run("allocates", &[f64s(&[1.0])]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Stopped { callee, .. } if callee == "malloc"));
+    // A stop is not a crash: one worker served every run.
+    assert_eq!(r.stats().worker_starts, 1);
 }
 
 #[test]

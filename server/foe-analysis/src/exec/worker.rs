@@ -28,6 +28,7 @@ const STATUS_TIMED_OUT: u8 = 2;
 const STATUS_EXITED: u8 = 3;
 const STATUS_ERROR: u8 = 4;
 const STATUS_UNDEFINED: u8 = 5;
+const STATUS_STOPPED: u8 = 6;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 1;
@@ -380,6 +381,7 @@ pub fn run_batches(
                         STATUS_TIMED_OUT => RawEnd::TimedOut,
                         STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
                         STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
+                        STATUS_STOPPED => RawEnd::Stopped(rec.detail),
                         other => {
                             kill(slot);
                             return Err(ExecError::Worker(format!(
@@ -387,7 +389,7 @@ pub fn run_batches(
                             )));
                         }
                     };
-                    let terminal = !matches!(end, RawEnd::Returned(_));
+                    let terminal = !matches!(end, RawEnd::Returned(_) | RawEnd::Stopped(_));
                     let truncated = rec.flags & RECORD_TRUNCATED != 0;
                     store(
                         &mut p,

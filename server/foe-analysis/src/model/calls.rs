@@ -1,9 +1,9 @@
 //! Calls: which callees the model understands (functions of the module, libm and LLVM intrinsics,
 //! memory intrinsics) and Ariadne's rules for elementary functions (Figure 3.3 of the thesis).
 
-use super::exec::{const_fmod, real_parts, Executor, State};
-use super::llvm::{Ty, Val};
-use super::memory::Value;
+use super::exec::{const_fmod, path_stop, real_parts, Executor, State};
+use super::llvm::{LLVMTypeKind, Ty, Val};
+use super::memory::{Scalar, Value};
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, Integral, MathFn, Site, SiteOp};
 use crate::types::ExceptionKind;
@@ -32,6 +32,44 @@ pub(super) enum Callee<'m> {
         name: String,
         op: IntegerCall,
     },
+    /// C library functions of the numeric programmer that the model knows (`ldexp`, `frexp`, `modf`,
+    /// `nextafter`, the classification functions); they run natively in the worker.
+    Libc {
+        name: String,
+        func: LibcCall,
+    },
+    /// A function foe does not run: no definition in the module, not libm nor a modelled C library function
+    /// (typically an error reporter such as `gsl_error`, I/O, allocation, `exit`). The path ends at the call;
+    /// the worker replaces the call by a stop (see [`runs_natively`]).
+    Stop {
+        name: String,
+    },
+}
+
+/// C library functions with a model of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LibcCall {
+    /// `ldexp`, `scalbn`, `scalbln`: x·2ⁿ, rounded once.
+    Scale,
+    /// `frexp(x, &e)`: the mantissa in [0.5, 1) and the exponent.
+    Frexp,
+    /// `modf(x, &ip)`: the fractional part, the integral part stored.
+    Modf,
+    /// `nextafter(x, y)`: the neighbour of x towards y.
+    NextAfter,
+    /// `isnan`, `isinf`, `finite`/`isfinite`, `signbit`, `fpclassify` as functions (`__isnan`, `__fpclassify`).
+    Classify(Class),
+}
+
+/// What a classification function answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Class {
+    IsNan,
+    IsInf,
+    IsFinite,
+    SignBit,
+    /// glibc's `FP_ZERO` etc. numbering: NAN 0, INFINITE 1, ZERO 2, SUBNORMAL 3, NORMAL 4.
+    Fpclassify,
 }
 
 /// Integer intrinsics, modelled by a comparison and a choice.
@@ -70,7 +108,9 @@ impl Callee<'_> {
             | Callee::Memory { name: n, .. }
             | Callee::Math { name: n, .. }
             | Callee::Reduce { name: n, .. }
-            | Callee::Integer { name: n, .. } => n.clone(),
+            | Callee::Integer { name: n, .. }
+            | Callee::Libc { name: n, .. }
+            | Callee::Stop { name: n } => n.clone(),
         }
     }
 }
@@ -135,6 +175,10 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
                 name,
                 op: IntegerCall::Abs,
             }),
+            "is" if rest.starts_with("is.fpclass.") => Ok(Callee::Libc {
+                name,
+                func: LibcCall::Classify(Class::Fpclassify),
+            }),
             "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math {
                 name,
                 func: MathCall::Integral(Integral::Round),
@@ -152,10 +196,51 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
         .strip_suffix('f')
         .filter(|b| libm_call(b).is_some())
         .unwrap_or(&name);
-    match libm_call(base) {
-        Some(func) => Ok(Callee::Math { name, func }),
-        None => Err(format!("calls external function `{name}`")),
+    if let Some(func) = libm_call(base) {
+        return Ok(Callee::Math { name, func });
     }
+    match libc_call(&name) {
+        Some(func) => Ok(Callee::Libc { name, func }),
+        None => Ok(Callee::Stop { name }),
+    }
+}
+
+/// Whether the worker may execute a call to the declared (not defined) function `name`: LLVM intrinsics, the
+/// libm functions and the C library functions the model knows. Any other call is replaced by a stop of the run
+/// (`instrument::replace_stopping_calls`), exactly where the model ends the path ([`Callee::Stop`]).
+pub fn runs_natively(name: &str) -> bool {
+    if name.starts_with("llvm.") || name.starts_with("__foe") {
+        return true;
+    }
+    let base = name
+        .strip_suffix('f')
+        .filter(|b| libm_call(b).is_some())
+        .unwrap_or(name);
+    libm_call(base).is_some() || libc_call(name).is_some()
+}
+
+/// The modelled C library functions (double forms; `float` forms end in `f`).
+fn libc_call(name: &str) -> Option<LibcCall> {
+    let base = match name.strip_suffix('f') {
+        Some(b) if libc_call_double(b).is_some() => b,
+        _ => name,
+    };
+    libc_call_double(base)
+}
+
+fn libc_call_double(name: &str) -> Option<LibcCall> {
+    Some(match name {
+        "ldexp" | "scalbn" | "scalbln" => LibcCall::Scale,
+        "frexp" => LibcCall::Frexp,
+        "modf" => LibcCall::Modf,
+        "nextafter" => LibcCall::NextAfter,
+        "isnan" | "__isnan" => LibcCall::Classify(Class::IsNan),
+        "isinf" | "__isinf" => LibcCall::Classify(Class::IsInf),
+        "finite" | "__finite" | "isfinite" => LibcCall::Classify(Class::IsFinite),
+        "__signbit" | "signbit" => LibcCall::Classify(Class::SignBit),
+        "__fpclassify" | "fpclassify" => LibcCall::Classify(Class::Fpclassify),
+        _ => return None,
+    })
 }
 
 /// libm functions (double names; the `f` variants are stripped by the caller).
@@ -369,5 +454,227 @@ impl<'m> Executor<'m> {
             _ => sym::math(MathFn::Pow, fmt, vec![x, exponent]),
         };
         Ok(Value::Real { e: value, fmt })
+    }
+}
+
+/// 2ⁿ as an exact rational.
+fn pow2(n: i64) -> num_rational::BigRational {
+    let p = num_bigint::BigInt::from(1) << n.unsigned_abs();
+    if n >= 0 {
+        num_rational::BigRational::from_integer(p)
+    } else {
+        num_rational::BigRational::new(1.into(), p)
+    }
+}
+
+/// The smallest normal magnitude of `fmt`.
+fn min_normal(fmt: FloatFormat) -> Expr {
+    sym::real(pow2(match fmt {
+        FloatFormat::Double => -1022,
+        FloatFormat::Single => -126,
+    }))
+}
+
+/// `frexp` of a finite value: (m, e) with x = m·2ᵉ and 0.5 ≤ |m| < 1 (0 for 0).
+fn frexp_f64(x: f64) -> (f64, i32) {
+    if x == 0.0 {
+        return (x, 0);
+    }
+    let (scaled, bias) = if x.abs() < f64::MIN_POSITIVE {
+        (x * 2f64.powi(54), -54)
+    } else {
+        (x, 0)
+    };
+    let bits = scaled.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32 - 1022;
+    let m = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    (m, exp + bias)
+}
+
+/// `nextafter(x, y)` on finite doubles.
+fn nextafter_f64(x: f64, y: f64) -> f64 {
+    if x == y {
+        return y;
+    }
+    if x == 0.0 {
+        return if y > 0.0 {
+            f64::from_bits(1)
+        } else {
+            -f64::from_bits(1)
+        };
+    }
+    let bits = x.to_bits();
+    let away = (y > x) == (x > 0.0);
+    f64::from_bits(if away { bits + 1 } else { bits - 1 })
+}
+
+impl<'m> Executor<'m> {
+    /// A modelled C library call (see [`LibcCall`]); a value the model cannot follow stops the path.
+    pub(super) fn libc_call(
+        &mut self,
+        st: &mut State<'m>,
+        func: LibcCall,
+        args: Vec<Value>,
+        result_ty: Ty<'m>,
+    ) -> Result<Value, String> {
+        if args.iter().any(|a| matches!(a, Value::Poison)) {
+            return Ok(Value::Poison);
+        }
+        if args.iter().any(|a| matches!(a, Value::Lanes(_))) {
+            return Err(path_stop(format!(
+                "`{}` on a vector",
+                self.at.operation.trim_start_matches("call ")
+            )));
+        }
+        let name = self.at.operation.trim_start_matches("call ").to_string();
+        let (x, fmt) = args
+            .first()
+            .and_then(real_parts)
+            .ok_or_else(|| format!("calls `{name}` without a floating-point argument"))?;
+        let int_result = |c: Expr| -> Value {
+            match result_ty.kind() {
+                LLVMTypeKind::LLVMIntegerTypeKind if result_ty.int_width() > 1 => Value::Int {
+                    e: sym::ite(c, sym::int_i(1), sym::int_i(0)),
+                    bits: result_ty.int_width(),
+                },
+                _ => Value::Bool(c),
+            }
+        };
+        let zero = || sym::real_i(0);
+        match func {
+            // Values in the model are finite reals: never NaN nor infinite (−0 counts as +0).
+            LibcCall::Classify(Class::IsNan | Class::IsInf) => Ok(int_result(sym::fals())),
+            LibcCall::Classify(Class::IsFinite) => Ok(int_result(sym::tru())),
+            LibcCall::Classify(Class::SignBit) => Ok(int_result(sym::lt(x, zero()))),
+            LibcCall::Classify(Class::Fpclassify) => {
+                let tiny = sym::lt(sym::abs(x.clone()), min_normal(fmt));
+                let is_zero = sym::eq(x.clone(), zero());
+                if let Some(Value::Int { e: mask, .. }) = args.get(1) {
+                    // `llvm.is.fpclass(x, mask)`: bits 0-1 NaN, 2 −∞, 3 −normal, 4 −subnormal, 5 −0, 6 +0,
+                    // 7 +subnormal, 8 +normal, 9 +∞.
+                    let mask = sym::const_i64(mask)
+                        .ok_or("internal: `llvm.is.fpclass` with a computed mask")?;
+                    let bit = |i: u32| mask & (1 << i) != 0;
+                    let negative = || sym::lt(x.clone(), zero());
+                    let positive = || sym::gt(x.clone(), zero());
+                    let normal = || sym::not(tiny.clone());
+                    let subnormal = || sym::and([tiny.clone(), sym::not(is_zero.clone())]);
+                    let mut parts = Vec::new();
+                    if bit(3) {
+                        parts.push(sym::and([negative(), normal()]));
+                    }
+                    if bit(4) {
+                        parts.push(sym::and([negative(), subnormal()]));
+                    }
+                    if bit(5) || bit(6) {
+                        parts.push(is_zero.clone());
+                    }
+                    if bit(7) {
+                        parts.push(sym::and([positive(), subnormal()]));
+                    }
+                    if bit(8) {
+                        parts.push(sym::and([positive(), normal()]));
+                    }
+                    return Ok(Value::Bool(sym::or(parts)));
+                }
+                // glibc's numbering: FP_ZERO 2, FP_SUBNORMAL 3, FP_NORMAL 4.
+                let class = sym::ite(
+                    is_zero,
+                    sym::int_i(2),
+                    sym::ite(tiny, sym::int_i(3), sym::int_i(4)),
+                );
+                Ok(Value::Int {
+                    e: class,
+                    bits: result_ty.int_width().max(2),
+                })
+            }
+            LibcCall::Scale => {
+                let Some(Value::Int { e: n, .. }) = args.get(1) else {
+                    return Err(format!("calls `{name}` without an integer exponent"));
+                };
+                // x·2ⁿ rounded once: the exceptions of a multiplication by the exact power of two.
+                let factor = match sym::const_i64(n) {
+                    Some(k) => sym::real(pow2(k.clamp(-1_100, 1_100))),
+                    None => sym::math(MathFn::Exp2, fmt, vec![sym::int_to_real(n.clone())]),
+                };
+                self.fp_arith(
+                    st,
+                    ArithOp::Mul,
+                    Value::Real { e: x, fmt },
+                    Value::Real { e: factor, fmt },
+                )
+            }
+            LibcCall::Modf => {
+                let Some(Value::Ptr(p)) = args.get(1) else {
+                    return Err(path_stop(format!(
+                        "`{name}` stores through an unknown pointer"
+                    )));
+                };
+                let whole = sym::to_integral(Integral::Trunc, fmt, x.clone());
+                st.memory.store_scalar(
+                    *p,
+                    Value::Real {
+                        e: whole.clone(),
+                        fmt,
+                    },
+                    Scalar::Float(fmt),
+                )?;
+                Ok(Value::Real {
+                    e: sym::exact(ArithOp::Sub, x, whole),
+                    fmt,
+                })
+            }
+            LibcCall::Frexp => {
+                let Some(Value::Ptr(p)) = args.get(1) else {
+                    return Err(path_stop(format!(
+                        "`{name}` stores through an unknown pointer"
+                    )));
+                };
+                let Some(c) = x.as_real() else {
+                    return Err(path_stop(format!("`{name}` of a computed value")));
+                };
+                let (m, e) = frexp_f64(sym::const_f64(c));
+                st.memory.store_scalar(
+                    *p,
+                    Value::Int {
+                        e: sym::int_i(e as i64),
+                        bits: 32,
+                    },
+                    Scalar::Int(32),
+                )?;
+                Ok(Value::Real {
+                    e: sym::real_f64(m),
+                    fmt,
+                })
+            }
+            LibcCall::NextAfter => {
+                let y = args.get(1).and_then(real_parts).map(|(y, _)| y);
+                match (x.as_real(), y.as_ref().and_then(|y| y.as_real())) {
+                    (Some(a), Some(b)) => {
+                        let (a, b) = (sym::const_f64(a), sym::const_f64(b));
+                        let r = match fmt {
+                            FloatFormat::Double => nextafter_f64(a, b),
+                            FloatFormat::Single => {
+                                let (a, b) = (a as f32, b as f32);
+                                if a == b {
+                                    b as f64
+                                } else if a == 0.0 {
+                                    f32::from_bits(1).copysign(b - a) as f64
+                                } else {
+                                    let away = (b > a) == (a > 0.0);
+                                    let bits = a.to_bits();
+                                    f32::from_bits(if away { bits + 1 } else { bits - 1 }) as f64
+                                }
+                            }
+                        };
+                        Ok(Value::Real {
+                            e: sym::real_f64(r),
+                            fmt,
+                        })
+                    }
+                    _ => Err(path_stop(format!("`{name}` of a computed value"))),
+                }
+            }
+        }
     }
 }

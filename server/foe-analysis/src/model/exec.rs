@@ -13,7 +13,7 @@ use crate::types::{Build, ExceptionKind, FunctionSignature, ParamType, SourceLoc
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Deepest chain of inlined calls; a path that would go deeper stops there.
 const MAX_INLINE_DEPTH: usize = 16;
@@ -65,6 +65,14 @@ pub(super) type LaneFn1<'a, 'm> =
 /// Why an address could not be computed: an index that is not a constant on this path.
 const SYMBOLIC_INDEX: &str = "indexes memory with a symbolic index";
 
+/// Marks an error that ends the path, not the function: what the path did before is modelled.
+const PATH_STOP: &str = "\u{0}stop:";
+
+/// An error that stops the current path for `reason` (counted in [`Executor::path_stops`]).
+pub(super) fn path_stop(reason: impl std::fmt::Display) -> String {
+    format!("{PATH_STOP}{reason}")
+}
+
 /// The operation and source location queries of the current instruction are attributed to.
 #[derive(Clone)]
 pub(super) struct At {
@@ -92,6 +100,8 @@ pub(super) struct Executor<'m> {
     pub(super) out_of_time: bool,
     /// Paths that stopped at an address with a symbolic index.
     pub(super) symbolic_index_stops: usize,
+    /// Other paths that ended early, by reason (`a call to `gsl_error``, `frexp of a computed value`).
+    pub(super) path_stops: BTreeMap<String, usize>,
     /// The inputs behind pointer parameters, shared with the other build's executor.
     pointees: super::memory::Pointees,
 }
@@ -121,6 +131,7 @@ impl<'m> Executor<'m> {
             deadline: None,
             out_of_time: false,
             symbolic_index_stops: 0,
+            path_stops: BTreeMap::new(),
             pointees,
         }
     }
@@ -203,7 +214,8 @@ impl<'m> Executor<'m> {
             call_site: None,
         });
         self.paths_started = 1;
-        if !self.enter(&mut state, None, entry)? {
+        let entered = self.enter(&mut state, None, entry);
+        if !self.continues(entered)? {
             return Ok(());
         }
         let mut work = vec![state];
@@ -225,7 +237,17 @@ impl<'m> Executor<'m> {
                     return Ok(());
                 }
                 self.steps += 1;
-                match self.step(&mut st)? {
+                let flow = match self.step(&mut st) {
+                    Ok(flow) => flow,
+                    Err(e) => match e.strip_prefix(PATH_STOP) {
+                        Some(reason) => {
+                            *self.path_stops.entry(reason.to_string()).or_default() += 1;
+                            Flow::End
+                        }
+                        None => return Err(e),
+                    },
+                };
+                match flow {
                     Flow::Next => {}
                     Flow::End => break,
                     Flow::Branch { from, targets } => {
@@ -245,13 +267,15 @@ impl<'m> Executor<'m> {
                             self.paths_started += 1;
                             let mut other = st.clone();
                             other.assume(cond.clone());
-                            if self.enter(&mut other, Some(from), *block)? {
+                            let entered = self.enter(&mut other, Some(from), *block);
+                            if self.continues(entered)? {
                                 forks.push(other);
                             }
                         }
                         work.extend(forks.into_iter().rev());
                         st.assume(first_cond);
-                        if !self.enter(&mut st, Some(from), first_block)? {
+                        let entered = self.enter(&mut st, Some(from), first_block);
+                        if !self.continues(entered)? {
                             break;
                         }
                     }
@@ -259,6 +283,20 @@ impl<'m> Executor<'m> {
             }
         }
         Ok(())
+    }
+
+    /// Whether the path goes on after `result`: a path stop is counted and ends it, other errors propagate.
+    fn continues(&mut self, result: Result<bool, String>) -> Result<bool, String> {
+        match result {
+            Ok(go_on) => Ok(go_on),
+            Err(e) => match e.strip_prefix(PATH_STOP) {
+                Some(reason) => {
+                    *self.path_stops.entry(reason.to_string()).or_default() += 1;
+                    Ok(false)
+                }
+                None => Err(e),
+            },
+        }
     }
 
     /// Moves the top frame to `block`, evaluating its phis; false when the unroll bound stops the path.
@@ -337,10 +375,12 @@ impl<'m> Executor<'m> {
             return Ok(Value::Poison);
         }
         if v.is_constant_fp() {
-            let fmt = fp_format(ty).ok_or_else(|| format!("uses the `{}` type", ty.text()))?;
+            let fmt =
+                fp_format(ty).ok_or_else(|| path_stop(format!("a `{}` constant", ty.text())))?;
             let x = v.const_fp();
             if !x.is_finite() {
-                return Err("uses an infinite or NaN constant".into());
+                // Comparisons with an infinity or NaN are decided without it (see `fcmp_constant`).
+                return Err(path_stop("a computation with an infinity or NaN"));
             }
             return Ok(Value::Real {
                 e: sym::real_f64(x),
@@ -413,7 +453,7 @@ impl<'m> Executor<'m> {
         }
         let init = g
             .initializer()
-            .ok_or_else(|| format!("reads the external global `{}`", g.name()))?;
+            .ok_or_else(|| path_stop(format!("a read of the external global `{}`", g.name())))?;
         let p = st
             .memory
             .new_region(Fill::Zero, &format!("global `{}`", g.name()));
@@ -433,6 +473,9 @@ impl<'m> Executor<'m> {
         };
         frame.next = inst.next_instruction();
         let opcode = inst.opcode().ok_or("internal: not an instruction")?;
+        if uses_long_double(inst) {
+            return Err(path_stop("`long double` arithmetic"));
+        }
         self.at = At {
             operation: opcode_name(opcode).to_string(),
             loc: inst
@@ -469,6 +512,12 @@ impl<'m> Executor<'m> {
                     }),
                     other => Err(format!("internal: fneg of {other:?}")),
                 })?)
+            }
+            LLVMFCmp if non_finite_operand(inst).is_some() => {
+                let pred = inst.fcmp_predicate();
+                let (side, c) = non_finite_operand(inst).ok_or("internal: fcmp operand")?;
+                let other = self.operand(st, inst, 1 - side)?;
+                Some(map1(other, &mut |x| fcmp_non_finite(pred, x, side, c))?)
             }
             LLVMFCmp => {
                 let pred = inst.fcmp_predicate();
@@ -771,6 +820,20 @@ impl<'m> Executor<'m> {
                 return Ok(Flow::Next);
             }
             Callee::Ignored(_) => None,
+            Callee::Stop { name } => {
+                *self
+                    .path_stops
+                    .entry(format!("a call to `{name}`"))
+                    .or_default() += 1;
+                return Ok(Flow::End);
+            }
+            Callee::Libc { func, .. } => {
+                let mut args = Vec::with_capacity(argc as usize);
+                for i in 0..argc {
+                    args.push(self.operand(st, inst, i)?);
+                }
+                Some(self.libc_call(st, func, args, inst.ty())?)
+            }
             Callee::Memory { kind, .. } => {
                 self.memory_intrinsic(st, inst, kind)?;
                 None
@@ -936,7 +999,7 @@ impl<'m> Executor<'m> {
         }
     }
 
-    fn fp_arith(
+    pub(super) fn fp_arith(
         &mut self,
         st: &mut State<'m>,
         op: ArithOp,
@@ -1201,6 +1264,60 @@ fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, String> {
     Ok(Value::Bool(c))
 }
 
+/// Whether `inst` produces or reads an x86 `long double` (not modelled: the path ends there; the worker runs it).
+fn uses_long_double(inst: Val<'_>) -> bool {
+    let is_fp80 = |t: Ty<'_>| {
+        let t = if t.kind() == LLVMTypeKind::LLVMVectorTypeKind {
+            t.element()
+        } else {
+            t
+        };
+        t.kind() == LLVMTypeKind::LLVMX86_FP80TypeKind
+    };
+    is_fp80(inst.ty())
+        || (0..inst.num_operands()).any(|i| inst.operand(i).is_some_and(|o| is_fp80(o.ty())))
+}
+
+/// The operand (0 or 1) of an `fcmp` that is an infinite or NaN constant, and its value.
+fn non_finite_operand(inst: Val<'_>) -> Option<(u32, f64)> {
+    (0..2).find_map(|i| {
+        let v = inst.operand(i)?;
+        (v.is_constant_fp() && !v.const_fp().is_finite()).then(|| (i, v.const_fp()))
+    })
+}
+
+/// `fcmp` of a finite value `x` with the infinity or NaN `c` (operand `side`): a constant, since NaN is unordered
+/// with everything and every finite value lies strictly between −∞ and +∞.
+fn fcmp_non_finite(pred: LLVMRealPredicate, x: Value, side: u32, c: f64) -> Result<Value, String> {
+    use LLVMRealPredicate::*;
+    if matches!(x, Value::Poison) {
+        return Ok(Value::Poison);
+    }
+    let holds = if c.is_nan() {
+        matches!(
+            pred,
+            LLVMRealPredicateTrue
+                | LLVMRealUNO
+                | LLVMRealUEQ
+                | LLVMRealUNE
+                | LLVMRealUGT
+                | LLVMRealUGE
+                | LLVMRealULT
+                | LLVMRealULE
+        )
+    } else {
+        // Whether the left operand is the smaller one.
+        let left_smaller = (side == 1) == (c > 0.0);
+        match pred {
+            LLVMRealPredicateFalse | LLVMRealUNO | LLVMRealOEQ | LLVMRealUEQ => false,
+            LLVMRealPredicateTrue | LLVMRealORD | LLVMRealONE | LLVMRealUNE => true,
+            LLVMRealOLT | LLVMRealULT | LLVMRealOLE | LLVMRealULE => left_smaller,
+            LLVMRealOGT | LLVMRealUGT | LLVMRealOGE | LLVMRealUGE => !left_smaller,
+        }
+    };
+    Ok(Value::Bool(sym::boolean(holds)))
+}
+
 /// An integer operand in signed form with its width (`i1` as 0/−1).
 fn int_parts(v: &Value) -> Option<(Expr, u32)> {
     match v {
@@ -1436,12 +1553,10 @@ fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
             let v = match (sym::const_i64(&e), fmt) {
                 (Some(b), FloatFormat::Double) => f64::from_bits(b as u64),
                 (Some(b), FloatFormat::Single) => f32::from_bits(b as u32) as f64,
-                (None, _) => {
-                    return Err("reinterprets a computed integer as a floating-point value".into())
-                }
+                (None, _) => return Err(path_stop("computed bits read as a floating-point value")),
             };
             if !v.is_finite() {
-                return Err("builds an infinity or NaN from its bits".into());
+                return Err(path_stop("an infinity or NaN built from its bits"));
             }
             Ok(Value::Real {
                 e: sym::real_f64(v),

@@ -447,6 +447,23 @@ impl Memory {
         Ok(())
     }
 
+    /// Stores one scalar `v` of kind `scalar` at `p` (what a modelled library call writes through a pointer).
+    pub fn store_scalar(&mut self, p: Pointer, v: Value, scalar: Scalar) -> Result<(), String> {
+        if !scalar.accepts(&v) {
+            return Err(format!("internal: storing {v:?} as {scalar:?}"));
+        }
+        let region = self.region_mut(p)?;
+        region.clear(p.offset, scalar.bytes())?;
+        region.cells.insert(
+            p.offset,
+            Cell::Value {
+                v,
+                size: scalar.bytes(),
+            },
+        );
+        Ok(())
+    }
+
     /// `memset(p, 0, len)`.
     pub fn zero(&mut self, p: Pointer, len: u64) -> Result<(), String> {
         let region = self.region_mut(p)?;

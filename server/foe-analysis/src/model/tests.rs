@@ -493,17 +493,84 @@ fn later_queries_assume_earlier_results_are_defined() {
 }
 
 #[test]
-fn unsupported_external_calls_skip_the_function() {
-    let src = "double foo(double);\ndouble ext(double x) { return foo(x) * 2.0; }";
-    let built = build(src);
-    let err = model_build(&built, "ext", Build::P, &AnalysisConfig::default())
-        .expect_err("must be skipped");
-    assert!(err.contains("calls external function `foo`"), "{err}");
+fn a_call_foe_does_not_run_stops_the_path_not_the_function() {
+    let src = "void report(int);\n\
+               double ext(double x) {\n\
+                 double y = x * 3.0;\n\
+                 if (y < 0) { report(1); return y * 5.0; }\n\
+                 return y * 2.0;\n\
+               }";
+    let m = model_both(&build(src), "ext", &AnalysisConfig::default()).expect("model");
+    assert_eq!(
+        m.path_stops.get("a call to `report`").copied().unwrap_or(0),
+        2,
+        "one stop per build: {:?}",
+        m.path_stops
+    );
+    let lines: Vec<u32> = m.p.iter().filter_map(|q| q.loc.map(|l| l.line)).collect();
+    // Before the call (line 3) and on the path avoiding it (line 5); never after the call (line 4's `y * 5`).
+    assert!(lines.contains(&3) && lines.contains(&5), "{lines:?}");
+    assert!(
+        !m.p.iter()
+            .any(|q| q.operation == "fmul" && q.loc.map(|l| l.line) == Some(4)),
+        "nothing after the call is modelled"
+    );
     let src = "double ind(double (*f)(double), double x) { return f(x) * 2.0; }";
     let built = build(src);
     let err = model_build(&built, "ind", Build::P, &AnalysisConfig::default())
         .expect_err("must be skipped");
     assert!(err.contains("indirect call"), "{err}");
+}
+
+#[test]
+fn c_library_functions_are_modelled() {
+    let src = "#include <math.h>\n\
+               double scale(double x) { return ldexp(x, 1000); }\n\
+               double frac(double x) { double ip; double f = modf(x, &ip); return f + ip; }\n\
+               int cls(double x) { return isnan(x) + isinf(x) * 2 + isfinite(x) * 4 + (fpclassify(x) == FP_ZERO); }\n\
+               double inf_test(double x) { return x < 1.0 / 0.0 ? x * 2.0 : 0.0; }\n\
+               double mant(double x) { int e; return frexp(x, &e) * e; }\n";
+    let built = build(src);
+    let cfg = AnalysisConfig::default();
+    let scale = model_both(&built, "scale", &cfg).expect("ldexp");
+    assert!(
+        scale
+            .p
+            .iter()
+            .any(|q| q.operation == "call ldexp" && q.kind == ExceptionKind::Overflow),
+        "ldexp overflows: {:?}",
+        scale.p
+    );
+    model_both(&built, "frac", &cfg).expect("modf");
+    model_both(&built, "cls", &cfg).expect("classification");
+    let inf = model_both(&built, "inf_test", &cfg).expect("comparison with an infinity");
+    assert!(inf.p.iter().any(|q| q.operation == "fmul"));
+    let mant = model_both(&built, "mant", &cfg).expect("frexp");
+    assert!(
+        mant.path_stops.contains_key("`frexp` of a computed value"),
+        "{:?}",
+        mant.path_stops
+    );
+}
+
+#[test]
+fn bit_tests_on_a_double_are_modelled() {
+    // musl's style: the exponent field read through a union.
+    let src = "double t(double x) {\n\
+                 union { double f; unsigned long long i; } u = {x};\n\
+                 int e = (int)(u.i >> 52 & 0x7ff) - 0x3ff;\n\
+                 if (e < 0) return x * 0.5;\n\
+                 u.i &= ~0xfULL;\n\
+                 return u.f * 2.0;\n\
+               }";
+    let m = model_both(&build(src), "t", &AnalysisConfig::default()).expect("model");
+    assert!(!m.p.is_empty());
+    assert!(
+        m.path_stops
+            .contains_key("computed bits read as a floating-point value"),
+        "{:?}",
+        m.path_stops
+    );
 }
 
 #[test]

@@ -1,0 +1,369 @@
+//! The project around a file: with a compilation database, the functions and globals a file uses but another
+//! translation unit of the database defines are resolved by compiling that unit (P and P', each with its own
+//! entry's flags and its build's flags) and linking it into the file's two modules, as the real program links
+//! them (P' links the unit compiled at P' flags: no link-time optimisation across units).
+//!
+//! Which unit defines a symbol is found lazily: a textual prefilter (a line that starts a definition of the
+//! name) picks the candidate units, their compiled IR confirms. Compiled units are cached on disk, keyed by
+//! the unit's contents, flags and compiler; at most [`MAX_UNITS`] units are linked into one file (the
+//! transitive closure of what the linked units need, breadth first).
+
+use crate::compile::{self, CompiledPair};
+use crate::config::AnalysisConfig;
+use inkwell::context::Context;
+use inkwell::module::{Linkage, Module};
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+/// Most translation units linked into one file's modules.
+pub const MAX_UNITS: usize = 12;
+
+/// The file's builds with the project's units it needs linked in.
+#[derive(Debug, Clone, Default)]
+pub struct Linked {
+    /// Units linked, in the order they were linked.
+    pub units: Vec<PathBuf>,
+    /// Functions the linked units define (as named in the linked modules): not the file's own.
+    pub functions: HashSet<String>,
+    /// Symbols no unit of the database defines (calls to them stop the path and the run).
+    pub unresolved: BTreeSet<String>,
+}
+
+/// The translation units of the compilation database that covers `file` (none without one).
+fn database_units(file: &Path) -> Vec<PathBuf> {
+    let Some((db, _)) = compile::flags_from_compile_commands(file) else {
+        return vec![];
+    };
+    let Ok(text) = std::fs::read_to_string(&db) else {
+        return vec![];
+    };
+    let Ok(entries) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else {
+        return vec![];
+    };
+    let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let mut units = Vec::new();
+    for entry in entries {
+        let (Some(dir), Some(f)) = (
+            entry.get("directory").and_then(|d| d.as_str()),
+            entry.get("file").and_then(|f| f.as_str()),
+        ) else {
+            continue;
+        };
+        let path = Path::new(dir).join(f);
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
+        if path != this && !units.contains(&path) {
+            units.push(path);
+        }
+    }
+    units
+}
+
+/// Whether some line of `text` starts (at column 0) a definition of `name`: a function header or a global
+/// with an initialiser or array bounds, not a prototype nor an `extern` declaration.
+fn may_define(text: &str, name: &str) -> bool {
+    text.lines().any(|line| {
+        if line.starts_with(char::is_whitespace)
+            || line.starts_with("extern")
+            || line.starts_with('#')
+            || line.starts_with("//")
+            || line.starts_with("/*")
+        {
+            return false;
+        }
+        let Some(at) = find_word(line, name) else {
+            return false;
+        };
+        let rest = line[at + name.len()..].trim_start();
+        let function_header = rest.starts_with('(') && !line.trim_end().ends_with(';');
+        let global = rest.starts_with('=') || rest.starts_with('[') || rest.starts_with(';');
+        function_header || global
+    })
+}
+
+/// The byte offset of `word` in `line` as a whole identifier.
+fn find_word(line: &str, word: &str) -> Option<usize> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut from = 0;
+    while let Some(i) = line[from..].find(word).map(|i| i + from) {
+        let before = line[..i].chars().next_back();
+        let after = line[i + word.len()..].chars().next();
+        if !before.is_some_and(is_ident) && !after.is_some_and(is_ident) {
+            return Some(i);
+        }
+        from = i + word.len();
+    }
+    None
+}
+
+/// Whether clang's textual IR `ll` defines `name` with external linkage.
+fn defines(ll: &str, name: &str) -> bool {
+    let at = format!("@{name}");
+    ll.lines().any(|line| {
+        let external = !line.contains(" internal ") && !line.contains(" private ");
+        if line.starts_with("define ") {
+            return external && line.contains(&format!("{at}("));
+        }
+        line.starts_with(&format!("{at} = "))
+            && external
+            && !line.contains(" external ")
+            && (line.contains(" global ") || line.contains(" constant "))
+    })
+}
+
+/// A unit compiled to P and P' with its entry's flags, from the disk cache when its contents, flags and
+/// compiler did not change.
+fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
+    let text = std::fs::read(unit).ok()?;
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let mut config = base.clone();
+    if let Some((_, flags)) = compile::flags_from_compile_commands(unit) {
+        config.extra_flags.extend(flags);
+    }
+    let (p_flags, pp_flags) = compile::build_flags(&config, unit);
+    let key = {
+        let mut h = blake3::Hasher::new();
+        h.update(text.as_bytes());
+        h.update(unit.as_os_str().as_encoded_bytes());
+        h.update(p_flags.join("\u{0}").as_bytes());
+        h.update(pp_flags.join("\u{0}").as_bytes());
+        h.update(config.clang.as_os_str().as_encoded_bytes());
+        h.finalize().to_hex()[..24].to_string()
+    };
+    let dir = cache_dir();
+    let (p_path, pp_path) = (
+        dir.as_ref().map(|d| d.join(format!("{key}.p.ll"))),
+        dir.as_ref().map(|d| d.join(format!("{key}.pp.ll"))),
+    );
+    if let (Some(p), Some(pp)) = (&p_path, &pp_path) {
+        if let (Ok(p_ll), Ok(pp_ll)) = (std::fs::read_to_string(p), std::fs::read_to_string(pp)) {
+            return Some(CompiledPair { p_ll, pp_ll });
+        }
+    }
+    let pair = match compile::compile_pair(&config, unit, &text) {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::debug!(unit = %unit.display(), "project unit does not compile: {e}");
+            return None;
+        }
+    };
+    if let (Some(dir), Some(p), Some(pp)) = (&dir, &p_path, &pp_path) {
+        // Written under temporary names and renamed, so concurrent foes never read half a file.
+        if std::fs::create_dir_all(dir).is_ok() {
+            for (path, ll) in [(p, &pair.p_ll), (pp, &pair.pp_ll)] {
+                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+                if std::fs::write(&tmp, ll).is_ok() {
+                    let _ = std::fs::rename(&tmp, path);
+                }
+            }
+        }
+    }
+    Some(pair)
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("foe").join("units"))
+}
+
+/// What `module` uses but does not define and foe does not run by itself: functions and data.
+fn needed_symbols(module: &Module<'_>) -> Vec<String> {
+    let functions = module.get_functions().filter_map(|f| {
+        let name = f.get_name().to_string_lossy().into_owned();
+        (f.count_basic_blocks() == 0 && !crate::model::runs_natively(&name)).then_some(name)
+    });
+    let data = module.get_globals().filter_map(|g| {
+        let name = g.get_name().to_string_lossy().into_owned();
+        (g.is_declaration() && !name.starts_with("llvm.")).then_some(name)
+    });
+    functions.chain(data).collect()
+}
+
+/// Gives internal linkage to every definition of `module` but `keep`, so that the unit's other symbols cannot
+/// clash with the file's own.
+fn internalize_except(module: &Module<'_>, keep: &HashSet<String>) {
+    for f in module.get_functions() {
+        let name = f.get_name().to_string_lossy().into_owned();
+        if f.count_basic_blocks() > 0 && !keep.contains(&name) {
+            f.set_linkage(Linkage::Internal);
+        }
+    }
+    for g in module.get_globals() {
+        let name = g.get_name().to_string_lossy().into_owned();
+        if !g.is_declaration() && !keep.contains(&name) && !name.starts_with("llvm.") {
+            g.set_linkage(Linkage::Internal);
+        }
+    }
+}
+
+/// Links into `pair` the units of `file`'s compilation database that define what it uses (transitively, at
+/// most [`MAX_UNITS`]). `base` is the configuration without the file's own database flags. Without a
+/// database, or when nothing resolves, `pair` is returned as it is.
+pub fn link_units(
+    pair: CompiledPair,
+    file: &Path,
+    base: &AnalysisConfig,
+) -> (CompiledPair, Linked) {
+    let mut linked = Linked::default();
+    let context = Context::create();
+    let (Ok(p), Ok(pp)) = (
+        crate::ir::parse_module(&context, &pair.p_ll, "P"),
+        crate::ir::parse_module(&context, &pair.pp_ll, "P'"),
+    ) else {
+        return (pair, linked);
+    };
+    let mut queue: VecDeque<String> = needed_symbols(&p).into();
+    if queue.is_empty() {
+        return (pair, linked);
+    }
+    let units = database_units(file);
+    if units.is_empty() {
+        return (pair, linked);
+    }
+    let own: HashSet<String> = p
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    let mut texts: Vec<Option<String>> = vec![None; units.len()];
+    let mut compiled: Vec<Option<Option<CompiledPair>>> = vec![None; units.len()];
+    let mut used = vec![false; units.len()];
+    let mut seen: HashSet<String> = HashSet::new();
+    while let Some(symbol) = queue.pop_front() {
+        if !seen.insert(symbol.clone()) || linked.units.len() >= MAX_UNITS {
+            if linked.units.len() >= MAX_UNITS {
+                linked.unresolved.insert(symbol);
+            }
+            continue;
+        }
+        // Already defined by a unit linked meanwhile.
+        if p.get_function(&symbol)
+            .is_some_and(|f| f.count_basic_blocks() > 0)
+            || p.get_global(&symbol).is_some_and(|g| !g.is_declaration())
+        {
+            continue;
+        }
+        let mut found = None;
+        for (i, unit) in units.iter().enumerate() {
+            if used[i] {
+                continue;
+            }
+            let text = texts[i].get_or_insert_with(|| {
+                std::fs::read(unit)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            });
+            if !may_define(text, &symbol) {
+                continue;
+            }
+            let unit_pair = compiled[i].get_or_insert_with(|| compile_unit(unit, base));
+            if unit_pair
+                .as_ref()
+                .is_some_and(|u| defines(&u.p_ll, &symbol))
+            {
+                found = Some(i);
+                break;
+            }
+        }
+        let Some(i) = found else {
+            linked.unresolved.insert(symbol);
+            continue;
+        };
+        let Some(unit_pair) = compiled[i].clone().flatten() else {
+            continue;
+        };
+        match link_one(&context, &p, &pp, &unit_pair, &queue, &symbol) {
+            Ok((new_functions, needs)) => {
+                used[i] = true;
+                linked.units.push(units[i].clone());
+                linked
+                    .functions
+                    .extend(new_functions.into_iter().filter(|f| !own.contains(f)));
+                queue.extend(needs);
+            }
+            Err(e) => {
+                tracing::debug!(unit = %units[i].display(), "cannot link the unit: {e}");
+                linked.unresolved.insert(symbol);
+            }
+        }
+    }
+    if linked.units.is_empty() {
+        return (pair, linked);
+    }
+    tracing::debug!(units = ?linked.units, unresolved = ?linked.unresolved, "linked project units");
+    let out = CompiledPair {
+        p_ll: p.print_to_string().to_string(),
+        pp_ll: pp.print_to_string().to_string(),
+    };
+    (out, linked)
+}
+
+/// Links one unit's P and P' into `p` and `pp`, keeping external only the symbols still wanted; returns the
+/// functions it added and the symbols it needs in turn.
+fn link_one<'ctx>(
+    context: &'ctx Context,
+    p: &Module<'ctx>,
+    pp: &Module<'ctx>,
+    unit: &CompiledPair,
+    queue: &VecDeque<String>,
+    symbol: &str,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let unit_p = crate::ir::parse_module(context, &unit.p_ll, "unit P")?;
+    let unit_pp = crate::ir::parse_module(context, &unit.pp_ll, "unit P'")?;
+    // Everything the file (or the units linked so far) still declares may come from this unit.
+    let mut keep: HashSet<String> = needed_symbols(p).into_iter().collect();
+    keep.extend(queue.iter().cloned());
+    keep.insert(symbol.to_string());
+    let needs = needed_symbols(&unit_p);
+    for m in [&unit_p, &unit_pp] {
+        // Its lines belong to another file: events inside it have no position in this one.
+        m.strip_debug_info();
+        internalize_except(m, &keep);
+    }
+    let before: HashSet<String> = p
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    p.link_in_module(unit_p)
+        .map_err(|e| format!("P: {}", e.to_string().trim()))?;
+    pp.link_in_module(unit_pp)
+        .map_err(|e| format!("P': {}", e.to_string().trim()))?;
+    let added = p
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .filter(|n| !before.contains(n))
+        .collect();
+    Ok((added, needs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_are_found_by_their_first_line() {
+        let gsl = "int\ngsl_sf_lngamma_e(const double x, gsl_sf_result * result)\n{\n";
+        assert!(may_define(gsl, "gsl_sf_lngamma_e"));
+        assert!(!may_define(gsl, "gsl_sf_lngamma"));
+        let kr = "double polevl( x, coef, N )\ndouble x;\n";
+        assert!(may_define(kr, "polevl"));
+        assert!(!may_define(
+            "double polevl(double, double *, int);\n",
+            "polevl"
+        ));
+        assert!(!may_define("  y = polevl(x, P, 4);\n", "polevl"));
+        assert!(may_define("double MACHEP = 1.11e-16;\n", "MACHEP"));
+        assert!(!may_define("extern double MACHEP;\n", "MACHEP"));
+        let ll = "define dso_local double @polevl(double %0) #0 {\n@MACHEP = dso_local global double 1.0\n\
+                  define internal double @helper(double %0) {\n@hidden = internal global i32 0\n";
+        assert!(defines(ll, "polevl"));
+        assert!(defines(ll, "MACHEP"));
+        assert!(!defines(ll, "helper"));
+        assert!(!defines(ll, "hidden"));
+        assert!(!defines(ll, "pole"));
+    }
+}

@@ -57,6 +57,53 @@ pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<St
     (p, pp)
 }
 
+/// Whether `flag` is one of clang's fast-math options (the umbrella, one of its parts, or `-Ofast`).
+pub fn is_fast_math_option(flag: &str) -> bool {
+    matches!(
+        flag,
+        "-ffast-math"
+            | "-fno-fast-math"
+            | "-funsafe-math-optimizations"
+            | "-fno-unsafe-math-optimizations"
+            | "-fassociative-math"
+            | "-fno-associative-math"
+            | "-freciprocal-math"
+            | "-fno-reciprocal-math"
+            | "-ffinite-math-only"
+            | "-fno-finite-math-only"
+            | "-fno-honor-nans"
+            | "-fhonor-nans"
+            | "-fno-honor-infinities"
+            | "-fhonor-infinities"
+            | "-fno-signed-zeros"
+            | "-fsigned-zeros"
+            | "-fapprox-func"
+            | "-fno-approx-func"
+            | "-fno-trapping-math"
+            | "-ftrapping-math"
+            | "-fno-math-errno"
+            | "-fmath-errno"
+            | "-ffp-contract=fast"
+            | "-ffp-contract=fast-honor-pragmas"
+            | "-mdaz-ftz"
+            | "-mno-daz-ftz"
+            | "-Ofast"
+    ) || flag.starts_with("-ffp-model=")
+        || flag.starts_with("-fdenormal-fp-math")
+}
+
+/// `flags` without their fast-math options (`-Ofast` becomes `-O3`): the same build without fast-math.
+pub fn without_fast_math(flags: &[String]) -> Vec<String> {
+    flags
+        .iter()
+        .filter_map(|f| match f.as_str() {
+            "-Ofast" => Some("-O3".to_string()),
+            f if is_fast_math_option(f) => None,
+            f => Some(f.to_string()),
+        })
+        .collect()
+}
+
 /// The last `-O` level among `flags` ("0" when none).
 fn optimisation_level(flags: &[String]) -> String {
     flags
@@ -331,6 +378,15 @@ mod tests {
         .unwrap();
         assert!(pair.p_ll.contains("fmul double"));
         assert!(!pair.pp_ll.contains("fmul"), "fast-math folds 2*x*0.5");
+    }
+
+    #[test]
+    fn removes_fast_math_options() {
+        let flags: Vec<String> = ["-O2", "-ffast-math", "-march=native", "-ffp-contract=fast"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(without_fast_math(&flags), vec!["-O2", "-march=native"]);
+        assert_eq!(without_fast_math(&["-Ofast".to_string()]), vec!["-O3"]);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::report::FunctionStatus;
 use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, TraceEvent};
 use crate::types::Build;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
-use crate::{exec, ir, search, solve};
+use crate::{confirm, exec, ir, search, solve};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
@@ -389,6 +389,9 @@ pub fn analyse(
         if let Some(runner) = runner.as_mut() {
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
+            let mut shipped =
+                confirm::Harness::new(&config, request.path, request.text, &signatures);
+            let mut confirm_ms = 0;
             for (item, solution) in &solved {
                 cancel.check()?;
                 progress.phase(Phase::Execute, &item.info.signature.name);
@@ -404,6 +407,9 @@ pub fn analyse(
                         if config.report_plain_exceptions {
                             report.plain_exceptions = found.plain_exceptions;
                         }
+                        let confirming = Instant::now();
+                        confirm::confirm_function(&mut shipped, &item.info.signature, &mut report);
+                        confirm_ms += ms(confirming);
                         if found.crashed > 0 {
                             let first = found.first_crash.as_deref().unwrap_or("crashed");
                             let note = format!(
@@ -434,6 +440,7 @@ pub fn analyse(
                 reports[item.index] = Some(report);
             }
             timings.insert("execute".to_string(), ms(started));
+            timings.insert("confirm".to_string(), confirm_ms);
         }
     }
     timings.insert("executions".to_string(), executions_total as u64);

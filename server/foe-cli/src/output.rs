@@ -60,6 +60,12 @@ fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileRe
         d.result_p_prime
     );
     let _ = writeln!(out, "    first divergence at event {}", d.first_divergence);
+    let _ = writeln!(
+        out,
+        "    {}; cause: {}",
+        d.confirmation.describe(),
+        d.cause.describe()
+    );
 }
 
 /// The human report of `foe check`.

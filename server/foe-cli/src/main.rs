@@ -158,19 +158,15 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    // Started by the engine to solve one function out of process (libz3 can crash): serve and exit.
+    // Started by the engine to solve one function out of process (libz3 can crash): serve and exit (its log goes
+    // to stderr, which the engine passes on when FOE_LOG is set).
+    if std::env::var_os("FOE_SOLVER_CHILD").is_some() {
+        init_logging("warn");
+    }
     foe_analysis::solve::child::serve_if_child();
     let cli = Cli::parse();
     let lsp = matches!(cli.command, Command::Lsp);
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(if lsp { "info" } else { "warn" })
-            }),
-        )
-        .with_ansi(false)
-        .init();
+    init_logging(if lsp { "info" } else { "warn" });
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -178,6 +174,18 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Logs to stderr, filtered by FOE_LOG (else `default`).
+fn init_logging(default: &str) {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+        )
+        .with_ansi(false)
+        .init();
 }
 
 fn read_source(file: &Path) -> anyhow::Result<String> {

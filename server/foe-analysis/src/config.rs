@@ -49,6 +49,12 @@ pub struct AnalysisConfig {
     pub report_plain_exceptions: bool,
     /// Worker threads for solving; default the number of cores.
     pub threads: usize,
+    /// With a `compile_commands.json` entry for the file and P/P' flags left at their defaults, analyse the
+    /// user's own build: P' is the entry's code-generation flags (`-O`, `-f`, `-m`, with `-ffast-math` added when
+    /// they have no fast-math option), P the same without the fast-math options. An entry with neither an `-O`
+    /// level nor a fast-math option keeps the defaults (a database written for tools, or a debug build); default
+    /// true.
+    pub flags_from_database: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -71,6 +77,7 @@ impl Default for AnalysisConfig {
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
+            flags_from_database: true,
         }
     }
 }

@@ -126,11 +126,26 @@ impl CancelToken {
     }
 }
 
-/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration.
+/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration: its include paths
+/// and defines, and (see [`AnalysisConfig::flags_from_database`]) its build flags as P and P'.
 fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     let mut config = request.config.clone();
     if let Some((_, flags)) = compile::flags_from_compile_commands(request.path) {
         config.extra_flags.extend(flags);
+    }
+    let defaults = AnalysisConfig::default();
+    if config.flags_from_database
+        && config.flags_p == defaults.flags_p
+        && config.flags_p_prime == defaults.flags_p_prime
+    {
+        // An entry without an optimisation level or fast-math option describes no shipped build (databases
+        // written for tools, debug builds): the defaults stay.
+        if let Some(flags) = compile::build_flags_from_compile_commands(request.path).filter(|f| {
+            f.iter()
+                .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
+        }) {
+            (config.flags_p, config.flags_p_prime) = compile::user_build_pair(&flags);
+        }
     }
     config
 }

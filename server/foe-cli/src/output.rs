@@ -66,6 +66,9 @@ fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileRe
         d.confirmation.describe(),
         d.cause.describe()
     );
+    if let Some(change) = foe_analysis::fix::build_change(d.cause) {
+        let _ = writeln!(out, "    fix: {change}");
+    }
 }
 
 /// The human report of `foe check`.

@@ -54,7 +54,58 @@ pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<St
     }
     let mut pp = base;
     pp.extend(config.flags_p_prime.iter().cloned());
+    if optimisation_level(&config.flags_p_prime) == "0" {
+        // a user's own build at -O0 (from compile_commands.json): as for P
+        pp.extend(["-Xclang".into(), "-disable-O0-optnone".into()]);
+    }
     (p, pp)
+}
+
+/// Whether `flag` is one of clang's fast-math options (the umbrella, one of its parts, or `-Ofast`).
+pub fn is_fast_math_option(flag: &str) -> bool {
+    matches!(
+        flag,
+        "-ffast-math"
+            | "-fno-fast-math"
+            | "-funsafe-math-optimizations"
+            | "-fno-unsafe-math-optimizations"
+            | "-fassociative-math"
+            | "-fno-associative-math"
+            | "-freciprocal-math"
+            | "-fno-reciprocal-math"
+            | "-ffinite-math-only"
+            | "-fno-finite-math-only"
+            | "-fno-honor-nans"
+            | "-fhonor-nans"
+            | "-fno-honor-infinities"
+            | "-fhonor-infinities"
+            | "-fno-signed-zeros"
+            | "-fsigned-zeros"
+            | "-fapprox-func"
+            | "-fno-approx-func"
+            | "-fno-trapping-math"
+            | "-ftrapping-math"
+            | "-fno-math-errno"
+            | "-fmath-errno"
+            | "-ffp-contract=fast"
+            | "-ffp-contract=fast-honor-pragmas"
+            | "-mdaz-ftz"
+            | "-mno-daz-ftz"
+            | "-Ofast"
+    ) || flag.starts_with("-ffp-model=")
+        || flag.starts_with("-fdenormal-fp-math")
+}
+
+/// `flags` without their fast-math options (`-Ofast` becomes `-O3`): the same build without fast-math.
+pub fn without_fast_math(flags: &[String]) -> Vec<String> {
+    flags
+        .iter()
+        .filter_map(|f| match f.as_str() {
+            "-Ofast" => Some("-O3".to_string()),
+            f if is_fast_math_option(f) => None,
+            f => Some(f.to_string()),
+        })
+        .collect()
 }
 
 /// The last `-O` level among `flags` ("0" when none).
@@ -171,6 +222,50 @@ fn source_dir(file: &Path) -> Option<PathBuf> {
 /// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
 /// `build/` subdirectories) and returns the include paths, defines and language flags of its entry.
 pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)> {
+    let (db, args, directory) = compile_command(file)?;
+    Some((db, keep_preprocessor_flags(&args, &directory)))
+}
+
+/// The code-generation flags of `file`'s `compile_commands.json` entry (optimisation, `-f`/`-m` options such as
+/// `-march` and the fast-math ones), without preprocessor, output, dependency, warning and debug flags; `None`
+/// when there is no entry.
+pub fn build_flags_from_compile_commands(file: &Path) -> Option<Vec<String>> {
+    let (_, args, _) = compile_command(file)?;
+    Some(keep_codegen_flags(&args))
+}
+
+/// P and P' for the user's own build flags `flags`: P' is them (with `-ffast-math` added when they have no
+/// fast-math option of their own), P the same without the fast-math options.
+pub fn user_build_pair(flags: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut pp = flags.to_vec();
+    if !pp.iter().any(|f| is_fast_math_option(f)) {
+        pp.push("-ffast-math".into());
+    }
+    (without_fast_math(&pp), pp)
+}
+
+/// Keeps the flags that change the generated code: `-O*`, `-f*` and `-m*` options, minus the ones that only
+/// change diagnostics or output.
+fn keep_codegen_flags(args: &[String]) -> Vec<String> {
+    args.iter()
+        .skip(1)
+        .filter(|a| {
+            (a.starts_with("-O") || a.starts_with("-f") || a.starts_with("-m"))
+                && !a.starts_with("-fdiagnostics")
+                && !a.starts_with("-fcolor-diagnostics")
+                && !a.starts_with("-fno-color-diagnostics")
+                && !a.starts_with("-fsyntax-only")
+                && !a.starts_with("-fdebug")
+                && !a.starts_with("-fmessage-length")
+                && !a.starts_with("-fdump")
+        })
+        .cloned()
+        .collect()
+}
+
+/// The compile command of `file` found as [`flags_from_compile_commands`] describes: the database, the
+/// arguments and the directory of the entry.
+fn compile_command(file: &Path) -> Option<(PathBuf, Vec<String>, PathBuf)> {
     let file = std::fs::canonicalize(file)
         .ok()
         .unwrap_or_else(|| file.to_path_buf());
@@ -180,8 +275,8 @@ pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)
             d.join("compile_commands.json"),
             d.join("build").join("compile_commands.json"),
         ] {
-            if let Some(flags) = entry_flags(&candidate, &file) {
-                return Some((candidate, flags));
+            if let Some((args, directory)) = entry_args(&candidate, &file) {
+                return Some((candidate, args, directory));
             }
         }
         dir = d.parent();
@@ -189,7 +284,7 @@ pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)
     None
 }
 
-fn entry_flags(db: &Path, file: &Path) -> Option<Vec<String>> {
+fn entry_args(db: &Path, file: &Path) -> Option<(Vec<String>, PathBuf)> {
     let text = std::fs::read_to_string(db).ok()?;
     let entries: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
     for entry in entries {
@@ -208,7 +303,7 @@ fn entry_flags(db: &Path, file: &Path) -> Option<Vec<String>> {
         } else {
             split_command(entry.get("command")?.as_str()?)
         };
-        return Some(keep_preprocessor_flags(&args, &directory));
+        return Some((args, directory));
     }
     None
 }
@@ -338,6 +433,38 @@ mod tests {
         .unwrap();
         assert!(pair.p_ll.contains("fmul double"));
         assert!(!pair.pp_ll.contains("fmul"), "fast-math folds 2*x*0.5");
+    }
+
+    #[test]
+    fn the_user_s_build_flags_make_p_and_p_prime() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("a.c");
+        std::fs::write(&src, "int x;").unwrap();
+        let db = format!(
+            r#"[{{"directory": "{}", "arguments": ["cc", "-Iinc", "-O2", "-march=haswell", "-Wall", "-g", "-MD", "-c", "a.c", "-o", "a.o"], "file": "a.c"}}]"#,
+            dir.path().display()
+        );
+        std::fs::write(dir.path().join("compile_commands.json"), db).unwrap();
+        let flags = build_flags_from_compile_commands(&src).unwrap();
+        assert_eq!(flags, vec!["-O2", "-march=haswell"]);
+        let (p, pp) = user_build_pair(&flags);
+        assert_eq!(p, vec!["-O2", "-march=haswell"]);
+        assert_eq!(pp, vec!["-O2", "-march=haswell", "-ffast-math"]);
+        let own: Vec<String> = ["-O3", "-ffast-math", "-fno-finite-math-only"]
+            .map(String::from)
+            .to_vec();
+        let (p, pp) = user_build_pair(&own);
+        assert_eq!(p, vec!["-O3"]);
+        assert_eq!(pp, own);
+    }
+
+    #[test]
+    fn removes_fast_math_options() {
+        let flags: Vec<String> = ["-O2", "-ffast-math", "-march=native", "-ffp-contract=fast"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(without_fast_math(&flags), vec!["-O2", "-march=native"]);
+        assert_eq!(without_fast_math(&["-Ofast".to_string()]), vec!["-O3"]);
     }
 
     #[test]

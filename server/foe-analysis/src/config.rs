@@ -55,6 +55,12 @@ pub struct AnalysisConfig {
     /// Wall-clock budget of one file's analysis after compiling, in milliseconds; the functions still waiting when
     /// it runs out get what is left of each phase; default 30000.
     pub file_budget_ms: u64,
+    /// With a `compile_commands.json` entry for the file and P/P' flags left at their defaults, analyse the
+    /// user's own build: P' is the entry's code-generation flags (`-O`, `-f`, `-m`, with `-ffast-math` added when
+    /// they have no fast-math option), P the same without the fast-math options. An entry with neither an `-O`
+    /// level nor a fast-math option keeps the defaults (a database written for tools, or a debug build); default
+    /// true.
+    pub flags_from_database: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -79,6 +85,7 @@ impl Default for AnalysisConfig {
                 .unwrap_or(2),
             function_budget_ms: 10_000,
             file_budget_ms: 30_000,
+            flags_from_database: true,
         }
     }
 }

@@ -4,8 +4,34 @@
 //! statement and restores plain semantics in that block; `precise` turns contraction back on, so
 //! `#pragma clang fp contract(off)` follows it. push/pop only works at file scope, `optnone` unoptimises the
 //! whole function, and GCC's `optimize("no-fast-math")` is ignored by clang, so the pragma pair is the fix.
+//!
+//! The exception-preserving pragmas clang documents for a block: under `-ffast-math` clang 19 accepts
+//! `#pragma clang fp exceptions(strict)` alone and `#pragma float_control(except, on)` only after
+//! `float_control(precise, on)` ("illegal when precise is disabled"); `STDC FENV_ACCESS ON` is rejected. Both turn
+//! the block's operations into `llvm.experimental.constrained.*` calls, which foe's model does not read yet, so an
+//! edit with them could not be re-analysed (the function would be skipped). Measured on turbine1's 20 confirmed
+//! set differences (the shipped binaries re-run on their inputs): the precise pair leaves 17, precise + except
+//! leaves 17 as well, and either with the fast-math build linked with `-mno-daz-ftz` leaves 0. What is left is
+//! flush-to-zero/denormals-are-zero, which `crtfastmath.o` sets for the whole process when linking with
+//! `-ffast-math`: no pragma reaches it; [`build_change`] names the link flag that does.
 
-use crate::report::FunctionSpan;
+use crate::report::{Cause, FunctionSpan};
+
+/// The build change that removes a divergence of this cause, for causes no source edit can reach.
+pub fn build_change(cause: Cause) -> Option<&'static str> {
+    match cause {
+        Cause::FlushToZero => Some(
+            "link with -mno-daz-ftz (or without -ffast-math): flush-to-zero/denormals-are-zero is set for the whole \
+             process at start-up, no source edit reaches it",
+        ),
+        _ => None,
+    }
+}
+
+/// Whether the precise pragmas can remove a divergence of this cause (everything but what the link sets).
+pub fn source_edit_reaches(cause: Cause) -> bool {
+    build_change(cause).is_none()
+}
 
 /// Inserts `text` before the byte at (line, column), both 1-based; column counts bytes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

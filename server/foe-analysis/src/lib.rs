@@ -7,6 +7,7 @@
 
 pub mod compile;
 pub mod config;
+pub mod confirm;
 pub mod domain;
 pub mod exec;
 pub mod fix;

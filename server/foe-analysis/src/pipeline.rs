@@ -13,7 +13,7 @@ use crate::report::{DivergenceClass, FileReport, FunctionReport, NamedValue, Tra
 use crate::report::{FunctionStatus, ReasonCode};
 use crate::types::Build;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
-use crate::{exec, ir, search, solve};
+use crate::{confirm, exec, ir, search, solve};
 use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
@@ -126,11 +126,26 @@ impl CancelToken {
     }
 }
 
-/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration.
+/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration: its include paths
+/// and defines, and (see [`AnalysisConfig::flags_from_database`]) its build flags as P and P'.
 fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     let mut config = request.config.clone();
     if let Some((_, flags)) = compile::flags_from_compile_commands(request.path) {
         config.extra_flags.extend(flags);
+    }
+    let defaults = AnalysisConfig::default();
+    if config.flags_from_database
+        && config.flags_p == defaults.flags_p
+        && config.flags_p_prime == defaults.flags_p_prime
+    {
+        // An entry without an optimisation level or fast-math option describes no shipped build (databases
+        // written for tools, debug builds): the defaults stay.
+        if let Some(flags) = compile::build_flags_from_compile_commands(request.path).filter(|f| {
+            f.iter()
+                .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
+        }) {
+            (config.flags_p, config.flags_p_prime) = compile::user_build_pair(&flags);
+        }
     }
     config
 }
@@ -504,6 +519,9 @@ pub fn analyse(
         if let Some(runner) = runner.as_mut() {
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
+            let mut shipped =
+                confirm::Harness::new(&config, request.path, request.text, &signatures);
+            let mut confirm_ms = 0;
             let count = solved.len();
             for (i, (item, solution)) in solved.iter().enumerate() {
                 cancel.check()?;
@@ -536,6 +554,9 @@ pub fn analyse(
                         if config.report_plain_exceptions {
                             report.plain_exceptions = found.plain_exceptions;
                         }
+                        let confirming = Instant::now();
+                        confirm::confirm_function(&mut shipped, &item.info.signature, &mut report);
+                        confirm_ms += ms(confirming);
                         if found.crashed > 0 {
                             let first = found.first_crash.as_deref().unwrap_or("crashed");
                             let note = format!(
@@ -591,6 +612,7 @@ pub fn analyse(
                 reports[item.index] = Some(report);
             }
             timings.insert("execute".to_string(), ms(started));
+            timings.insert("confirm".to_string(), confirm_ms);
         }
     }
     settle_inlined(&mut reports, inlined_away, &pair.p_ll, &pair.pp_ll);

@@ -103,6 +103,99 @@ pub struct Divergence {
     pub location: Option<SourceLoc>,
     /// One-line summary (`fast-math build overflows here, plain build does not`).
     pub summary: String,
+    /// Whether the binaries clang ships (no instrumentation, real code generation) show it too.
+    #[serde(default)]
+    pub confirmation: Confirmation,
+    /// The exceptions the shipped P and P' raised on this input (sticky flags, sorted); empty when not run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shipped_p: Vec<ExceptionKind>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shipped_p_prime: Vec<ExceptionKind>,
+    /// Which single option of P' makes the difference, from re-running the input on builds that differ in one.
+    #[serde(default)]
+    pub cause: Cause,
+    /// Candidates whose neighbourhood search gave this input as their best (merged when several did).
+    #[serde(default = "one")]
+    pub candidates: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+/// What the independent harness (the file built by clang as shipped, the sticky flags read) says of a divergence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confirmation {
+    /// The shipped binaries raise different sets of exceptions on the input.
+    Confirmed,
+    /// The shipped binaries raise the same set; the instrumented traces differ in order or count only, which
+    /// the sticky flags cannot show.
+    TraceOnly,
+    /// The shipped binaries could not be run on the input (no harness, a crash or a time-out).
+    #[default]
+    NotRun,
+}
+
+impl Confirmation {
+    /// A short phrase for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Confirmation::Confirmed => "confirmed on the shipped binaries",
+            Confirmation::TraceOnly => {
+                "the shipped binaries raise the same set (only order or count differ)"
+            }
+            Confirmation::NotRun => "not run on the shipped binaries",
+        }
+    }
+}
+
+/// Why P' diverges: the one option whose removal from P' makes the shipped P' raise what P raises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Flush-to-zero / denormals-are-zero, set for the whole process at start-up when linking with `-ffast-math`
+    /// (`crtfastmath.o`); no source change reaches it, linking with `-mno-daz-ftz` does.
+    FlushToZero,
+    /// Re-association (`-fassociative-math`).
+    Reassociation,
+    /// Reciprocals instead of divisions (`-freciprocal-math`).
+    Reciprocal,
+    /// Fused multiply-add contraction (`-ffp-contract=fast`).
+    Contraction,
+    /// The assumption that no NaN or infinity occurs (`-ffinite-math-only`).
+    FiniteMath,
+    /// Signed zeros ignored (`-fno-signed-zeros`).
+    SignedZeros,
+    /// Approximate library functions (`-fapprox-func`).
+    ApproxFunc,
+    /// Optimisation that happens without fast-math too (plain `-O2` diverges the same way).
+    Optimisation,
+    /// No single option: several fast-math options together.
+    Combined,
+    /// Not determined (the shipped binaries show no set difference, or could not be run).
+    #[default]
+    Undetermined,
+}
+
+impl Cause {
+    /// A short phrase for messages (`flush-to-zero/denormals-are-zero at start-up`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Cause::FlushToZero => {
+                "flush-to-zero/denormals-are-zero, set at start-up by linking with -ffast-math"
+            }
+            Cause::Reassociation => "re-association (-fassociative-math)",
+            Cause::Reciprocal => "reciprocal instead of division (-freciprocal-math)",
+            Cause::Contraction => "fused multiply-add contraction (-ffp-contract=fast)",
+            Cause::FiniteMath => "the no-NaN/no-infinity assumption (-ffinite-math-only)",
+            Cause::SignedZeros => "signed zeros ignored (-fno-signed-zeros)",
+            Cause::ApproxFunc => "approximate library functions (-fapprox-func)",
+            Cause::Optimisation => "optimisation that happens without fast-math too (-O2)",
+            Cause::Combined => "several fast-math options together",
+            Cause::Undetermined => "undetermined",
+        }
+    }
 }
 
 /// An exception the plain build itself raises on some input (the Ariadne view).
@@ -253,6 +346,9 @@ pub struct FunctionReport {
     /// Whether this result came from the per-function cache.
     #[serde(default)]
     pub cached: bool,
+    /// Divergences of the instrumented builds whose set difference the shipped binaries did not show (dropped).
+    #[serde(default)]
+    pub not_reproduced: usize,
 }
 
 impl FunctionReport {
@@ -276,6 +372,7 @@ impl FunctionReport {
             solver_timeouts: 0,
             executions: 0,
             cached: false,
+            not_reproduced: 0,
         }
     }
 

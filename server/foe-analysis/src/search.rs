@@ -146,13 +146,18 @@ pub fn search(
     let stopped_early = state.timed_out >= MAX_TIMEOUTS;
     let diff_producing = state.found.len();
     state.found.sort_by_key(|f| f.0);
-    let mut reported = HashSet::new();
-    let divergences = state
-        .found
-        .into_iter()
-        .filter(|(_, key, _)| reported.insert(key.clone()))
-        .map(|(_, _, d)| d)
-        .collect();
+    // Candidates that found the same input share one report, which counts them all.
+    let mut reported: HashMap<Vec<u64>, usize> = HashMap::new();
+    let mut divergences: Vec<Divergence> = Vec::new();
+    for (_, key, d) in state.found {
+        match reported.get(&key) {
+            Some(&at) => divergences[at].candidates += 1,
+            None => {
+                reported.insert(key, divergences.len());
+                divergences.push(d);
+            }
+        }
+    }
     tracing::debug!(
         candidates = cands.len(),
         executions = state.executions,
@@ -656,6 +661,11 @@ fn divergence(
         in_domain,
         location,
         summary,
+        confirmation: Default::default(),
+        shipped_p: vec![],
+        shipped_p_prime: vec![],
+        cause: Default::default(),
+        candidates: 1,
     }
 }
 

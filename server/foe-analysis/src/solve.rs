@@ -23,7 +23,7 @@ use crate::types::{
 use num_bigint::BigInt;
 use num_traits::{One, Signed, ToPrimitive};
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use z3::ast::{Bool, Int, Real, BV};
 use z3::{SatResult, Solver};
 
@@ -253,17 +253,18 @@ fn solve_reusing(
                 _ => None,
             })
             .collect();
-        // The retries get a quarter of the time the real phase took, at least 20 ms and at most one query time limit
-        // (which may itself be below 20 ms): most misses are cancellations or exact results that no float input turns
-        // into the exception, and a small function's whole solve should not wait on them (the floor was 50 ms; the
-        // benchmark counts did not change at 20).
-        let budget = (real_done / 4)
-            .max(Duration::from_millis(20))
-            .min(Duration::from_millis(timeout_ms as u64));
-        let fp_deadline =
-            deadline.map_or(Instant::now() + budget, |d| d.min(Instant::now() + budget));
+        // The retries share one query time limit per thread, at least 10 ms and at most a quarter of the limit each,
+        // counted in Z3's resource units so the same retries get the same answers however loaded the machine is:
+        // most misses are cancellations or exact results that no float input turns into the exception, and a small
+        // function's whole solve should not wait on them.
+        let quarter = (timeout_ms / 4).max(10);
+        let per_retry = (timeout_ms as usize * cfg.threads.max(1) / retries.len().max(1))
+            .clamp(10, quarter as usize) as u32;
         let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
-            solve_fp(&q.formula, domain, timeout_ms, fp_deadline, input, limiter)
+            if out_of_time() {
+                return None;
+            }
+            solve_fp(&q.formula, domain, per_retry, input, limiter)
         });
         fp.extend(
             retries
@@ -373,12 +374,12 @@ fn solve_real(
     approach: Approach<'_>,
     limiter: &limit::Limiter<'_>,
 ) -> RealResult {
-    let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+    // The parts share the budget, counted in Z3's resource units (deterministic), not in time.
+    let start = limiter.total_spent_ms();
     let mut values: HashMap<usize, ArgValue> = HashMap::new();
     for part in independent_parts(formula, &domain_params(domain)) {
-        let remaining = deadline
-            .saturating_duration_since(Instant::now())
-            .as_millis() as u32;
+        let spent = limiter.total_spent_ms() - start;
+        let remaining = (timeout_ms as u64).saturating_sub(spent) as u32;
         let (verdict, part_values) =
             solve_part(sig, &part, domain, remaining.max(1), approach, limiter);
         if verdict != Verdict::Sat {
@@ -539,7 +540,8 @@ fn solve_part(
         Approach::Concretise(hints) if floats.len() > 1 => hints,
         _ => return check_part(sig, part, domain, &[], timeout_ms, limiter),
     };
-    let started = Instant::now();
+    // Budget spent so far, counted in Z3's resource units (deterministic), not in time.
+    let mut spent = 0u32;
     let range_of = |i: usize| domain.and_then(|d| d.ranges.iter().find(|r| r.param == i));
     let hinted = |input: &Input, i: usize| match input.0.get(i) {
         Some(ArgValue::F64(v)) => Some(*v),
@@ -553,7 +555,6 @@ fn solve_part(
     );
     let attempt_ms = (timeout_ms / 4).max(1);
     for attempt in 0..MAX_CONCRETIZATIONS {
-        let spent = started.elapsed().as_millis() as u32;
         if spent + 1 >= timeout_ms {
             break;
         }
@@ -578,6 +579,8 @@ fn solve_part(
             attempt_ms.min(timeout_ms - spent),
             limiter,
         );
+        // At least a millisecond per attempt, so the loop ends however cheap the checks are.
+        spent += limiter.last_spent_ms().max(1);
         tracing::trace!(
             attempt,
             free,
@@ -828,14 +831,13 @@ fn repair(formula: &Expr, input: &Input) -> Option<Input> {
     None
 }
 
-/// The FP-theory retry: an input on which the operation really raises the exception, if Z3 finds one before the
-/// deadline. Like Ariadne's concretization, it first solves for one parameter at a time with the others fixed to
+/// The FP-theory retry: an input on which the operation really raises the exception, if Z3 finds one within
+/// `budget_ms` (in Z3's resource units). Like Ariadne's concretization, it first solves for one parameter at a time with the others fixed to
 /// the rounded model (small circuits), then for all of them.
 fn solve_fp(
     formula: &Expr,
     domain: Option<&Domain>,
-    timeout_ms: u32,
-    deadline: Instant,
+    budget_ms: u32,
     real_input: &Input,
     limiter: &limit::Limiter<'_>,
 ) -> Option<Input> {
@@ -865,10 +867,10 @@ fn solve_fp(
         attempts.extend(free.iter().map(|i| fixed_except(Some(*i))));
     }
     attempts.push(HashMap::new());
+    let mut spent = 0u32;
     for fixed in attempts {
-        let remaining = deadline.checked_duration_since(Instant::now())?;
-        let timeout = (remaining.as_millis() as u32).min(timeout_ms);
-        if timeout < 10 {
+        let timeout = budget_ms.saturating_sub(spent);
+        if timeout < 5 {
             return None;
         }
         let query = fp::encode(formula, domain, &fixed)?;
@@ -876,6 +878,7 @@ fn solve_fp(
         solver.from_string(query.smtlib.as_str());
         let started = Instant::now();
         let result = limiter.check(&solver, timeout);
+        spent += limiter.last_spent_ms().max(1);
         tracing::trace!(
             ms = started.elapsed().as_millis() as u64,
             fixed = fixed.len(),

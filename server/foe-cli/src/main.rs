@@ -179,7 +179,11 @@ impl Settings {
 }
 
 fn main() -> ExitCode {
-    // Started by the engine to solve one function out of process (libz3 can crash): serve and exit.
+    // Started by the engine to solve one function out of process (libz3 can crash): serve and exit (its log goes
+    // to stderr, which the engine passes on when FOE_LOG is set).
+    if std::env::var_os("FOE_SOLVER_CHILD").is_some() {
+        init_logging("warn");
+    }
     foe_analysis::solve::child::serve_if_child();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if matches!(args.as_slice(), [a] if a == "--version" || a == "-V") {
@@ -188,15 +192,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     let lsp = matches!(cli.command, Command::Lsp);
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG").unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new(if lsp { "info" } else { "warn" })
-            }),
-        )
-        .with_ansi(false)
-        .init();
+    init_logging(if lsp { "info" } else { "warn" });
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -220,6 +216,18 @@ fn print_version() {
 
 /// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would
 /// accept them in comments, rather than losing the file.
+/// Logs to stderr, filtered by FOE_LOG (else `default`).
+fn init_logging(default: &str) {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FOE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default)),
+        )
+        .with_ansi(false)
+        .init();
+}
+
 fn read_source(file: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     match String::from_utf8(bytes) {

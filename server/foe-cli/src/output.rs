@@ -60,6 +60,15 @@ fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileRe
         run_ending(&d.result_p_prime)
     );
     let _ = writeln!(out, "    first divergence at event {}", d.first_divergence);
+    let _ = writeln!(
+        out,
+        "    {}; cause: {}",
+        d.confirmation.describe(),
+        d.cause.describe()
+    );
+    if let Some(change) = foe_analysis::fix::build_change(d.cause) {
+        let _ = writeln!(out, "    fix: {change}");
+    }
 }
 
 /// How a run ended, for a sentence: `returns 0x1p+0 (1)`, or the run's own ending (`stopped at `gsl_error`

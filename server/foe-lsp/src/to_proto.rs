@@ -544,6 +544,12 @@ fn write_site(
         d.summary.clone()
     };
     let _ = writeln!(md, "**foe** · `{}` · {summary}\n", f.name);
+    let _ = writeln!(
+        md,
+        "Cause: {} · {}\n",
+        d.cause.describe(),
+        d.confirmation.describe()
+    );
     let shown = site.divergences.len().min(HOVER_INPUTS);
     let total = site.divergences.len();
     let _ = write!(
@@ -848,6 +854,11 @@ mod tests {
             in_domain: true,
             location: None,
             summary: String::new(),
+            confirmation: Default::default(),
+            shipped_p: vec![],
+            shipped_p_prime: vec![],
+            cause: Default::default(),
+            candidates: 1,
         }
     }
 

@@ -80,6 +80,11 @@ impl Engine for Scripted {
             in_domain: true,
             location: Some(SourceLoc { line: 1, column: 1 }),
             summary: String::new(),
+            confirmation: Default::default(),
+            shipped_p: vec![],
+            shipped_p_prime: vec![],
+            cause: Default::default(),
+            candidates: 1,
         });
         Ok(FileReport {
             file: request.path.display().to_string(),

@@ -151,6 +151,10 @@ fn solve_in_child(
     }
     let out = process::run_tool_until(cmd, Some(body), limit, stop)
         .map_err(|e| ChildError::Other(format!("cannot start the solver process: {e}")))?;
+    if std::env::var_os("FOE_LOG").is_some() {
+        // the child's log, passed on
+        eprint!("{}", out.stderr);
+    }
     if out.timed_out {
         return Err(ChildError::Other(if stop() {
             "stopped".into()

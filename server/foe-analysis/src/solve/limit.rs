@@ -1,16 +1,33 @@
-//! Parallel Z3 work with wall-clock limits that do not use Z3's own timers.
+//! Parallel Z3 work with deterministic budgets, and wall-clock limits that do not use Z3's own timers.
 //!
-//! Z3's `timeout` parameter and its `try_for` tactics run on a pool of timer threads (`scoped_timer`) that
-//! deadlocks in libz3 4.8.12 under concurrent use, and whose `pthread_atfork` handler spins when the process
-//! forks while a query runs (Z3 issues #5990, PR #7618). So no query here sets a timeout or uses a tactic with
-//! one: a watchdog thread calls `Z3_interrupt` on the context of a query that passes its deadline instead.
-//! An interrupted context stays cancelled, so the worker continues in a fresh one.
+//! A query's budget is a Z3 resource limit (`rlimit`, counted in Z3's own steps), so the same query gives the
+//! same answer however loaded the machine is; budgets are given in milliseconds and converted at
+//! [`RLIMIT_PER_MS`] (calibrated on an unloaded machine). Items are dealt to the workers in a fixed order (worker
+//! `w` takes items `w`, `w + n`, ...), so each worker's Z3 context sees the same queries in the same order every
+//! run.
+//!
+//! The wall clock stays as a safety net only ([`WALL_CLOCK_FACTOR`] times the budget): Z3's `timeout` parameter
+//! and its `try_for` tactics run on a pool of timer threads (`scoped_timer`) that deadlocks in libz3 4.8.12 under
+//! concurrent use, and whose `pthread_atfork` handler spins when the process forks while a query runs (Z3 issues
+//! #5990, PR #7618). So no query here sets a timeout or uses a tactic with one: a watchdog thread calls
+//! `Z3_interrupt` on the context of a query that passes its deadline instead. An interrupted context stays
+//! cancelled, so the worker continues in a fresh one.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use z3::{SatResult, Solver};
+
+/// Z3 resource units per millisecond of budget (nlsat and the SMT core on this project's queries, measured with
+/// `cargo test -p foe-analysis rlimit_rate -- --ignored --nocapture`).
+pub(super) const RLIMIT_PER_MS: u64 = 200;
+
+/// The wall-clock safety net of a query: this many times its budget (plus 100 ms). Z3 4.8.12's nlsat counts few
+/// resources inside polynomial arithmetic (resultants of high degree), so a few queries are still stopped by it
+/// (on jetengine 13 of 161 checks, at 1-2 % of the units their time would buy), and a query near it may come out
+/// either way on a loaded machine.
+pub(super) const WALL_CLOCK_FACTOR: u64 = 4;
 
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
@@ -55,23 +72,52 @@ pub(super) struct Limiter<'a> {
     watchdog: &'a Watchdog,
     worker: usize,
     interrupted: Cell<bool>,
+    /// The budget the last check used, in milliseconds at [`RLIMIT_PER_MS`] (deterministic).
+    last_spent_ms: Cell<u32>,
+    /// The budget all checks of this limiter used so far, likewise.
+    total_spent_ms: Cell<u64>,
 }
 
 impl Limiter<'_> {
-    /// `solver.check()`, interrupted (giving `Unknown`) if it runs longer than `timeout_ms`.
-    pub(super) fn check(&self, solver: &Solver, timeout_ms: u32) -> SatResult {
+    /// `solver.check()` within a resource limit worth `budget_ms`, giving `Unknown` when it runs out (or, as a
+    /// safety net, when the wall clock passes [`WALL_CLOCK_FACTOR`] times the budget).
+    pub(super) fn check(&self, solver: &Solver, budget_ms: u32) -> SatResult {
+        let units = (budget_ms.max(1) as u64 * RLIMIT_PER_MS).min(u32::MAX as u64) as u32;
+        let mut params = z3::Params::new();
+        params.set_u32("rlimit", units);
+        solver.set_params(&params);
+        let before = rlimit_count(solver);
         let context = RawContext(solver.get_context().get_z3_context());
-        let deadline = Instant::now() + Duration::from_millis(timeout_ms as u64);
+        let wall = Duration::from_millis(budget_ms as u64 * WALL_CLOCK_FACTOR + 100);
         self.set_slot(Some(Slot {
             context,
-            deadline,
+            deadline: Instant::now() + wall,
             fired: false,
         }));
+        let started = Instant::now();
         let result = solver.check();
+        let took = started.elapsed();
         if self.take_slot().is_some_and(|s| s.fired) {
             self.interrupted.set(true);
+            tracing::debug!(budget_ms, "query stopped by the wall-clock safety net");
         }
+        let used = rlimit_count(solver).saturating_sub(before);
+        tracing::trace!(used, budget = units, ?result, ?took, "z3 check");
+        let spent = (used / RLIMIT_PER_MS).min(budget_ms as u64) as u32;
+        self.last_spent_ms.set(spent);
+        self.total_spent_ms
+            .set(self.total_spent_ms.get() + spent as u64);
         result
+    }
+
+    /// The budget the last [`Limiter::check`] used, in milliseconds of budget (a count of Z3 steps, not time).
+    pub(super) fn last_spent_ms(&self) -> u32 {
+        self.last_spent_ms.get()
+    }
+
+    /// The budget all checks so far used, in milliseconds of budget.
+    pub(super) fn total_spent_ms(&self) -> u64 {
+        self.total_spent_ms.get()
     }
 
     fn set_slot(&self, slot: Option<Slot>) {
@@ -93,6 +139,15 @@ impl Limiter<'_> {
     }
 }
 
+/// The context's resource count so far (Z3's `rlimit count` statistic).
+fn rlimit_count(solver: &Solver) -> u64 {
+    match solver.get_statistics().value("rlimit count") {
+        Some(z3::StatisticsValue::UInt(n)) => n as u64,
+        Some(z3::StatisticsValue::Double(d)) => d as u64,
+        None => 0,
+    }
+}
+
 /// Maps `f` over `items` on up to `threads` threads: the calling thread and `threads - 1` scoped ones. Every
 /// thread works in a context of its own, made for this call (a thread's default context may have been
 /// interrupted by an earlier call, and an interrupted context stays cancelled), and in a fresh one after one of
@@ -106,7 +161,6 @@ pub(super) fn parallel<T: Sync, R: Send>(
     if workers == 0 {
         return Vec::new();
     }
-    let next = AtomicUsize::new(0);
     let watchdog = Watchdog {
         slots: Mutex::new((0..workers).map(|_| None).collect()),
         stop: AtomicBool::new(false),
@@ -117,18 +171,20 @@ pub(super) fn parallel<T: Sync, R: Send>(
             watchdog: &watchdog,
             worker,
             interrupted: Cell::new(false),
+            last_spent_ms: Cell::new(0),
+            total_spent_ms: Cell::new(0),
         };
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else {
-                return true;
-            };
-            let r = f(item, &limiter);
-            out.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+        let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+        // Items dealt in a fixed order: this worker's are worker, worker + workers, ...; resume after those done.
+        let done = out.len();
+        for i in (worker..items.len()).step_by(workers).skip(done) {
+            let r = f(&items[i], &limiter);
+            out.push((i, r));
             if limiter.interrupted.get() {
                 return false;
             }
         }
+        true
     };
     let run_worker = |worker: usize| -> Vec<(usize, R)> {
         let out = Mutex::new(Vec::new());
@@ -191,6 +247,26 @@ mod tests {
         s
     }
 
+    /// Prints Z3's resource units per millisecond on queries like foe's (calibrates [`RLIMIT_PER_MS`]).
+    #[test]
+    #[ignore]
+    fn rlimit_rate() {
+        for degree in [20usize, 40, 80, 160] {
+            let results = parallel(&[degree], 1, |degree, limiter| {
+                let solver = hard_query(*degree);
+                let started = Instant::now();
+                let r = limiter.check(&solver, 2_000_000);
+                (r, limiter.last_spent_ms(), started.elapsed())
+            });
+            let (r, spent, took) = results[0].clone().expect("ran");
+            let units = spent as u64 * RLIMIT_PER_MS;
+            eprintln!(
+                "degree {degree}: {r:?}, {units} units in {took:?}: {:.0} units/ms",
+                units as f64 / took.as_secs_f64() / 1000.0
+            );
+        }
+    }
+
     #[test]
     fn a_panicking_query_loses_its_worker_s_results_but_does_not_hang() {
         for threads in [1, 2] {
@@ -210,7 +286,8 @@ mod tests {
     fn overlong_queries_are_interrupted_and_the_context_stays_usable() {
         let results = parallel(&[300usize, 40], 1, |degree, limiter| {
             let started = Instant::now();
-            let r = limiter.check(&hard_query(*degree), 20);
+            let budget = if *degree == 300 { 20 } else { 500 };
+            let r = limiter.check(&hard_query(*degree), budget);
             (r, started.elapsed())
         });
         let (first, took) = results[0].as_ref().expect("ran");

@@ -764,7 +764,8 @@ mod tests {
         };
         let (mut runner, sigs) = crate::exec::testutil::runner(src, &config);
         let sig = sigs.iter().find(|s| s.name == name).unwrap().clone();
-        let found = crate::search::search(&mut runner, &sig, &[input], None, &config).unwrap();
+        let found =
+            crate::search::search(&mut runner, &sig, &[input], None, &config, None).unwrap();
         let instrumented = found.divergences.len();
         let mut report = FunctionReport::skipped(name, "");
         report.divergences = found.divergences;

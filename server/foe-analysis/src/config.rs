@@ -15,8 +15,9 @@ pub enum FtzMode {
     Off,
 }
 
+/// Serialised in camelCase: these are also the keys of the editor settings (section `foe`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct AnalysisConfig {
     /// The clang to run; default `clang-19` when on PATH, else `clang`.
     pub clang: PathBuf,
@@ -90,9 +91,18 @@ impl AnalysisConfig {
         self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
     }
 
+    /// Settings that change how fast results come, not what they are: left out of cache keys.
+    pub const NOT_IN_FINGERPRINT: [&'static str; 1] = ["threads"];
+
     /// A stable hash of every setting that changes results, for cache keys.
     pub fn fingerprint(&self) -> String {
-        let json = serde_json::to_string(self).expect("config serialises");
+        let mut value = serde_json::to_value(self).expect("config serialises");
+        if let Some(map) = value.as_object_mut() {
+            for key in Self::NOT_IN_FINGERPRINT {
+                map.remove(key);
+            }
+        }
+        let json = value.to_string();
         blake3::hash(json.as_bytes()).to_hex()[..16].to_string()
     }
 }
@@ -138,5 +148,20 @@ mod tests {
         assert!(!c.p_prime_ftz());
         c.ftz_daz = FtzMode::On;
         assert!(c.p_prime_ftz());
+    }
+
+    #[test]
+    fn the_thread_count_does_not_change_cache_keys() {
+        let a = AnalysisConfig::default();
+        let b = AnalysisConfig {
+            threads: a.threads + 3,
+            ..a.clone()
+        };
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let c = AnalysisConfig {
+            radius: a.radius + 1,
+            ..a.clone()
+        };
+        assert_ne!(a.fingerprint(), c.fingerprint());
     }
 }

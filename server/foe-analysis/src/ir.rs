@@ -259,8 +259,8 @@ fn has_byval(function: FunctionValue<'_>, index: usize) -> bool {
 }
 
 /// The textual IR of one function with metadata numbering removed (it shifts when other functions change),
-/// for cache keys. Debug locations are kept as resolved line:column pairs.
-pub fn function_fingerprint(function: FunctionValue<'_>) -> String {
+/// for cache keys. Debug locations are kept as line:column pairs, lines relative to `base_line`.
+pub fn function_fingerprint(function: FunctionValue<'_>, base_line: u32) -> String {
     static MD: OnceLock<Regex> = OnceLock::new();
     let md = re(&MD, r"!\d+");
     use inkwell::values::AnyValue;
@@ -269,7 +269,8 @@ pub fn function_fingerprint(function: FunctionValue<'_>) -> String {
     for block in function.get_basic_block_iter() {
         for inst in block.get_instructions() {
             if let Some(loc) = inst.get_debug_location() {
-                key.push_str(&format!(";{}:{}", loc.get_line(), loc.get_column()));
+                let line = loc.get_line() as i64 - base_line as i64;
+                key.push_str(&format!(";{line}:{}", loc.get_column()));
             }
         }
     }

@@ -9,6 +9,7 @@ pub mod compile;
 pub mod config;
 pub mod domain;
 pub mod exec;
+pub mod findings;
 pub mod fix;
 pub mod fpfmt;
 pub mod instrument;

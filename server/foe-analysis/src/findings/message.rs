@@ -75,9 +75,35 @@ pub fn short_value(v: &NamedValue) -> String {
     v.raw.map(ArgValue::short).unwrap_or_else(|| v.decimal.clone())
 }
 
-/// The inputs a person is shown for a divergence.
-pub fn shown_inputs(_f: &FunctionReport, d: &Divergence) -> Vec<NamedValue> {
-    d.inputs.clone()
+/// The inputs a person is shown for a divergence: all of them, except array elements past the count when the
+/// function follows the (pointer, count) convention: one integer parameter, elements named `p[i]`, and
+/// `i >= count` (such elements are never read). The replay command keeps every input.
+pub fn shown_inputs(f: &FunctionReport, d: &Divergence) -> Vec<NamedValue> {
+    let ints: Vec<i64> = f
+        .signature
+        .iter()
+        .flat_map(|s| s.call_params())
+        .filter(|p| matches!(p.ty, crate::types::ParamType::Int { .. }))
+        .filter_map(|p| d.inputs.iter().find(|v| v.name == p.name))
+        .filter_map(|v| match v.raw {
+            Some(ArgValue::Int(n)) => Some(n),
+            _ => v.value.parse().ok(),
+        })
+        .collect();
+    let count = match ints.as_slice() {
+        [n] if *n >= 0 => *n,
+        _ => return d.inputs.clone(),
+    };
+    let index = |name: &str| -> Option<i64> {
+        let (_, rest) = name.split_once('[')?;
+        let (i, tail) = rest.split_once(']')?;
+        tail.is_empty().then(|| i.parse().ok())?
+    };
+    d.inputs
+        .iter()
+        .filter(|v| index(&v.name).is_none_or(|i| i < count))
+        .cloned()
+        .collect()
 }
 
 /// A float input of extreme magnitude: beyond 2^±64 (2^±32 for float), subnormal, infinite or NaN.
@@ -98,9 +124,19 @@ fn extreme_value(v: &NamedValue) -> bool {
     !x.is_finite() || e > limit as f64 || e < -(limit as f64)
 }
 
-/// Whether an input needs an extreme magnitude in some value.
-pub fn is_extreme(inputs: &[NamedValue]) -> bool {
-    inputs.iter().any(extreme_value)
+/// Whether a divergence needs an extreme magnitude in some value. Inside a declared domain, the values the
+/// domain constrains are the user's to choose and never count as extreme.
+pub fn is_extreme(f: &FunctionReport, d: &Divergence) -> bool {
+    let constrained = |name: &str| {
+        d.in_domain
+            && f.domain.iter().any(|c| {
+                c.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                    .any(|w| w == name)
+            })
+    };
+    d.inputs
+        .iter()
+        .any(|v| !constrained(&v.name) && extreme_value(v))
 }
 
 /// How a run ended, short: `-0`, `nan`, `crashed (SIGFPE)`; `None` for a void function that returned.

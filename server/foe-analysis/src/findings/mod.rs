@@ -259,13 +259,10 @@ fn divergence_findings(
     let mut out = vec![];
     for ((loc, cause), mut members) in groups {
         // Best first: inside the declared domain, then ordinary magnitudes, then the engine's order.
+        let extreme = |d: &Divergence| message::is_extreme(f, d);
         members.sort_by_key(|&i| {
             let d = &f.divergences[i];
-            (
-                declared && !d.in_domain,
-                message::is_extreme(&d.inputs),
-                i,
-            )
+            (declared && !d.in_domain, extreme(d), i)
         });
         let best = &f.divergences[members[0]];
         let domain = match (declared, best.in_domain) {
@@ -273,8 +270,12 @@ fn divergence_findings(
             (true, true) => DomainFit::Inside,
             (true, false) => DomainFit::Outside,
         };
-        let extreme = message::is_extreme(&best.inputs);
+        let extreme = extreme(best);
         let (rank, shown) = match domain {
+            DomainFit::Inside if extreme => (
+                Rank::ExtremeInputs,
+                options.extreme_inputs_severity.severity(),
+            ),
             DomainFit::Inside => (Rank::InDomain, Some(Severity::Warning)),
             DomainFit::Outside if extreme => (
                 Rank::ExtremeInputs,

@@ -8,10 +8,10 @@ mod output;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use foe_analysis::findings::{self, FindingOptions};
 use foe_analysis::pipeline::{
     self, AnalysisError, AnalysisRequest, CancelToken, NoCache, NoProgress,
 };
-use foe_analysis::findings::{self, FindingOptions};
 use foe_analysis::AnalysisConfig;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -192,18 +192,50 @@ mod tests {
     #[test]
     fn every_flag_is_a_declared_setting() {
         let cli = Cli::parse_from([
-            "foe", "check", "f.c", "--p-flags", "-O1", "--p-prime-flags", "-O3 -ffast-math", "--clang",
-            "clang", "--radius", "2", "--unroll", "3", "--solver-timeout-ms", "7", "--exec-timeout-ms",
-            "9", "--ftz", "off", "--plain-exceptions", "--set", "extremeInputsSeverity=off", "--set",
+            "foe",
+            "check",
+            "f.c",
+            "--p-flags",
+            "-O1",
+            "--p-prime-flags",
+            "-O3 -ffast-math",
+            "--clang",
+            "clang",
+            "--radius",
+            "2",
+            "--unroll",
+            "3",
+            "--solver-timeout-ms",
+            "7",
+            "--exec-timeout-ms",
+            "9",
+            "--ftz",
+            "off",
+            "--plain-exceptions",
+            "--set",
+            "extremeInputsSeverity=off",
+            "--set",
             "foe.maxPaths=5",
         ]);
         let Command::Check { settings, .. } = cli.command else {
             panic!("parsed as another command")
         };
-        let s = settings.resolve().expect("every flag maps to a declared key");
+        let s = settings
+            .resolve()
+            .expect("every flag maps to a declared key");
         assert_eq!(s.analysis.flags_p_prime, vec!["-O3", "-ffast-math"]);
-        assert_eq!((s.analysis.radius, s.analysis.unroll_bound, s.analysis.max_paths), (2, 3, 5));
-        assert_eq!((s.analysis.solver_timeout_ms, s.analysis.exec_timeout_ms), (7, 9));
+        assert_eq!(
+            (
+                s.analysis.radius,
+                s.analysis.unroll_bound,
+                s.analysis.max_paths
+            ),
+            (2, 3, 5)
+        );
+        assert_eq!(
+            (s.analysis.solver_timeout_ms, s.analysis.exec_timeout_ms),
+            (7, 9)
+        );
         assert!(s.analysis.report_plain_exceptions);
         assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
         let bad = Settings {

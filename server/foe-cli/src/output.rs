@@ -1,8 +1,8 @@
 //! Rendering for people and tools: the engine's findings as compiler-style text, JSON and SARIF 2.1.0;
 //! replays; Table III rows.
 
-use foe_analysis::pipeline::ReplayReport;
 use foe_analysis::findings::{Code, Finding, Severity};
+use foe_analysis::pipeline::ReplayReport;
 use foe_analysis::report::{FileReport, FunctionStatus, TraceEvent};
 use serde_json::{json, Value};
 use std::fmt::Write as _;

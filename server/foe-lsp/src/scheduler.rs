@@ -72,8 +72,14 @@ impl Scheduler {
                     .client
                     .publish_diagnostics(job.uri.clone(), vec![], Some(job.version))
                     .await;
-                this.status(to_proto::status(&job.uri, job.version, "disabled", "foe is disabled (foe.enable)", None))
-                    .await;
+                this.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "disabled",
+                    "foe is disabled (foe.enable)",
+                    None,
+                ))
+                .await;
             });
             return;
         }
@@ -151,33 +157,47 @@ impl Scheduler {
                         .show_message(MessageType::ERROR, &message)
                         .await;
                 }
-                self.status(to_proto::status(&job.uri, job.version, "error", &message, None))
-                    .await;
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
             Ok(Err(e)) => {
                 let message = format!("foe: analysis of {name} failed: {e}");
-                self.status(to_proto::status(&job.uri, job.version, "error", &message, None))
-                    .await;
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
             Err(panic) => {
                 let message = format!("foe: analysis of {name} crashed: {panic}");
-                self.status(to_proto::status(&job.uri, job.version, "error", &message, None))
-                    .await;
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
         };
         let shown = match &outcome {
             Outcome::Report(report) => Shown {
-                findings: Arc::new(findings::findings(
-                    report,
-                    &job.text,
-                    job.config.findings(),
-                )),
+                findings: Arc::new(findings::findings(report, &job.text, job.config.findings())),
                 text: job.text.clone(),
                 report: Some(report.clone()),
                 stale: false,

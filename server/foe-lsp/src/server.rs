@@ -152,7 +152,8 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        let warnings = std::mem::take(&mut *self.init_warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        let warnings =
+            std::mem::take(&mut *self.init_warnings.lock().unwrap_or_else(|e| e.into_inner()));
         self.warn_settings(warnings).await;
         self.state.initialized.store(true, Ordering::SeqCst);
         self.scheduler.schedule_all();

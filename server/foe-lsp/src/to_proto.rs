@@ -6,16 +6,16 @@
 
 use crate::state::{Analysis, FixCheck, Outcome, State};
 use foe_analysis::findings::{Finding, Severity};
-use foe_analysis::report::FunctionStatus;
 use foe_analysis::fix::SourceEdit;
+use foe_analysis::report::FunctionStatus;
 use foe_analysis::types::SourceLoc;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeDescription, Diagnostic,
-    DiagnosticRelatedInformation, DiagnosticSeverity, DocumentChanges, Hover,
-    HoverContents, Location, MarkupContent, MarkupKind, NumberOrString, OneOf,
+    DiagnosticRelatedInformation, DiagnosticSeverity, DocumentChanges, Hover, HoverContents,
+    Location, MarkupContent, MarkupKind, NumberOrString, OneOf,
     OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Url,
     WorkspaceEdit,
 };
@@ -121,7 +121,13 @@ pub fn range(idx: &LineIndex<'_>, f: &Finding) -> Range {
 }
 
 /// One finding as a diagnostic.
-pub fn diagnostic(f: &Finding, idx: &LineIndex<'_>, uri: &Url, docs: &str, stale: bool) -> Diagnostic {
+pub fn diagnostic(
+    f: &Finding,
+    idx: &LineIndex<'_>,
+    uri: &Url,
+    docs: &str,
+    stale: bool,
+) -> Diagnostic {
     let code = f.code.as_string();
     let message = if stale {
         format!("{}{STALE}", f.message)
@@ -203,7 +209,9 @@ pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
         .collect::<Vec<_>>()
         .join("\n\n---\n\n");
     if analysis.shown.stale {
-        markdown = format!("*Stale: the file does not compile; these are the last findings.*\n\n{markdown}");
+        markdown = format!(
+            "*Stale: the file does not compile; these are the last findings.*\n\n{markdown}"
+        );
     }
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {
@@ -218,7 +226,10 @@ pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
 pub fn trace_markdown(analysis: &Analysis, position: Position) -> Option<String> {
     let report = analysis.shown.report.as_ref()?;
     let here = findings_at(analysis, position);
-    let here: Vec<&Finding> = here.into_iter().filter(|f| f.code.is_divergence()).collect();
+    let here: Vec<&Finding> = here
+        .into_iter()
+        .filter(|f| f.code.is_divergence())
+        .collect();
     (!here.is_empty()).then(|| foe_analysis::findings::hover::trace_markdown(report, &here))
 }
 
@@ -300,8 +311,15 @@ impl tower_lsp::lsp_types::notification::Notification for StatusNotification {
 }
 
 /// The parameters of `foe/status`: `state` is `analysing`, `idle`, `stale`, `error` or `disabled`.
-pub fn status(uri: &Url, version: i32, state: &str, message: &str, analysis: Option<&Analysis>) -> Value {
-    let mut v = json!({ "uri": uri.as_str(), "version": version, "state": state, "message": message });
+pub fn status(
+    uri: &Url,
+    version: i32,
+    state: &str,
+    message: &str,
+    analysis: Option<&Analysis>,
+) -> Value {
+    let mut v =
+        json!({ "uri": uri.as_str(), "version": version, "state": state, "message": message });
     if let Some(a) = analysis {
         let count = |s: Severity| a.shown.findings.iter().filter(|f| f.severity == s).count();
         let skipped = a.report().map_or(0, |r| {
@@ -326,7 +344,11 @@ pub fn status_summary(analysis: &Analysis) -> (&'static str, String) {
             "stale",
             format!(
                 "does not compile{}: {}",
-                if analysis.shown.stale { ", showing the last findings" } else { "" },
+                if analysis.shown.stale {
+                    ", showing the last findings"
+                } else {
+                    ""
+                },
                 message.lines().next().unwrap_or("")
             ),
         ),

@@ -65,7 +65,9 @@ impl Code {
 
     pub fn as_string(self) -> String {
         match self {
-            Code::Divergence { kind, direction } => format!("fast-math-{kind}-{}", direction.name()),
+            Code::Divergence { kind, direction } => {
+                format!("fast-math-{kind}-{}", direction.name())
+            }
             Code::ExceptionOrder => "fast-math-exception-order".into(),
             Code::Plain(kind) => format!("plain-{kind}"),
             Code::CompileError => "compile-error".into(),
@@ -174,7 +176,8 @@ fn from_first(t: &[TraceEvent], first: usize) -> impl Iterator<Item = &TraceEven
 
 /// Where the divergence is flagged: the engine's location, else the classified event's.
 pub fn flagged_location(d: &Divergence) -> Option<SourceLoc> {
-    d.location.or_else(|| classify(d).1.and_then(TraceEvent::loc))
+    d.location
+        .or_else(|| classify(d).1.and_then(TraceEvent::loc))
 }
 
 #[cfg(test)]

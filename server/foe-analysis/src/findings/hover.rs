@@ -50,7 +50,10 @@ pub fn replay_command(file: &str, function: &str, d: &Divergence) -> String {
         .iter()
         .map(|v| format!("--input {}={}", v.name, v.value))
         .collect();
-    format!("foe replay {file} --function {function} {}", inputs.join(" "))
+    format!(
+        "foe replay {file} --function {function} {}",
+        inputs.join(" ")
+    )
 }
 
 /// The hover of a divergence finding: what happens and why, one best input, both runs, the replay command.
@@ -63,7 +66,9 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
     let _ = writeln!(
         md,
         "**foe** · `{}` · `{}`\n\n{}\n",
-        f.name, finding.code, super::message::what(finding.code, best)
+        f.name,
+        finding.code,
+        super::message::what(finding.code, best)
     );
     if let Some(c) = &finding.cause {
         let _ = writeln!(md, "Cause: {}\n", c.text);
@@ -127,7 +132,11 @@ pub fn trace_markdown(report: &FileReport, findings: &[&Finding]) -> String {
         if n > 0 {
             md.push_str("\n---\n\n");
         }
-        let _ = writeln!(md, "## `{}` · `{}`\n\n{}\n", f.name, finding.code, finding.message);
+        let _ = writeln!(
+            md,
+            "## `{}` · `{}`\n\n{}\n",
+            f.name, finding.code, finding.message
+        );
         for (i, d) in finding.divergences_in(f).iter().enumerate() {
             let _ = writeln!(md, "### Input {}\n", i + 1);
             for v in &d.inputs {

@@ -41,11 +41,17 @@ pub fn what(code: Code, d: &Divergence) -> String {
         Code::Divergence {
             kind,
             direction: Direction::Appears,
-        } => format!("the fast-math build {} here, the plain build does not", verb(kind)),
+        } => format!(
+            "the fast-math build {} here, the plain build does not",
+            verb(kind)
+        ),
         Code::Divergence {
             kind,
             direction: Direction::Disappears,
-        } => format!("the plain build {} here, the fast-math build does not", verb(kind)),
+        } => format!(
+            "the plain build {} here, the fast-math build does not",
+            verb(kind)
+        ),
         Code::Divergence {
             kind,
             direction: Direction::Count,
@@ -72,7 +78,9 @@ pub fn short_inputs(inputs: &[NamedValue], limit: usize) -> String {
 }
 
 pub fn short_value(v: &NamedValue) -> String {
-    v.raw.map(ArgValue::short).unwrap_or_else(|| v.decimal.clone())
+    v.raw
+        .map(ArgValue::short)
+        .unwrap_or_else(|| v.decimal.clone())
 }
 
 /// The inputs a person is shown for a divergence: all of them, except array elements past the count when the
@@ -231,6 +239,9 @@ pub fn related(
     Some(Related {
         line: loc.line,
         column: e.column.filter(|c| *c > 0),
-        message: format!("the {name} raises {} here instead (`{}`)", e.kind, e.operation),
+        message: format!(
+            "the {name} raises {} here instead (`{}`)",
+            e.kind, e.operation
+        ),
     })
 }

@@ -108,7 +108,10 @@ pub struct Finding {
 impl Finding {
     /// The finding for a file that does not compile (`line`/`column` of clang's first error).
     pub fn compile_error(message: &str, line: Option<u32>, column: Option<u32>) -> Finding {
-        let message = format!("foe cannot analyse this file: {}", strip_file_prefix(message));
+        let message = format!(
+            "foe cannot analyse this file: {}",
+            strip_file_prefix(message)
+        );
         Finding {
             code: Code::CompileError,
             severity: Severity::Error,

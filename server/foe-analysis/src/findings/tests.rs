@@ -97,7 +97,10 @@ fn one_finding_per_site_with_a_count_ordinary_inputs_first() {
 fn declared_domains_decide_the_severity() {
     use ExceptionKind::*;
     let domain = vec!["0 <= x <= 4".to_string()];
-    let outside = function(vec![div(8.0, vec![], vec![ev(Overflow, 4, 9)], false)], domain.clone());
+    let outside = function(
+        vec![div(8.0, vec![], vec![ev(Overflow, 4, 9)], false)],
+        domain.clone(),
+    );
     let all = findings(&report(vec![outside]), SOURCE, &FindingOptions::default());
     assert_eq!(all[0].domain, DomainFit::Outside);
     assert_eq!(all[0].severity, Severity::Information);
@@ -127,7 +130,10 @@ fn hovers_are_short_and_name_no_void_result() {
     assert!(hover.lines().count() <= 20, "{hover}");
     assert!(!hover.contains('|'), "no tables: {hover}");
     assert!(!hover.contains("returned"), "{hover}");
-    assert!(hover.contains("foe replay stats.c --function mean --input x=0x1p+1"), "{hover}");
+    assert!(
+        hover.contains("foe replay stats.c --function mean --input x=0x1p+1"),
+        "{hover}"
+    );
     assert!(!all[0].message.contains("returns"), "{}", all[0].message);
 }
 
@@ -135,10 +141,23 @@ fn hovers_are_short_and_name_no_void_result() {
 fn related_information_never_points_at_the_site_itself() {
     use ExceptionKind::*;
     // Both builds raise at the site, different kinds: the other build's event is at the same place.
-    let d = div(2.0, vec![ev(Invalid, 3, 13)], vec![ev(Overflow, 3, 13)], false);
+    let d = div(
+        2.0,
+        vec![ev(Invalid, 3, 13)],
+        vec![ev(Overflow, 3, 13)],
+        false,
+    );
     let r = report(vec![function(vec![d], vec![])]);
-    assert_eq!(findings(&r, SOURCE, &FindingOptions::default())[0].related, None);
-    let d = div(2.0, vec![ev(Invalid, 5, 3)], vec![ev(Overflow, 3, 13)], false);
+    assert_eq!(
+        findings(&r, SOURCE, &FindingOptions::default())[0].related,
+        None
+    );
+    let d = div(
+        2.0,
+        vec![ev(Invalid, 5, 3)],
+        vec![ev(Overflow, 3, 13)],
+        false,
+    );
     let r = report(vec![function(vec![d], vec![])]);
     let related = findings(&r, SOURCE, &FindingOptions::default())[0]
         .related
@@ -150,7 +169,12 @@ fn related_information_never_points_at_the_site_itself() {
 #[test]
 fn fingerprints_survive_a_line_inserted_above() {
     use ExceptionKind::*;
-    let at = |line| function(vec![div(2.0, vec![], vec![ev(Overflow, line, 9)], false)], vec![]);
+    let at = |line| {
+        function(
+            vec![div(2.0, vec![], vec![ev(Overflow, line, 9)], false)],
+            vec![],
+        )
+    };
     let before = findings(&report(vec![at(4)]), SOURCE, &FindingOptions::default());
     let shifted = format!("// a comment\n{SOURCE}");
     let after = findings(&report(vec![at(5)]), &shifted, &FindingOptions::default());
@@ -160,7 +184,10 @@ fn fingerprints_survive_a_line_inserted_above() {
 
 #[test]
 fn skipped_functions_are_hints_by_default() {
-    let r = report(vec![FunctionReport::skipped("g", "calls an unknown function")]);
+    let r = report(vec![FunctionReport::skipped(
+        "g",
+        "calls an unknown function",
+    )]);
     let all = findings(&r, SOURCE, &FindingOptions::default());
     assert_eq!(all[0].code, Code::FunctionSkipped);
     assert_eq!(all[0].severity, Severity::Hint);

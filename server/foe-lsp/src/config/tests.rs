@@ -47,7 +47,11 @@ fn wrong_types_and_unknown_keys_warn_and_keep_defaults() {
                 "trace": {"server": "off"}}),
     );
     assert_eq!(w.len(), 4, "{w:?}");
-    assert!(w.iter().any(|w| w.starts_with("foe.pFlags: unknown setting")), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.starts_with("foe.pFlags: unknown setting")),
+        "{w:?}"
+    );
     assert_eq!(c.analysis().radius, 3);
     assert!(c.enable());
     assert_eq!(c.settings, Settings::default());
@@ -58,7 +62,9 @@ fn empty_values_ask_for_a_pull() {
     assert!(!ServerConfig::is_settings_value(&Value::Null));
     assert!(!ServerConfig::is_settings_value(&json!({})));
     assert!(!ServerConfig::is_settings_value(&json!({"foe": {}})));
-    assert!(ServerConfig::is_settings_value(&json!({"foe": {"radius": 2}})));
+    assert!(ServerConfig::is_settings_value(
+        &json!({"foe": {"radius": 2}})
+    ));
 }
 
 /// The default an editor should declare for a key: the server's, or null where it depends on the machine.
@@ -84,7 +90,9 @@ fn package_json_declares_exactly_the_settings_with_their_defaults() {
             continue;
         }
         if !Settings::defaults().contains_key(key) {
-            problems.push(format!("package.json declares {name}, which the server does not read"));
+            problems.push(format!(
+                "package.json declares {name}, which the server does not read"
+            ));
         } else if property["default"] != declared_default(key) {
             problems.push(format!(
                 "package.json: {name} defaults to {}, the server to {}",
@@ -117,7 +125,9 @@ fn the_readme_table_lists_every_setting_with_its_default() {
         };
         seen.push(key.to_string());
         let Some(default) = Settings::defaults().get(key).cloned() else {
-            problems.push(format!("README names foe.{key}, which the server does not read"));
+            problems.push(format!(
+                "README names foe.{key}, which the server does not read"
+            ));
             continue;
         };
         if MACHINE_DEFAULTS.contains(&key) {
@@ -129,12 +139,16 @@ fn the_readme_table_lists_every_setting_with_its_default() {
             .and_then(|w| w.strip_suffix('`'))
             .and_then(|w| serde_json::from_str::<Value>(w).ok());
         if parsed.as_ref() != Some(&default) {
-            problems.push(format!("README: foe.{key} defaults to {written}, the server to `{default}`"));
+            problems.push(format!(
+                "README: foe.{key} defaults to {written}, the server to `{default}`"
+            ));
         }
     }
     for key in Settings::defaults().keys() {
         if !seen.contains(key) {
-            problems.push(format!("the README's settings table has no row for foe.{key}"));
+            problems.push(format!(
+                "the README's settings table has no row for foe.{key}"
+            ));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
@@ -159,15 +173,23 @@ fn the_docs_name_only_settings_the_server_reads() {
     ] {
         let text = repo_file(file);
         for piece in text.split("`foe.").skip(1) {
-            let Some(name) = piece.split('`').next() else { continue };
+            let Some(name) = piece.split('`').next() else {
+                continue;
+            };
             let key = name.split_whitespace().next().unwrap_or(name);
+            // Placeholders (`foe.<key>`, `foe.*`) name no setting.
+            if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') || key.is_empty() {
+                continue;
+            }
             if commands.contains(&format!("foe.{key}"))
                 || CLIENT_KEYS.contains(&key.split('.').next().unwrap_or(key))
             {
                 continue;
             }
             if !Settings::defaults().contains_key(key) {
-                problems.push(format!("{file} names `foe.{key}`, which the server does not read"));
+                problems.push(format!(
+                    "{file} names `foe.{key}`, which the server does not read"
+                ));
             }
         }
     }

@@ -136,6 +136,14 @@ impl Scheduler {
         let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
 
         let name = file_name(&job);
+        // A job stopped by a newer edit, a restart or shutdown may end in any error (its worker was killed):
+        // that is the normal end of a cancelled job, not a failure to report.
+        if job.cancel.is_cancelled() || inner.state.shutting_down.load(Ordering::SeqCst) {
+            if let Ok(Err(e)) = &result {
+                tracing::debug!("cancelled analysis of {name} ended: {e}");
+            }
+            return;
+        }
         let outcome = match result {
             Ok(Ok(report)) => Outcome::Report(Arc::new(report)),
             Ok(Err(AnalysisError::Compile {

@@ -178,7 +178,8 @@ pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
         .collect()
 }
 
-/// The findings at a position: those of its line whose range holds it, or every one of the line.
+/// The findings at a position: those of its line whose token holds it, else those flagging the whole line,
+/// else every one of the line; best first.
 pub fn findings_at(analysis: &Analysis, position: Position) -> Vec<&Finding> {
     let idx = LineIndex::new(&analysis.shown.text);
     let on_line: Vec<&Finding> = analysis
@@ -187,27 +188,34 @@ pub fn findings_at(analysis: &Analysis, position: Position) -> Vec<&Finding> {
         .iter()
         .filter(|f| f.line == position.line + 1)
         .collect();
-    let contains = |f: &&Finding| {
+    let on_token = |f: &&Finding| {
         let r = range(&idx, f);
-        r.start.character <= position.character
+        f.column.is_some()
+            && r.start.character <= position.character
             && position.character < r.end.character.max(r.start.character + 1)
     };
-    if on_line.iter().any(contains) {
-        on_line.into_iter().filter(contains).collect()
-    } else {
-        on_line
+    if on_line.iter().any(on_token) {
+        return on_line.into_iter().filter(on_token).collect();
     }
+    if on_line.iter().any(|f| f.column.is_none()) {
+        return on_line.into_iter().filter(|f| f.column.is_none()).collect();
+    }
+    on_line
 }
 
-/// The hover at a position on a line holding findings: their hover text, the first finding's range.
+/// The hover at a position on a line holding findings: the best one's hover text (and how many more are
+/// there), its range.
 pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
     let here = findings_at(analysis, position);
     let first = here.first()?;
-    let mut markdown = here
-        .iter()
-        .map(|f| f.hover.as_str())
-        .collect::<Vec<_>>()
-        .join("\n\n---\n\n");
+    let mut markdown = first.hover.clone();
+    if here.len() > 1 {
+        let more = here.len() - 1;
+        markdown.push_str(&format!(
+            "\n\n{more} more finding{} here: see the Problems list or the trace command.",
+            plural(more)
+        ));
+    }
     if analysis.shown.stale {
         markdown = format!(
             "*Stale: the file does not compile; these are the last findings.*\n\n{markdown}"

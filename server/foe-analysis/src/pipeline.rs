@@ -292,6 +292,7 @@ pub fn analyse(
                 }
                 let mut info = info;
                 info.signature = modelled.signature;
+                ir::name_fields(&mut info.signature, &info.pointee_fields);
                 pending.push(Pending {
                     index,
                     info,
@@ -573,7 +574,7 @@ pub fn replay(
     let sig = ir::describe_functions(&p_module, &pair.p_ll)
         .into_iter()
         .find_map(|e| match e {
-            Ok(info) if info.signature.name == function => Some(Ok(info.signature)),
+            Ok(info) if info.signature.name == function => Some(Ok(info)),
             Err((name, reason)) if name == function => Some(Err(reason)),
             _ => None,
         })
@@ -586,7 +587,9 @@ pub fn replay(
         .map_err(|reason| {
             AnalysisError::Environment(format!("cannot run `{function}`: {reason}"))
         })?;
-    let sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, sig, &config);
+    let info = sig;
+    let mut sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, info.signature, &config);
+    ir::name_fields(&mut sig, &info.pointee_fields);
     let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
     let mut runner =
         exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config).map_err(

@@ -1,7 +1,7 @@
 //! Rendering for people and tools: the engine's findings as compiler-style text, JSON and SARIF 2.1.0;
 //! replays; Table III rows.
 
-use foe_analysis::findings::{Code, Finding, Severity};
+use foe_analysis::findings::{self, Code, Finding, Severity};
 use foe_analysis::pipeline::ReplayReport;
 use foe_analysis::report::{FileReport, FunctionStatus, TraceEvent};
 use serde_json::{json, Value};
@@ -176,7 +176,8 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
     );
     match (r.first_divergence, r.class) {
         (Some(i), Some(c)) => {
-            let _ = writeln!(out, "traces differ ({c:?}) from event {i}");
+            let (code, _) = findings::code::classify_traces(&r.trace_p, &r.trace_p_prime, i, c);
+            let _ = writeln!(out, "traces differ from event {i} [{code}]");
         }
         _ => {
             let _ = writeln!(out, "traces are equal");

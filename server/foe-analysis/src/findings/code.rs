@@ -119,10 +119,18 @@ impl Serialize for Code {
 /// of that kind nearest the first difference (the fast-math side first); for a count, the first kind whose
 /// counts differ (the one at the first difference first); otherwise the order code.
 pub fn classify(d: &Divergence) -> (Code, Option<&TraceEvent>) {
-    let (p, pp) = (&d.trace_p, &d.trace_p_prime);
+    classify_traces(&d.trace_p, &d.trace_p_prime, d.first_divergence, d.class)
+}
+
+/// [`classify`] on two traces that differ from event `first` on (`foe replay`'s result).
+pub fn classify_traces<'t>(
+    p: &'t [TraceEvent],
+    pp: &'t [TraceEvent],
+    first: usize,
+    class: DivergenceClass,
+) -> (Code, Option<&'t TraceEvent>) {
     let count = |t: &[TraceEvent], k: ExceptionKind| t.iter().filter(|e| e.kind == k).count();
-    let first = d.first_divergence;
-    if d.class != DivergenceClass::Order {
+    if class != DivergenceClass::Order {
         if let Some(e) = from_first(pp, first).find(|e| count(p, e.kind) == 0) {
             return (
                 Code::Divergence {
@@ -141,9 +149,7 @@ pub fn classify(d: &Divergence) -> (Code, Option<&TraceEvent>) {
                 Some(e),
             );
         }
-        let at_first = pp
-            .get(d.first_divergence)
-            .or_else(|| p.get(d.first_divergence));
+        let at_first = pp.get(first).or_else(|| p.get(first));
         if let Some(kind) = at_first
             .map(|e| e.kind)
             .into_iter()
@@ -162,10 +168,7 @@ pub fn classify(d: &Divergence) -> (Code, Option<&TraceEvent>) {
             );
         }
     }
-    let at_first = pp
-        .get(d.first_divergence)
-        .or_else(|| p.get(d.first_divergence));
-    (Code::ExceptionOrder, at_first)
+    (Code::ExceptionOrder, pp.get(first).or_else(|| p.get(first)))
 }
 
 /// Events from the first difference on, then the ones before it.

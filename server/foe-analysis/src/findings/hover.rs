@@ -43,12 +43,23 @@ fn run_line(trace: &[TraceEvent], result: &str, limit: usize) -> String {
     s
 }
 
-/// The replay command of one divergence.
+/// A shell word: quoted when it holds anything but letters, digits and `_.+-=:`  (`'b->mass=0x1p+0'`).
+fn shell_word(w: &str) -> String {
+    if w.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_.+-=:".contains(c))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
+}
+
+/// The replay command of one divergence, ready for a shell.
 pub fn replay_command(file: &str, function: &str, d: &Divergence) -> String {
     let inputs: Vec<String> = d
         .inputs
         .iter()
-        .map(|v| format!("--input {}={}", v.name, v.value))
+        .map(|v| format!("--input {}", shell_word(&format!("{}={}", v.name, v.value))))
         .collect();
     format!(
         "foe replay {file} --function {function} {}",

@@ -197,3 +197,46 @@ fn skipped_functions_are_hints_by_default() {
     };
     assert!(findings(&r, SOURCE, &quiet).is_empty());
 }
+
+#[test]
+fn array_elements_past_the_count_are_not_shown() {
+    use crate::types::{FunctionSignature, Param, ParamType, PointeeOf, ReturnType};
+    let element = |i: u32| Param {
+        name: format!("x[{i}]"),
+        ty: ParamType::F64,
+        pointee: Some(PointeeOf {
+            param: 0,
+            offset: 8 * i,
+        }),
+    };
+    let mut f = function(vec![], vec![]);
+    f.signature = Some(FunctionSignature {
+        name: "mean".into(),
+        params: vec![
+            Param::new("x", ParamType::OutPtr { bytes: 4096 }),
+            Param::new(
+                "n",
+                ParamType::Int {
+                    bits: 32,
+                    signed: true,
+                },
+            ),
+            element(0),
+            element(1),
+            element(2),
+        ],
+        ret: ReturnType::F64,
+    });
+    let mut d = div(0.0, vec![ev(ExceptionKind::Invalid, 3, 13)], vec![], false);
+    d.inputs = vec![
+        NamedValue::new("n", ArgValue::Int(1)),
+        NamedValue::new("x[0]", ArgValue::F64(2.0)),
+        NamedValue::new("x[1]", ArgValue::F64(3.0)),
+        NamedValue::new("x[2]", ArgValue::F64(4.0)),
+    ];
+    let names: Vec<String> = message::shown_inputs(&f, &d)
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(names, ["n", "x[0]"]);
+}

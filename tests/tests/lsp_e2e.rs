@@ -628,3 +628,96 @@ fn unknown_requests_are_answered_with_errors_and_the_server_keeps_working() {
     assert!(diags.is_empty(), "{diags:#?}");
     s.finish();
 }
+
+/// The figures of docs/editors.md ("What a session shows"): per file, with the default settings, the
+/// diagnostics per function by severity, the longest hover, the first code action's latency on the warm file,
+/// the findings kept while an edit does not compile, and the functions reused after a line is inserted above.
+/// Run: `cargo test -p foe-e2e --test lsp_e2e -- --ignored editor_figures --nocapture`.
+#[test]
+#[ignore = "measurement; prints the figures of docs/editors.md"]
+fn editor_figures() {
+    let root = foe_e2e::repo_root();
+    let mut rows = vec![];
+    for rel in [
+        "fixtures/bench/turbine1.c",
+        "fixtures/editors/physics.c",
+        "fixtures/editors/statistics.c",
+    ] {
+        let text = std::fs::read_to_string(root.join(rel)).unwrap();
+        let name = rel.rsplit('/').next().unwrap();
+        let mut s = Session::start(json!({}));
+        let opened = std::time::Instant::now();
+        let (uri, diags) = s.open(name, &text);
+        let analysis_ms = opened.elapsed().as_millis();
+        let functions = s.stats_functions(&uri);
+        let analysed = functions
+            .iter()
+            .filter(|f| f["status"] == "analysed")
+            .count();
+        let by = |sev: u64| diags.iter().filter(|d| d["severity"] == sev).count();
+        // The longest hover over every diagnostic.
+        let mut hover_lines = 0;
+        let mut hover_chars = 0;
+        for d in &diags {
+            let h = s.request(
+                "textDocument/hover",
+                json!({ "textDocument": { "uri": uri }, "position": d["range"]["start"] }),
+            );
+            let md = h["contents"]["value"].as_str().unwrap_or("");
+            hover_lines = hover_lines.max(md.lines().count());
+            hover_chars = hover_chars.max(md.chars().count());
+        }
+        // The first code action on the first divergence.
+        let first_action_ms = diags
+            .iter()
+            .find(|d| d["code"].as_str().unwrap_or("").starts_with("fast-math-"))
+            .map(|d| {
+                let sent = std::time::Instant::now();
+                s.request(
+                    "textDocument/codeAction",
+                    json!({ "textDocument": { "uri": uri }, "range": d["range"], "context": { "diagnostics": [d] } }),
+                );
+                sent.elapsed().as_millis()
+            });
+        // An edit that does not compile: what stays.
+        let broken = format!("{text}\nint broken( {{\n");
+        s.client.did_change(&uri, 2, &broken).unwrap();
+        let during = s.diagnostics(&uri, 2);
+        let stale = during
+            .iter()
+            .filter(|d| d["message"].as_str().unwrap_or("").contains("(stale"))
+            .count();
+        // A comment line inserted at the top of the original text.
+        let stats_before = s.client.request("foe/stats", None, REQUEST).unwrap();
+        let hits_before = stats_before["cache"]["hits"].as_u64().unwrap_or(0);
+        let inserted = std::time::Instant::now();
+        s.client
+            .did_change(&uri, 3, &format!("// a comment\n{text}"))
+            .unwrap();
+        let shifted = s.diagnostics(&uri, 3);
+        let reanalysis_ms = inserted.elapsed().as_millis();
+        let after = s.stats_functions(&uri);
+        let cached = after.iter().filter(|f| f["cached"] == true).count();
+        let stats_after = s.client.request("foe/stats", None, REQUEST).unwrap();
+        let hits = stats_after["cache"]["hits"].as_u64().unwrap_or(0) - hits_before;
+        rows.push(format!(
+            "| {name} | {analysed}/{} | {} | {} W, {} I, {} H | {:.1} | {hover_lines} lines, {hover_chars} chars | {} | {stale}/{} | {cached}/{} ({hits} hits), {reanalysis_ms} ms, {} diagnostics | {analysis_ms} |",
+            functions.len(),
+            diags.len(),
+            by(2),
+            by(3),
+            by(4),
+            diags.len() as f64 / analysed.max(1) as f64,
+            first_action_ms.map_or("-".to_string(), |ms| format!("{ms} ms")),
+            diags.len(),
+            after.len(),
+            shifted.len(),
+        ));
+        s.finish();
+    }
+    println!("| file | functions analysed | diagnostics | by severity | per analysed function | longest hover | first code action | stale kept during a compile error | from cache after a line inserted above | first analysis (ms) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        println!("{r}");
+    }
+}

@@ -287,7 +287,11 @@ pub fn function_fingerprint(function: FunctionValue<'_>, base_line: u32) -> Stri
     for block in function.get_basic_block_iter() {
         for inst in block.get_instructions() {
             if let Some(loc) = inst.get_debug_location() {
-                let line = loc.get_line() as i64 - base_line as i64;
+                // Line 0 (code without a source line) does not move.
+                let line = match loc.get_line() {
+                    0 => "none".to_string(),
+                    l => (l as i64 - base_line as i64).to_string(),
+                };
                 key.push_str(&format!(";{line}:{}", loc.get_column()));
             }
         }

@@ -294,8 +294,18 @@ fn settings_come_from_initialization_options_and_configuration_changes() {
     let (mut client, server) = start(engine.clone());
     init(
         &mut client,
-        json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0 }),
+        json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0, "pFlags": "-O1" }),
     );
+    // A key the server does not read is shown to the user, not silently dropped.
+    let shown = client
+        .wait_for("window/showMessage", WAIT, |p| {
+            p["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("foe.pFlags: unknown setting")
+        })
+        .expect("the unknown key is reported");
+    assert_eq!(shown.params()["type"], 2, "a warning");
     client
         .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
         .unwrap();

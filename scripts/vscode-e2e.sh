@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the VS Code extension in a real VS Code (code-server in headless Chromium): builds the
-# .vsix (`npm test`), installs it into a private code-server, opens a copy of fixtures/bench/turbine1.c and
-# drives the browser with editors/vscode/e2e/run.mjs, which fails unless foe's diagnostics appear in time.
+# .vsix (`npm test`), installs it into a private code-server, opens a copy of fixtures/editors/physics.c (a physics step
+# with structs and pointers; statistics.c beside it) and drives the browser with editors/vscode/e2e/run.mjs, which fails unless foe's diagnostics appear in time.
 #
 # Usage: scripts/vscode-e2e.sh [--docs]
 #   --docs   also copy the screenshots of the hover, the Problems panel and the quick-fix menu to
@@ -11,6 +11,7 @@
 #                     (default: ../.cache/foe-vscode beside the repository; never inside it)
 #   FOE_BIN           the foe binary (default: target-main/release/foe, else target/release/foe; not built here)
 #   FOE_E2E_TIMEOUT   seconds to wait for the first foe diagnostic (default 120)
+#   FOE_E2E_FILE      the file to open: physics.c (default) or statistics.c
 #   FOE_E2E_SKIP_BUILD=1  reuse editors/vscode/foe.vsix instead of running `npm test`
 # Idempotent: Chromium (apt), code-server and playwright-core (npm, into the cache) are installed only when missing.
 set -euo pipefail
@@ -133,7 +134,7 @@ fi
 RUN="$CACHE/run"
 rm -rf "$RUN"
 mkdir -p "$RUN/user-data/User" "$RUN/extensions" "$RUN/workspace" "$RUN/screenshots"
-cp "$ROOT/fixtures/bench/turbine1.c" "$RUN/workspace/turbine1.c"
+cp "$ROOT/fixtures/editors/physics.c" "$ROOT/fixtures/editors/statistics.c" "$RUN/workspace/"
 cat >"$RUN/user-data/User/settings.json" <<EOF
 {
   "foe.path": "$FOE_BIN",
@@ -188,7 +189,7 @@ healthy || { log "code-server did not answer"; exit 1; }
 
 status=0
 E2E_URL="http://127.0.0.1:$PORT/?folder=$RUN/workspace" \
-  E2E_FILE="turbine1.c" \
+  E2E_FILE="${FOE_E2E_FILE:-physics.c}" \
   E2E_OUT="$RUN/screenshots" \
   E2E_TIMEOUT="$TIMEOUT" \
   E2E_CHROMIUM="$CHROMIUM" \

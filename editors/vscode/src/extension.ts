@@ -1,4 +1,5 @@
-// foe for VS Code: starts `foe lsp` for C files and adds three commands (restart, analyse now, show trace).
+// foe for VS Code: starts `foe lsp` for C files, shows its status in the status bar, and adds three commands
+// (restart, analyse now, show trace).
 //
 // Diagnostics, hovers and quick fixes come from the server through vscode-languageclient; this file only
 // starts the client, forwards the `foe.*` settings, and implements the commands. The manifest declares
@@ -6,10 +7,71 @@
 // the analysis compiles and runs the user's code.
 
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+} from "vscode-languageclient/node";
 
 let client: LanguageClient | undefined;
 let output: vscode.OutputChannel | undefined;
+/** Set while the extension itself stops the server (restart, disable): its end is then not an error. */
+let stopping = false;
+/** The keys of the `foe` settings section the server reads: every `foe.*` setting of package.json but the
+ * client's own (`foe.path`, `foe.trace.server`). Declared once, in package.json (checked against the server). */
+let settingKeys: string[] = [];
+
+/** What `foe/status` says about one document. */
+interface Status {
+  uri: string;
+  version: number;
+  state: "analysing" | "idle" | "stale" | "error" | "disabled";
+  message: string;
+  warnings?: number;
+  information?: number;
+  hints?: number;
+  skipped?: number;
+}
+
+const statuses = new Map<string, Status>();
+let statusItem: vscode.StatusBarItem | undefined;
+
+/** The status bar item shows the active C file's state: idle with counts, analysing, stale, error. */
+function renderStatus(): void {
+  if (!statusItem) {
+    return;
+  }
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "c") {
+    statusItem.hide();
+    return;
+  }
+  const s = statuses.get(editor.document.uri.toString());
+  if (!client) {
+    statusItem.text = "$(circle-slash) foe";
+    statusItem.tooltip = "foe is not running";
+  } else if (!s) {
+    statusItem.text = "$(clock) foe";
+    statusItem.tooltip = "foe: waiting to analyse this file";
+  } else {
+    const icon = { analysing: "$(sync~spin)", idle: "$(check)", stale: "$(warning)", error: "$(error)", disabled: "$(circle-slash)" }[s.state];
+    let text = `${icon} foe`;
+    if (s.state === "idle") {
+      text += ` ${s.warnings ?? 0}$(warning) ${(s.information ?? 0) + (s.hints ?? 0)}$(info)`;
+      if (s.skipped) {
+        text += ` ${s.skipped} not analysed`;
+      }
+    } else if (s.state === "stale") {
+      text += " stale";
+    }
+    statusItem.text = text;
+    statusItem.tooltip = `foe: ${s.message}`;
+  }
+  statusItem.show();
+}
 
 /** The answer of the server's `foe/trace` request. */
 interface TraceResult {
@@ -19,23 +81,8 @@ interface TraceResult {
 /** The `foe` settings as sent to the server (unset values are null; the server keeps its defaults for them). */
 function settings(): Record<string, unknown> {
   const config = vscode.workspace.getConfiguration("foe");
-  const keys = [
-    "enable",
-    "clang",
-    "flagsP",
-    "flagsPPrime",
-    "extraFlags",
-    "radius",
-    "solverTimeoutMs",
-    "execTimeoutMs",
-    "ftzDaz",
-    "reportPlainExceptions",
-    "reportSkipped",
-    "debounceMs",
-    "docsUrl",
-  ];
   const out: Record<string, unknown> = {};
-  for (const key of keys) {
+  for (const key of settingKeys) {
     out[key] = config.get(key) ?? null;
   }
   return out;
@@ -57,10 +104,20 @@ function createClient(): LanguageClient {
     documentSelector: [{ scheme: "file", language: "c" }],
     initializationOptions: settings(),
     outputChannel: output,
-    // Changes reach the server as didChangeConfiguration {"foe": {...}} (keys it does not know are ignored).
+    // Changes reach the server as didChangeConfiguration {"foe": {...}} (it reports keys it does not know).
     synchronize: { configurationSection: "foe" },
+    errorHandler: {
+      error: () => ({ action: stopping ? ErrorAction.Shutdown : ErrorAction.Continue, handled: stopping }),
+      // A stop the extension asked for (restart, disable) is not a crash: no error, no automatic restart.
+      closed: () => ({ action: stopping ? CloseAction.DoNotRestart : CloseAction.Restart, handled: stopping }),
+    },
   };
-  return new LanguageClient("foe", "foe", serverOptions, clientOptions);
+  const c = new LanguageClient("foe", "foe", serverOptions, clientOptions);
+  c.onNotification("foe/status", (s: Status) => {
+    statuses.set(s.uri, s);
+    renderStatus();
+  });
+  return c;
 }
 
 async function start(): Promise<void> {
@@ -79,10 +136,17 @@ async function start(): Promise<void> {
 }
 
 async function stop(): Promise<void> {
-  if (client && client.state !== State.Stopped) {
-    await client.stop();
+  stopping = true;
+  try {
+    if (client && client.state !== State.Stopped) {
+      await client.stop();
+    }
+  } finally {
+    client = undefined;
+    stopping = false;
+    statuses.clear();
+    renderStatus();
   }
-  client = undefined;
 }
 
 async function restart(): Promise<void> {
@@ -134,8 +198,17 @@ let traceCount = 0;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("foe");
+  const properties = context.extension.packageJSON?.contributes?.configuration?.properties ?? {};
+  settingKeys = Object.keys(properties)
+    .filter((k) => k.startsWith("foe.") && k !== "foe.path" && !k.startsWith("foe.trace."))
+    .map((k) => k.slice("foe.".length));
+  statusItem = vscode.window.createStatusBarItem("foe.status", vscode.StatusBarAlignment.Left, 10);
+  statusItem.name = "foe";
+  statusItem.command = "foe.analyseNow";
   context.subscriptions.push(
     output,
+    statusItem,
+    vscode.window.onDidChangeActiveTextEditor(() => renderStatus()),
     vscode.commands.registerCommand("foe.restartServer", restart),
     vscode.commands.registerCommand("foe.analyseNow", analyseNow),
     vscode.commands.registerCommand("foe.showTrace", showTrace),
@@ -150,6 +223,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   await start();
+  renderStatus();
 }
 
 export async function deactivate(): Promise<void> {

@@ -15,8 +15,9 @@ pub enum FtzMode {
     Off,
 }
 
+/// Serialised in camelCase: these are also the keys of the editor settings (section `foe`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct AnalysisConfig {
     /// The clang to run; default `clang-19` when on PATH, else `clang`.
     pub clang: PathBuf,
@@ -105,14 +106,19 @@ impl AnalysisConfig {
         self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
     }
 
-    /// A stable hash of every setting that changes results, for cache keys. The thread count and the time budgets
-    /// are left out: a result cut short by a budget is not cached.
+    /// Settings that change how fast results come or when they are cut short, not what they are: left out of cache
+    /// keys (a result cut short by a budget is not cached).
+    pub const NOT_IN_FINGERPRINT: [&'static str; 3] = ["threads", "function_budget_ms", "file_budget_ms"];
+
+    /// A stable hash of every setting that changes results, for cache keys.
     pub fn fingerprint(&self) -> String {
-        let mut key = self.clone();
-        key.threads = 0;
-        key.function_budget_ms = 0;
-        key.file_budget_ms = 0;
-        let json = serde_json::to_string(&key).expect("config serialises");
+        let mut value = serde_json::to_value(self).expect("config serialises");
+        if let Some(map) = value.as_object_mut() {
+            for key in Self::NOT_IN_FINGERPRINT {
+                map.remove(key);
+            }
+        }
+        let json = value.to_string();
         blake3::hash(json.as_bytes()).to_hex()[..16].to_string()
     }
 }
@@ -158,5 +164,20 @@ mod tests {
         assert!(!c.p_prime_ftz());
         c.ftz_daz = FtzMode::On;
         assert!(c.p_prime_ftz());
+    }
+
+    #[test]
+    fn the_thread_count_does_not_change_cache_keys() {
+        let a = AnalysisConfig::default();
+        let b = AnalysisConfig {
+            threads: a.threads + 3,
+            ..a.clone()
+        };
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let c = AnalysisConfig {
+            radius: a.radius + 1,
+            ..a.clone()
+        };
+        assert_ne!(a.fingerprint(), c.fingerprint());
     }
 }

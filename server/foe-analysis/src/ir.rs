@@ -12,6 +12,9 @@ use regex::Regex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+pub mod fields;
+pub use fields::{name_fields, PointeeFields};
+
 /// Size of the zeroed buffer passed for each pointer (out-)parameter.
 pub const OUT_BUFFER_BYTES: u32 = 4096;
 
@@ -31,6 +34,8 @@ pub fn parse_module<'ctx>(
 pub struct FunctionInfo {
     pub signature: FunctionSignature,
     pub span: Option<FunctionSpan>,
+    /// The fields of the structs its pointer parameters point to, to name the inputs behind them.
+    pub pointee_fields: Vec<PointeeFields>,
 }
 
 /// Debug-info facts read from the textual IR: subprograms and argument variables.
@@ -136,6 +141,7 @@ pub fn describe_functions(
     ll: &str,
 ) -> Vec<Result<FunctionInfo, (String, String)>> {
     let facts = DebugFacts::from_ll(ll);
+    let types = fields::TypeFacts::from_ll(ll);
     let mut out = Vec::new();
     for (function, name) in user_functions(module) {
         let span = facts.lines(&name).map(|(line, body_line)| FunctionSpan {
@@ -145,7 +151,19 @@ pub fn describe_functions(
         });
         out.push(
             signature_of(function, &facts)
-                .map(|signature| FunctionInfo { signature, span })
+                .map(|signature| {
+                    let pointee_fields = (0..signature.params.len())
+                        .filter_map(|i| {
+                            let ty = facts.arg(&name, i)?.1?;
+                            types.pointee_fields(i as u32, ty)
+                        })
+                        .collect();
+                    FunctionInfo {
+                        signature,
+                        span,
+                        pointee_fields,
+                    }
+                })
                 .map_err(|r| (name, r)),
         );
     }
@@ -259,8 +277,8 @@ fn has_byval(function: FunctionValue<'_>, index: usize) -> bool {
 }
 
 /// The textual IR of one function with metadata numbering removed (it shifts when other functions change),
-/// for cache keys. Debug locations are kept as resolved line:column pairs.
-pub fn function_fingerprint(function: FunctionValue<'_>) -> String {
+/// for cache keys. Debug locations are kept as line:column pairs, lines relative to `base_line`.
+pub fn function_fingerprint(function: FunctionValue<'_>, base_line: u32) -> String {
     static MD: OnceLock<Regex> = OnceLock::new();
     let md = re(&MD, r"!\d+");
     use inkwell::values::AnyValue;
@@ -269,7 +287,12 @@ pub fn function_fingerprint(function: FunctionValue<'_>) -> String {
     for block in function.get_basic_block_iter() {
         for inst in block.get_instructions() {
             if let Some(loc) = inst.get_debug_location() {
-                key.push_str(&format!(";{}:{}", loc.get_line(), loc.get_column()));
+                // Line 0 (code without a source line) does not move.
+                let line = match loc.get_line() {
+                    0 => "none".to_string(),
+                    l => (l as i64 - base_line as i64).to_string(),
+                };
+                key.push_str(&format!(";{line}:{}", loc.get_column()));
             }
         }
     }

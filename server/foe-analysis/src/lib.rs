@@ -10,6 +10,7 @@ pub mod config;
 pub mod confirm;
 pub mod domain;
 pub mod exec;
+pub mod findings;
 pub mod fix;
 pub mod fpfmt;
 pub mod inlining;

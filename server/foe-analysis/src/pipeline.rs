@@ -338,6 +338,10 @@ pub fn analyse(
         );
         if let Some(mut hit) = cache.get(&key) {
             hit.cached = true;
+            // Keys hold lines relative to the declaration: the cached function may have moved.
+            if let (Some(now), Some(then)) = (&info.span, &hit.span) {
+                hit.shift_lines(now.line as i64 - then.line as i64);
+            }
             reports[index] = Some(hit);
             continue;
         }
@@ -399,6 +403,7 @@ pub fn analyse(
                 }
                 let mut info = info;
                 info.signature = modelled.signature;
+                ir::name_fields(&mut info.signature, &info.pointee_fields);
                 pending.push(Pending {
                     index,
                     info,
@@ -773,7 +778,8 @@ fn base_report(item: &Pending, solved: &solve::child::Solution, limit_ms: u64) -
 }
 
 /// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
-/// span and domain, and the settings.
+/// span and domain, and the settings. Lines count from the function's declaration, so a line inserted above
+/// keeps the key (the cached report is shifted on reuse).
 fn cache_key<'ctx>(
     config: &AnalysisConfig,
     info: &FunctionInfo,
@@ -785,10 +791,15 @@ fn cache_key<'ctx>(
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(config.fingerprint().as_bytes());
-    hasher.update(format!("{:?}{:?}{:?}", info.signature, info.span, domain.text).as_bytes());
+    let base = info.span.as_ref().map_or(0, |s| s.line);
+    let span = info
+        .span
+        .as_ref()
+        .map(|s| (s.body_line - s.line, s.end_line - s.line));
+    hasher.update(format!("{:?}{span:?}{:?}", info.signature, domain.text).as_bytes());
     for (function, module) in [(p_function, p_module), (pp_function, pp_module)] {
         for f in with_callees(function, module) {
-            hasher.update(ir::function_fingerprint(f).as_bytes());
+            hasher.update(ir::function_fingerprint(f, base).as_bytes());
         }
     }
     hasher.finalize().to_hex().to_string()
@@ -857,7 +868,7 @@ pub fn replay(
     let sig = ir::describe_functions(&p_module, &pair.p_ll)
         .into_iter()
         .find_map(|e| match e {
-            Ok(info) if info.signature.name == function => Some(Ok(info.signature)),
+            Ok(info) if info.signature.name == function => Some(Ok(info)),
             Err((name, reason)) if name == function => Some(Err(reason)),
             _ => None,
         })
@@ -870,7 +881,9 @@ pub fn replay(
         .map_err(|reason| {
             AnalysisError::Environment(format!("cannot run `{function}`: {reason}"))
         })?;
-    let sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, sig, &config);
+    let info = sig;
+    let mut sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, info.signature, &config);
+    ir::name_fields(&mut sig, &info.pointee_fields);
     let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
     let mut runner =
         exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config).map_err(

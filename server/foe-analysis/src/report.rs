@@ -414,6 +414,36 @@ impl FunctionReport {
             FunctionStatus::Partial
         };
     }
+
+    /// Moves every source line of the report by `delta` (a cached result reused after lines were inserted
+    /// or removed above the function).
+    pub fn shift_lines(&mut self, delta: i64) {
+        if delta == 0 {
+            return;
+        }
+        let shift = |l: &mut u32| *l = (*l as i64 + delta).max(1) as u32;
+        let shift_opt = |l: &mut Option<u32>| {
+            if let Some(l) = l {
+                *l = (*l as i64 + delta).max(1) as u32;
+            }
+        };
+        if let Some(s) = &mut self.span {
+            shift(&mut s.line);
+            shift(&mut s.body_line);
+            shift(&mut s.end_line);
+        }
+        for d in &mut self.divergences {
+            if let Some(l) = &mut d.location {
+                shift(&mut l.line);
+            }
+            for e in d.trace_p.iter_mut().chain(d.trace_p_prime.iter_mut()) {
+                shift_opt(&mut e.line);
+            }
+        }
+        for e in &mut self.plain_exceptions {
+            shift_opt(&mut e.line);
+        }
+    }
 }
 
 /// The result for one file.

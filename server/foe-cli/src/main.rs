@@ -9,6 +9,7 @@ mod output;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use foe_analysis::findings::{self, FindingOptions};
 use foe_analysis::pipeline::{
     self, AnalysisError, AnalysisRequest, CancelToken, NoCache, NoProgress,
 };
@@ -92,7 +93,8 @@ enum Format {
     Sarif,
 }
 
-/// Settings shared by the analysing commands; unset ones keep the engine's defaults.
+/// Settings shared by the analysing commands; unset ones keep the defaults. Each flag is a shorthand for a key
+/// of the settings declaration (`foe_lsp::config::Settings`), applied by the same parser as the editors'.
 #[derive(Args, Clone, Default)]
 struct Settings {
     /// Flags of the reference build P (default "-O0 -ffp-contract=off").
@@ -108,16 +110,16 @@ struct Settings {
     /// The clang to use (default clang-19).
     #[arg(long)]
     clang: Option<PathBuf>,
-    /// Neighbourhood radius in nextafter steps (default 3).
+    /// Neighbourhood radius in nextafter steps.
     #[arg(long)]
     radius: Option<u32>,
-    /// Loop unrolling bound while modelling (default 2).
+    /// Loop unrolling bound while modelling.
     #[arg(long)]
     unroll: Option<u32>,
-    /// Per-query solver time limit in ms (default 500).
+    /// Per-query solver time limit in ms.
     #[arg(long)]
     solver_timeout_ms: Option<u64>,
-    /// Per-execution time limit in ms (default 500).
+    /// Per-execution time limit in ms.
     #[arg(long)]
     exec_timeout_ms: Option<u64>,
     /// Flush-to-zero/denormals-are-zero for P': auto (follow its flags), on, off.
@@ -132,49 +134,136 @@ struct Settings {
     /// Wall-clock budget of one file's analysis in ms (default 30000).
     #[arg(long)]
     file_budget_ms: Option<u64>,
+    /// Any setting, by its key in the editors' `foe` section (README, "Settings"); the value is JSON or a
+    /// plain string: `--set extremeInputsSeverity=off --set maxPaths=128`. Repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
 }
 
 impl Settings {
-    fn config(&self) -> anyhow::Result<AnalysisConfig> {
-        let mut c = AnalysisConfig::default();
-        let split = |s: &String| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    /// The key-value pairs these flags stand for, in the order they apply.
+    fn pairs(&self) -> anyhow::Result<Vec<(String, serde_json::Value)>> {
+        use serde_json::json;
+        let mut pairs: Vec<(String, serde_json::Value)> = vec![];
+        let mut put = |k: &str, v: serde_json::Value| pairs.push((k.to_string(), v));
         if let Some(f) = &self.p_flags {
-            c.flags_p = split(f);
+            put("flagsP", json!(f));
         }
         if let Some(f) = &self.p_prime_flags {
-            c.flags_p_prime = split(f);
+            put("flagsPPrime", json!(f));
         }
-        if let Some(clang) = &self.clang {
-            c.clang = clang.clone();
+        if let Some(c) = &self.clang {
+            put("clang", json!(c));
         }
         if let Some(r) = self.radius {
-            c.radius = r;
+            put("radius", json!(r));
         }
         if let Some(u) = self.unroll {
-            c.unroll_bound = u;
+            put("unrollBound", json!(u));
         }
         if let Some(t) = self.solver_timeout_ms {
-            c.solver_timeout_ms = t;
+            put("solverTimeoutMs", json!(t));
         }
         if let Some(t) = self.exec_timeout_ms {
-            c.exec_timeout_ms = t;
+            put("execTimeoutMs", json!(t));
         }
         if let Some(m) = &self.ftz {
-            c.ftz_daz = match m.as_str() {
-                "auto" => foe_analysis::config::FtzMode::Auto,
-                "on" => foe_analysis::config::FtzMode::On,
-                "off" => foe_analysis::config::FtzMode::Off,
-                other => anyhow::bail!("--ftz takes auto, on or off, not `{other}`"),
-            };
+            put("ftzDaz", json!(m));
         }
-        c.report_plain_exceptions = self.plain_exceptions;
         if let Some(b) = self.function_budget_ms {
-            c.function_budget_ms = b;
+            put("functionBudgetMs", json!(b));
         }
         if let Some(b) = self.file_budget_ms {
-            c.file_budget_ms = b;
+            put("fileBudgetMs", json!(b));
         }
-        Ok(c)
+        if self.plain_exceptions {
+            put("reportPlainExceptions", json!(true));
+        }
+        for kv in &self.set {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| anyhow::anyhow!("--set takes KEY=VALUE, not `{kv}`"))?;
+            let v = serde_json::from_str(v.trim()).unwrap_or_else(|_| json!(v.trim()));
+            put(k.trim().trim_start_matches("foe."), v);
+        }
+        Ok(pairs)
+    }
+
+    fn resolve(&self) -> anyhow::Result<foe_lsp::config::Settings> {
+        let mut settings = foe_lsp::config::Settings::default();
+        for (key, value) in self.pairs()? {
+            settings.set(&key, &value).map_err(anyhow::Error::msg)?;
+        }
+        Ok(settings)
+    }
+
+    fn config(&self) -> anyhow::Result<AnalysisConfig> {
+        Ok(self.resolve()?.analysis)
+    }
+
+    fn finding_options(&self) -> anyhow::Result<FindingOptions> {
+        Ok(self.resolve()?.findings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_is_a_declared_setting() {
+        let cli = Cli::parse_from([
+            "foe",
+            "check",
+            "f.c",
+            "--p-flags",
+            "-O1",
+            "--p-prime-flags",
+            "-O3 -ffast-math",
+            "--clang",
+            "clang",
+            "--radius",
+            "2",
+            "--unroll",
+            "3",
+            "--solver-timeout-ms",
+            "7",
+            "--exec-timeout-ms",
+            "9",
+            "--ftz",
+            "off",
+            "--plain-exceptions",
+            "--set",
+            "extremeInputsSeverity=off",
+            "--set",
+            "foe.maxPaths=5",
+        ]);
+        let Command::Check { settings, .. } = cli.command else {
+            panic!("parsed as another command")
+        };
+        let s = settings
+            .resolve()
+            .expect("every flag maps to a declared key");
+        assert_eq!(s.analysis.flags_p_prime, vec!["-O3", "-ffast-math"]);
+        assert_eq!(
+            (
+                s.analysis.radius,
+                s.analysis.unroll_bound,
+                s.analysis.max_paths
+            ),
+            (2, 3, 5)
+        );
+        assert_eq!(
+            (s.analysis.solver_timeout_ms, s.analysis.exec_timeout_ms),
+            (7, 9)
+        );
+        assert!(s.analysis.report_plain_exceptions);
+        assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
+        let bad = Settings {
+            set: vec!["pFlags=-O1".into()],
+            ..Settings::default()
+        };
+        assert!(bad.resolve().is_err());
     }
 }
 
@@ -270,6 +359,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             settings,
         } => {
             let config = settings.config()?;
+            let options = settings.finding_options()?;
             let text = read_source(&file)?;
             let request = AnalysisRequest {
                 path: &file,
@@ -288,12 +378,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     return Ok(ExitCode::from(2));
                 }
             }
+            let shown = findings::findings(&report, &text, &options);
             match format {
-                Format::Text => emit(output::text_report(&report, &text)),
-                Format::Json => emit(format!("{}\n", serde_json::to_string_pretty(&report)?)),
+                Format::Text => emit(output::text_report(&report, &shown)),
+                Format::Json => emit(format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&output::json_report(&report, &shown))?
+                )),
                 Format::Sarif => emit(format!(
                     "{}\n",
-                    serde_json::to_string_pretty(&output::sarif(&report))?
+                    serde_json::to_string_pretty(&output::sarif(&report, &shown))?
                 )),
             }
             Ok(ExitCode::from(if report.divergence_count() > 0 {

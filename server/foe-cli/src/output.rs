@@ -1,7 +1,9 @@
-//! Rendering reports for people and tools: compiler-style text, Table III rows, SARIF 2.1.0.
+//! Rendering for people and tools: the engine's findings as compiler-style text, JSON and SARIF 2.1.0;
+//! replays; Table III rows.
 
+use foe_analysis::findings::{self, Code, Finding, Severity};
 use foe_analysis::pipeline::ReplayReport;
-use foe_analysis::report::{Divergence, FileReport, FunctionStatus, TraceEvent};
+use foe_analysis::report::{FileReport, FunctionStatus, TraceEvent};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -26,48 +28,68 @@ pub fn trace_text(trace: &[TraceEvent]) -> String {
     trace.iter().map(event_text).collect::<Vec<_>>().join(", ")
 }
 
-fn divergence_text(out: &mut String, file: &str, d: &Divergence, report: &FileReport) {
-    let (line, col) = d.location.map(|l| (l.line, l.column)).unwrap_or((0, 0));
-    let domain = if d.in_domain {
-        ""
-    } else {
-        " [outside the declared domain]"
-    };
+fn severity_label(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Information => "note",
+        Severity::Hint => "hint",
+    }
+}
+
+/// `file:line:col` (or `file:line` when only the line is known).
+fn place(file: &str, line: u32, column: Option<u32>) -> String {
+    match column {
+        Some(c) => format!("{file}:{line}:{c}"),
+        None => format!("{file}:{line}"),
+    }
+}
+
+fn finding_text(out: &mut String, file: &str, f: &Finding, report: &FileReport) {
     let _ = writeln!(
         out,
-        "{file}:{line}:{col}: warning: {} [{:?}]{domain}",
-        d.summary, d.class
+        "{}: {}: {} [{}]",
+        place(file, f.line, f.column),
+        severity_label(f.severity),
+        f.message,
+        f.code
     );
-    let inputs: Vec<String> = d
-        .inputs
+    let Some(function) = report.functions.iter().find(|x| x.name == f.function) else {
+        return;
+    };
+    let Some(best) = f.divergences_in(function).first().copied() else {
+        return;
+    };
+    if let Some(c) = &f.cause {
+        let _ = writeln!(out, "    cause: {}", c.text);
+    }
+    let inputs: Vec<String> = f
+        .best_inputs
         .iter()
         .map(|i| format!("{} = {} ({})", i.name, i.value, i.decimal))
         .collect();
-    let _ = writeln!(out, "    input: {}", inputs.join(", "));
+    let _ = writeln!(out, "    in `{}`, input: {}", f.function, inputs.join(", "));
     let _ = writeln!(
         out,
         "    P  ({}): {}; {}",
         report.flags_p.join(" "),
-        trace_text(&d.trace_p),
-        run_ending(&d.result_p)
+        trace_text(&best.trace_p),
+        run_ending(&best.result_p)
     );
     let ftz = if report.ftz_p_prime { ", FTZ/DAZ" } else { "" };
     let _ = writeln!(
         out,
         "    P' ({}{ftz}): {}; {}",
         report.flags_p_prime.join(" "),
-        trace_text(&d.trace_p_prime),
-        run_ending(&d.result_p_prime)
+        trace_text(&best.trace_p_prime),
+        run_ending(&best.result_p_prime)
     );
-    let _ = writeln!(out, "    first divergence at event {}", d.first_divergence);
-    let _ = writeln!(
-        out,
-        "    {}; cause: {}",
-        d.confirmation.describe(),
-        d.cause.describe()
-    );
-    if let Some(change) = foe_analysis::fix::build_change(d.cause) {
+    let _ = writeln!(out, "    {}", best.confirmation.describe());
+    if let Some(change) = foe_analysis::fix::build_change(best.cause) {
         let _ = writeln!(out, "    fix: {change}");
+    }
+    if let Some(r) = &f.related {
+        let _ = writeln!(out, "    {}: {}", place(file, r.line, r.column), r.message);
     }
 }
 
@@ -84,64 +106,43 @@ fn run_ending(result: &str) -> String {
     }
 }
 
-/// The human report of `foe check`.
-pub fn text_report(report: &FileReport, _source: &str) -> String {
+/// The human report of `foe check`: the findings, best first, then one line per analysed function.
+pub fn text_report(report: &FileReport, findings: &[Finding]) -> String {
     let mut out = String::new();
     let file = &report.file;
+    for f in findings {
+        finding_text(&mut out, file, f, report);
+    }
     for f in &report.functions {
-        match f.status {
-            FunctionStatus::Skipped | FunctionStatus::Failed | FunctionStatus::ThroughCallers => {
-                if f.reason != "not selected" {
-                    let _ = writeln!(out, "{file}: {}: {}: {}", f.name, f.status.name(), f.reason);
-                }
-            }
-            FunctionStatus::Analysed | FunctionStatus::Partial => {
-                let partial = if f.status == FunctionStatus::Partial {
-                    " [partial]"
-                } else {
-                    ""
-                };
-                let _ = writeln!(
-                    out,
-                    "{file}: {}{partial}: {} divergent input{} (formulae {} ({}, {}), satisfiable {}, candidates {}, executions {}){}",
-                    f.name,
-                    f.divergences.len(),
-                    if f.divergences.len() == 1 { "" } else { "s" },
-                    f.formulae.unique,
-                    f.formulae.p,
-                    f.formulae.p_prime,
-                    f.satisfiable,
-                    f.candidates,
-                    f.executions,
-                    if f.reason.is_empty() { String::new() } else { format!("; {}", f.reason) }
-                );
-                if !f.domain.is_empty() {
-                    let inside = f.divergences.iter().filter(|d| d.in_domain).count();
-                    let _ = writeln!(
-                        out,
-                        "  declared domain: {}; {inside} divergent inside it",
-                        f.domain.join(" && ")
-                    );
-                }
-                for d in &f.divergences {
-                    divergence_text(&mut out, file, d, report);
-                }
-                for e in &f.plain_exceptions {
-                    let inputs: Vec<String> = e
-                        .inputs
-                        .iter()
-                        .map(|i| format!("{}={}", i.name, i.decimal))
-                        .collect();
-                    let _ = writeln!(
-                        out,
-                        "{file}:{}:{}: note: the plain build raises {} here ({})",
-                        e.line.unwrap_or(0),
-                        e.column.unwrap_or(0),
-                        e.kind,
-                        inputs.join(", ")
-                    );
-                }
-            }
+        if !f.status.ran() {
+            continue;
+        }
+        let partial = if f.status == FunctionStatus::Partial {
+            " [partial]"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "{file}: {}{partial}: {} divergent input{} (formulae {} ({}, {}), satisfiable {}, candidates {}, executions {}){}",
+            f.name,
+            f.divergences.len(),
+            if f.divergences.len() == 1 { "" } else { "s" },
+            f.formulae.unique,
+            f.formulae.p,
+            f.formulae.p_prime,
+            f.satisfiable,
+            f.candidates,
+            f.executions,
+            if f.reason.is_empty() { String::new() } else { format!("; {}", f.reason) }
+        );
+        if !f.domain.is_empty() {
+            let inside = f.divergences.iter().filter(|d| d.in_domain).count();
+            let _ = writeln!(
+                out,
+                "  declared domain: {}; {inside} divergent inside it",
+                f.domain.join(" && ")
+            );
         }
     }
     let timings: Vec<String> = report
@@ -151,11 +152,19 @@ pub fn text_report(report: &FileReport, _source: &str) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "{} divergent input(s); timings (ms): {}",
+        "{} divergent input(s), {} finding(s) shown; timings (ms): {}",
         report.divergence_count(),
+        findings.len(),
         timings.join(", ")
     );
     out
+}
+
+/// `foe check --format json`: the report, with the findings as shown by every front end.
+pub fn json_report(report: &FileReport, findings: &[Finding]) -> Value {
+    let mut v = serde_json::to_value(report).unwrap_or(Value::Null);
+    v["findings"] = serde_json::to_value(findings).unwrap_or(Value::Null);
+    v
 }
 
 /// The human output of `foe replay`.
@@ -189,7 +198,8 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
     );
     match (r.first_divergence, r.class) {
         (Some(i), Some(c)) => {
-            let _ = writeln!(out, "traces differ ({c:?}) from event {i}");
+            let (code, _) = findings::code::classify_traces(&r.trace_p, &r.trace_p_prime, i, c);
+            let _ = writeln!(out, "traces differ from event {i} [{code}]");
         }
         _ => {
             let _ = writeln!(out, "traces are equal");
@@ -239,90 +249,86 @@ pub fn table(rows: &[(FileReport, Duration)]) -> String {
     out
 }
 
-/// Stable rule id of a divergence: the kind that appears or disappears first, or `order`.
-pub fn rule_id(d: &Divergence) -> String {
-    let p = d.trace_p.get(d.first_divergence).map(|e| e.kind);
-    let pp = d.trace_p_prime.get(d.first_divergence).map(|e| e.kind);
-    match (p, pp) {
-        (_, Some(k)) if !d.trace_p.iter().any(|e| e.kind == k) => format!("fast-math-{k}-appears"),
-        (Some(k), _) if !d.trace_p_prime.iter().any(|e| e.kind == k) => {
-            format!("fast-math-{k}-disappears")
-        }
-        _ => "fast-math-exception-order".into(),
+fn sarif_level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Information | Severity::Hint => "note",
     }
 }
 
-/// SARIF 2.1.0 for code-scanning tools.
-pub fn sarif(report: &FileReport) -> Value {
+/// SARIF 2.1.0 for code-scanning tools: one result per finding, `ruleId` its code, `partialFingerprints`
+/// its fingerprint (stable when lines move).
+pub fn sarif(report: &FileReport, findings: &[Finding]) -> Value {
     let uri = report.file.clone();
-    let mut rules: Vec<String> = Vec::new();
-    let mut results = Vec::new();
-    let region = |line: Option<u32>, col: Option<u32>| {
-        let mut r = json!({ "startLine": line.unwrap_or(1).max(1) });
+    let region = |line: u32, col: Option<u32>| {
+        let mut r = json!({ "startLine": line.max(1) });
         if let Some(c) = col.filter(|c| *c > 0) {
             r["startColumn"] = json!(c);
         }
         r
     };
-    for f in &report.functions {
-        for d in &f.divergences {
-            let id = rule_id(d);
-            if !rules.contains(&id) {
-                rules.push(id.clone());
-            }
-            let loc = d.location;
-            let other = if d.trace_p_prime.get(d.first_divergence).is_some() {
-                &d.trace_p
-            } else {
-                &d.trace_p_prime
-            };
-            let related: Vec<Value> = other
+    let mut rules: Vec<Code> = findings.iter().map(|f| f.code).collect();
+    rules.sort();
+    rules.dedup();
+    let results: Vec<Value> = findings
+        .iter()
+        .map(|f| {
+            let related: Vec<Value> = f
+                .related
                 .iter()
-                .filter(|e| e.line.is_some())
-                .enumerate()
-                .map(|(i, e)| {
+                .map(|r| {
                     json!({
-                        "id": i,
-                        "physicalLocation": { "artifactLocation": { "uri": uri }, "region": region(e.line, e.column) },
-                        "message": { "text": format!("{} in the other build", e.kind) }
+                        "id": 0,
+                        "physicalLocation": { "artifactLocation": { "uri": uri }, "region": region(r.line, r.column) },
+                        "message": { "text": r.message }
                     })
                 })
                 .collect();
-            let inputs: Vec<String> = d
-                .inputs
+            let divergences = report
+                .functions
                 .iter()
-                .map(|i| format!("{}={}", i.name, i.value))
-                .collect();
-            results.push(json!({
-                "ruleId": id,
-                "level": "warning",
-                "message": { "text": format!("{} ({}) in `{}`", d.summary, inputs.join(", "), f.name) },
+                .find(|x| x.name == f.function)
+                .map(|x| f.divergences_in(x))
+                .unwrap_or_default();
+            let best = divergences.first();
+            json!({
+                "ruleId": f.code.as_string(),
+                "ruleIndex": rules.iter().position(|c| *c == f.code),
+                "level": sarif_level(f.severity),
+                "message": { "text": f.message },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": { "uri": uri },
-                        "region": region(loc.map(|l| l.line), loc.map(|l| l.column))
-                    }
+                        "region": region(f.line, f.column)
+                    },
+                    "logicalLocations": [{ "name": f.function, "kind": "function" }]
                 }],
                 "relatedLocations": related,
+                "partialFingerprints": { "foeFinding/v1": f.fingerprint },
                 "properties": {
-                    "function": f.name,
-                    "inputs": d.inputs,
-                    "tracePlain": d.trace_p,
-                    "traceFastMath": d.trace_p_prime,
-                    "resultPlain": d.result_p,
-                    "resultFastMath": d.result_p_prime,
-                    "inDomain": d.in_domain,
-                    "class": d.class,
+                    "function": f.function,
+                    "severity": f.severity,
+                    "rank": f.rank,
+                    "cause": f.cause,
+                    "domain": f.domain,
+                    "inputCount": f.inputs,
+                    "inputs": f.best_inputs,
+                    "tracePlain": best.map(|d| &d.trace_p),
+                    "traceFastMath": best.map(|d| &d.trace_p_prime),
+                    "resultPlain": best.map(|d| &d.result_p),
+                    "resultFastMath": best.map(|d| &d.result_p_prime),
                 }
-            }));
-        }
-    }
+            })
+        })
+        .collect();
     let rules: Vec<Value> = rules
         .iter()
-        .map(|id| {
+        .map(|code| {
+            let id = code.as_string();
             json!({
                 "id": id,
-                "shortDescription": { "text": "-ffast-math changes the floating-point exceptions raised here" },
+                "shortDescription": { "text": code.short_description() },
                 "helpUri": format!("https://github.com/foe-tools/foe/blob/main/docs/diagnostics.md#{id}"),
             })
         })

@@ -1,40 +1,117 @@
-//! The server's settings: the `foe` section of the client's settings (camelCase JSON) ↔ [`AnalysisConfig`].
+//! The settings, declared once: [`Settings`] is the `foe` section of an editor's settings (camelCase JSON),
+//! the keys of `foe check --set KEY=VALUE`, and the source the tests check `package.json`, the README and
+//! the docs against.
 //!
-//! Settings come from `initializationOptions` at start-up and from `workspace/didChangeConfiguration` (pushed
-//! as `{"foe": {...}}`, or pulled with `workspace/configuration` when the client sends no value). Parsing is
-//! lenient: an unknown key is ignored, a value of the wrong type is reported as a warning and the default kept,
-//! and `null` means "use the default" (VS Code sends `null` for unset settings).
+//! [`Settings`] holds the server's own keys and flattens the engine's [`FindingOptions`] (presentation) and
+//! [`AnalysisConfig`] (analysis), so a field added to either is a setting everywhere at once. Settings come
+//! from `initializationOptions` at start-up and from `workspace/didChangeConfiguration` (pushed as
+//! `{"foe": {...}}`, or pulled with `workspace/configuration` when the client sends no value). Parsing is
+//! per key and lenient: a value of the wrong type and an unknown key are reported and otherwise ignored,
+//! `null` (VS Code's value for unset settings) or an empty string means the default, and a flags setting may
+//! be one string split on whitespace.
 
-use foe_analysis::config::{AnalysisConfig, FtzMode};
+use foe_analysis::config::AnalysisConfig;
+use foe_analysis::findings::FindingOptions;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Every setting, with its default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    /// Analyse documents at all; default true. When false, diagnostics are cleared and nothing runs.
+    pub enable: bool,
+    /// Delay between the last edit and the analysis of a changed document, in ms; default 150.
+    pub debounce_ms: u64,
+    /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default null: a
+    /// `file://` URL of `docs/diagnostics.md` in the source tree the server was built from.
+    pub docs_url: Option<String>,
+    #[serde(flatten)]
+    pub findings: FindingOptions,
+    #[serde(flatten)]
+    pub analysis: AnalysisConfig,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enable: true,
+            debounce_ms: 150,
+            docs_url: None,
+            findings: FindingOptions::default(),
+            analysis: AnalysisConfig::default(),
+        }
+    }
+}
+
+/// Keys an editor's settings section holds for the editor itself (VS Code's `foe.path`, `foe.trace.server`):
+/// read by the client, accepted silently by the server.
+pub const CLIENT_KEYS: [&str; 2] = ["path", "trace"];
+
+/// Settings whose default depends on the machine (the clang found on PATH, the number of cores, where the
+/// source tree is): editors leave them unset (`null`).
+pub const MACHINE_DEFAULTS: [&str; 3] = ["clang", "threads", "docsUrl"];
+
+impl Settings {
+    /// Every setting's key and default, in declaration order.
+    pub fn defaults() -> Map<String, Value> {
+        match serde_json::to_value(Settings::default()) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        }
+    }
+
+    /// Applies one key; returns a warning when the key is unknown or the value does not fit it.
+    pub fn set(&mut self, key: &str, value: &Value) -> Result<(), String> {
+        let defaults = Settings::defaults();
+        let Some(default) = defaults.get(key) else {
+            return Err(format!("foe.{key}: unknown setting"));
+        };
+        let value = match value {
+            Value::Null => default.clone(),
+            Value::String(s) if s.trim().is_empty() => default.clone(),
+            // Flags: one string split on whitespace.
+            Value::String(s) if default.is_array() => {
+                Value::Array(s.split_whitespace().map(|w| Value::from(w)).collect())
+            }
+            Value::String(s) => Value::String(s.trim().to_string()),
+            other => other.clone(),
+        };
+        let mut all = match serde_json::to_value(&*self) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err("settings do not serialise".into()),
+        };
+        all.insert(key.to_string(), value.clone());
+        match serde_json::from_value::<Settings>(Value::Object(all)) {
+            Ok(mut s) => {
+                if s.analysis.threads == 0 {
+                    s.analysis.threads = AnalysisConfig::default().threads;
+                }
+                *self = s;
+                Ok(())
+            }
+            Err(e) => Err(format!(
+                "foe.{key}: {value} does not fit (default {default}): {e}"
+            )),
+        }
+    }
+}
+
 /// Everything the server reads from the settings, resolved against the defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
-    /// Analyse documents at all; default true. When false, diagnostics are cleared and nothing runs.
-    pub enable: bool,
-    /// Delay between the last edit and the analysis of a changed document; default 150 ms.
+    pub settings: Settings,
+    /// `settings.debounce_ms` as a duration.
     pub debounce: Duration,
-    /// Publish a Hint on the declaration of each function the engine skipped, with its reason; default false.
-    pub report_skipped: bool,
-    /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default a `file://`
-    /// URL of `docs/diagnostics.md` in the source tree the server was built from.
+    /// `settings.docs_url`, or the default page.
     pub docs_url: String,
-    /// The engine's settings (`report_plain_exceptions` doubles as "publish the plain build's exceptions").
-    pub analysis: AnalysisConfig,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig {
-            enable: true,
-            debounce: Duration::from_millis(150),
-            report_skipped: false,
-            docs_url: default_docs_url(),
-            analysis: AnalysisConfig::default(),
-        }
+        ServerConfig::from_settings(Settings::default())
     }
 }
 
@@ -46,8 +123,28 @@ fn default_docs_url() -> String {
 }
 
 impl ServerConfig {
+    fn from_settings(settings: Settings) -> ServerConfig {
+        ServerConfig {
+            debounce: Duration::from_millis(settings.debounce_ms),
+            docs_url: settings.docs_url.clone().unwrap_or_else(default_docs_url),
+            settings,
+        }
+    }
+
+    pub fn enable(&self) -> bool {
+        self.settings.enable
+    }
+
+    pub fn analysis(&self) -> &AnalysisConfig {
+        &self.settings.analysis
+    }
+
+    pub fn findings(&self) -> &FindingOptions {
+        &self.settings.findings
+    }
+
     /// Reads settings given either as the `foe` object itself or wrapped as `{"foe": {...}}`; returns the
-    /// configuration and one warning per ignored value.
+    /// configuration and one warning per ignored key or value.
     pub fn from_json(value: &Value) -> (ServerConfig, Vec<String>) {
         let mut config = ServerConfig::default();
         let warnings = config.update(value);
@@ -61,79 +158,21 @@ impl ServerConfig {
 
     /// Applies the keys present in `value` over the current configuration.
     pub fn update(&mut self, value: &Value) -> Vec<String> {
-        let mut r = Reader { warnings: vec![] };
+        let mut warnings = vec![];
         let Some(obj) = section(value) else {
-            return r.warnings;
+            return warnings;
         };
-        let a = &mut self.analysis;
-
-        if let Some(v) = r.bool(obj, "enable") {
-            self.enable = v;
-        }
-        if let Some(v) = r.u64(obj, "debounceMs") {
-            self.debounce = Duration::from_millis(v);
-        }
-        if let Some(v) = r.bool(obj, "reportSkipped") {
-            self.report_skipped = v;
-        }
-        if let Some(v) = r.string(obj, "docsUrl") {
-            self.docs_url = v;
-        }
-        if let Some(v) = r.string(obj, "clang") {
-            a.clang = PathBuf::from(v);
-        }
-        if let Some(v) = r.flags(obj, "flagsP") {
-            a.flags_p = v;
-        }
-        if let Some(v) = r.flags(obj, "flagsPPrime") {
-            a.flags_p_prime = v;
-        }
-        if let Some(v) = r.flags(obj, "extraFlags") {
-            a.extra_flags = v;
-        }
-        if let Some(v) = r.u64(obj, "radius") {
-            a.radius = v.min(u32::MAX as u64) as u32;
-        }
-        if let Some(v) = r.u64(obj, "neighbourhoodBudget") {
-            a.neighbourhood_budget = v as usize;
-        }
-        if let Some(v) = r.u64(obj, "unrollBound") {
-            a.unroll_bound = v.min(u32::MAX as u64) as u32;
-        }
-        if let Some(v) = r.u64(obj, "maxPaths") {
-            a.max_paths = v as usize;
-        }
-        if let Some(v) = r.u64(obj, "solverTimeoutMs") {
-            a.solver_timeout_ms = v;
-        }
-        if let Some(v) = r.bool(obj, "fpTheoryFallback") {
-            a.fp_theory_fallback = v;
-        }
-        if let Some(v) = r.u64(obj, "execTimeoutMs") {
-            a.exec_timeout_ms = v;
-        }
-        if let Some(v) = r.u64(obj, "memoryLimitMib") {
-            a.memory_limit_mib = v;
-        }
-        if let Some(v) = r.string(obj, "ftzDaz") {
-            match v.as_str() {
-                "auto" => a.ftz_daz = FtzMode::Auto,
-                "on" => a.ftz_daz = FtzMode::On,
-                "off" => a.ftz_daz = FtzMode::Off,
-                other => r.warnings.push(format!(
-                    "foe.ftzDaz: expected \"auto\", \"on\" or \"off\", got {other:?}"
-                )),
+        let mut settings = self.settings.clone();
+        for (key, v) in obj {
+            if CLIENT_KEYS.contains(&key.as_str()) {
+                continue;
+            }
+            if let Err(w) = settings.set(key, v) {
+                warnings.push(w);
             }
         }
-        if let Some(v) = r.bool(obj, "reportPlainExceptions") {
-            a.report_plain_exceptions = v;
-        }
-        if let Some(v) = r.u64(obj, "threads") {
-            if v > 0 {
-                a.threads = v as usize;
-            }
-        }
-        r.warnings
+        *self = ServerConfig::from_settings(settings);
+        warnings
     }
 }
 
@@ -146,117 +185,5 @@ fn section(value: &Value) -> Option<&Map<String, Value>> {
     }
 }
 
-/// Typed access to optional keys, collecting a warning for each value of the wrong type.
-struct Reader {
-    warnings: Vec<String>,
-}
-
-impl Reader {
-    fn get<'a>(&mut self, obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-        obj.get(key).filter(|v| !v.is_null())
-    }
-
-    fn wrong(&mut self, key: &str, expected: &str, got: &Value) {
-        self.warnings
-            .push(format!("foe.{key}: expected {expected}, got {got}"));
-    }
-
-    fn bool(&mut self, obj: &Map<String, Value>, key: &str) -> Option<bool> {
-        let v = self.get(obj, key)?;
-        v.as_bool().or_else(|| {
-            self.wrong(key, "a boolean", v);
-            None
-        })
-    }
-
-    fn u64(&mut self, obj: &Map<String, Value>, key: &str) -> Option<u64> {
-        let v = self.get(obj, key)?;
-        v.as_u64().or_else(|| {
-            self.wrong(key, "a non-negative integer", v);
-            None
-        })
-    }
-
-    fn string(&mut self, obj: &Map<String, Value>, key: &str) -> Option<String> {
-        let v = self.get(obj, key)?;
-        match v.as_str() {
-            Some(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-            Some(_) => None,
-            None => {
-                self.wrong(key, "a string", v);
-                None
-            }
-        }
-    }
-
-    /// Flags as an array of strings, or one string split on whitespace.
-    fn flags(&mut self, obj: &Map<String, Value>, key: &str) -> Option<Vec<String>> {
-        let v = self.get(obj, key)?;
-        match v {
-            Value::String(s) => Some(s.split_whitespace().map(str::to_string).collect()),
-            Value::Array(items) if items.iter().all(Value::is_string) => Some(
-                items
-                    .iter()
-                    .filter_map(|i| i.as_str())
-                    .map(str::to_string)
-                    .collect(),
-            ),
-            _ => {
-                self.wrong(key, "an array of strings or a string", v);
-                None
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn defaults_when_empty() {
-        let (c, w) = ServerConfig::from_json(&Value::Null);
-        assert!(w.is_empty());
-        assert_eq!(c.analysis, AnalysisConfig::default());
-        assert!(c.enable);
-        assert_eq!(c.debounce, Duration::from_millis(150));
-    }
-
-    #[test]
-    fn reads_wrapped_and_bare_sections() {
-        let settings = json!({"foe": {"flagsPPrime": "-O3 -ffast-math", "radius": 5, "reportPlainExceptions": true,
-            "clang": null, "debounceMs": 50, "ftzDaz": "off"}});
-        let (c, w) = ServerConfig::from_json(&settings);
-        assert!(w.is_empty(), "{w:?}");
-        assert_eq!(c.analysis.flags_p_prime, vec!["-O3", "-ffast-math"]);
-        assert_eq!(c.analysis.radius, 5);
-        assert!(c.analysis.report_plain_exceptions);
-        assert_eq!(c.analysis.clang, AnalysisConfig::default().clang);
-        assert_eq!(c.debounce, Duration::from_millis(50));
-        assert_eq!(c.analysis.ftz_daz, FtzMode::Off);
-
-        let (bare, _) = ServerConfig::from_json(&json!({"flagsP": ["-O1"], "enable": false}));
-        assert_eq!(bare.analysis.flags_p, vec!["-O1"]);
-        assert!(!bare.enable);
-    }
-
-    #[test]
-    fn wrong_types_warn_and_keep_defaults() {
-        let (c, w) =
-            ServerConfig::from_json(&json!({"radius": "three", "enable": 1, "flagsP": [1]}));
-        assert_eq!(w.len(), 3, "{w:?}");
-        assert_eq!(c.analysis.radius, 3);
-        assert!(c.enable);
-    }
-
-    #[test]
-    fn empty_values_ask_for_a_pull() {
-        assert!(!ServerConfig::is_settings_value(&Value::Null));
-        assert!(!ServerConfig::is_settings_value(&json!({})));
-        assert!(!ServerConfig::is_settings_value(&json!({"foe": {}})));
-        assert!(ServerConfig::is_settings_value(
-            &json!({"foe": {"radius": 2}})
-        ));
-    }
-}
+mod tests;

@@ -3,6 +3,7 @@
 
 use crate::state::Analysis;
 use crate::to_proto;
+use foe_analysis::report::FunctionStatus;
 use std::path::PathBuf;
 use tower_lsp::lsp_types::{CodeActionParams, Diagnostic, NumberOrString, Position, Url};
 
@@ -70,9 +71,11 @@ pub fn code_action_functions(
                 .span
                 .as_ref()
                 .is_some_and(|s| s.line <= cursor && cursor <= s.end_line);
-            let flagged_here = to_proto::sites(report)
+            let flagged_here = analysis
+                .shown
+                .findings
                 .iter()
-                .any(|s| s.function.name == f.name && s.loc.line == cursor);
+                .any(|x| x.function == f.name && x.line == cursor && x.code.is_divergence());
             if inside || flagged_here {
                 add(f.name.clone(), None);
             }

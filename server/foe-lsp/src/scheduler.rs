@@ -7,8 +7,9 @@
 //! publishes nothing. Panics in the engine are caught and logged.
 
 use crate::engine::Engine;
-use crate::state::{Analysis, FixCheck, Job, Outcome, State};
+use crate::state::{Analysis, FixCheck, Job, Outcome, Shown, State};
 use crate::to_proto;
+use foe_analysis::findings::{self, Finding};
 use foe_analysis::fix;
 use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, NoProgress, Phase, Progress};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,13 +64,21 @@ impl Scheduler {
         let Some(job) = state.begin_job(uri) else {
             return;
         };
-        if !job.config.enable {
+        if !job.config.enable() {
             let this = self.clone();
             tokio::spawn(async move {
                 this.inner
                     .client
-                    .publish_diagnostics(job.uri, vec![], Some(job.version))
-                    .await
+                    .publish_diagnostics(job.uri.clone(), vec![], Some(job.version))
+                    .await;
+                this.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "disabled",
+                    "foe is disabled (foe.enable)",
+                    None,
+                ))
+                .await;
             });
             return;
         }
@@ -100,6 +109,14 @@ impl Scheduler {
         }
 
         let started = Instant::now();
+        self.status(to_proto::status(
+            &job.uri,
+            job.version,
+            "analysing",
+            &format!("analysing {}", file_name(&job)),
+            None,
+        ))
+        .await;
         let (progress, progress_done) = self.start_progress(&job);
         let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
         let result = blocking(move || {
@@ -107,7 +124,7 @@ impl Scheduler {
             let request = AnalysisRequest {
                 path: &j.path,
                 text: &j.text,
-                config: &j.config.analysis,
+                config: j.config.analysis(),
                 only_function: None,
             };
             engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
@@ -118,8 +135,16 @@ impl Scheduler {
         let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
 
         let name = file_name(&job);
+        // A job stopped by a newer edit, a restart or shutdown may end in any error (its worker was killed):
+        // that is the normal end of a cancelled job, not a failure to report.
+        if job.cancel.is_cancelled() || inner.state.shutting_down.load(Ordering::SeqCst) {
+            if let Ok(Err(e)) = &result {
+                tracing::debug!("cancelled analysis of {name} ended: {e}");
+            }
+            return;
+        }
         let outcome = match result {
-            Ok(Ok(report)) => Outcome::Report(report),
+            Ok(Ok(report)) => Outcome::Report(Arc::new(report)),
             Ok(Err(AnalysisError::Compile {
                 message,
                 line,
@@ -139,29 +164,68 @@ impl Scheduler {
                         .show_message(MessageType::ERROR, &message)
                         .await;
                 }
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
                 inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
             Ok(Err(e)) => {
-                inner
-                    .client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!("foe: analysis of {name} failed: {e}"),
-                    )
-                    .await;
+                let message = format!("foe: analysis of {name} failed: {e}");
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
+                inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
             Err(panic) => {
-                inner
-                    .client
-                    .log_message(
-                        MessageType::ERROR,
-                        format!("foe: analysis of {name} crashed: {panic}"),
-                    )
-                    .await;
+                let message = format!("foe: analysis of {name} crashed: {panic}");
+                self.status(to_proto::status(
+                    &job.uri,
+                    job.version,
+                    "error",
+                    &message,
+                    None,
+                ))
+                .await;
+                inner.client.log_message(MessageType::ERROR, message).await;
                 return;
             }
+        };
+        let shown = match &outcome {
+            Outcome::Report(report) => Shown {
+                findings: Arc::new(findings::findings(report, &job.text, job.config.findings())),
+                text: job.text.clone(),
+                report: Some(report.clone()),
+                stale: false,
+            },
+            // Keep the last findings, marked stale; the compile error is clangd's to show.
+            Outcome::CompileError {
+                message,
+                line,
+                column,
+            } => match inner.state.last_findings(&job.uri) {
+                Some(last) => Shown {
+                    stale: true,
+                    ..last
+                },
+                None => Shown {
+                    findings: Arc::new(vec![Finding::compile_error(message, *line, *column)]),
+                    text: job.text.clone(),
+                    report: None,
+                    stale: false,
+                },
+            },
         };
 
         let analysis = Arc::new(Analysis {
@@ -173,6 +237,7 @@ impl Scheduler {
             cancel: job.cancel.clone(),
             outcome,
             elapsed: started.elapsed(),
+            shown,
             fixes: Mutex::new(Default::default()),
         });
         if !inner.state.finish(&job.uri, analysis.clone()) {
@@ -183,6 +248,15 @@ impl Scheduler {
             .client
             .publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version))
             .await;
+        let (state, message) = to_proto::status_summary(&analysis);
+        self.status(to_proto::status(
+            &job.uri,
+            job.version,
+            state,
+            &message,
+            Some(&analysis),
+        ))
+        .await;
         inner
             .client
             .log_message(
@@ -190,6 +264,32 @@ impl Scheduler {
                 to_proto::analysis_summary(&name, &analysis),
             )
             .await;
+        self.prefetch_fixes(&analysis);
+    }
+
+    async fn status(&self, params: serde_json::Value) {
+        self.inner
+            .client
+            .send_notification::<to_proto::StatusNotification>(params)
+            .await;
+    }
+
+    /// Starts verifying the quick fix of every function with a divergence, so code actions answer at once.
+    fn prefetch_fixes(&self, analysis: &Arc<Analysis>) {
+        if analysis.shown.stale || analysis.report().is_none() {
+            return;
+        }
+        let mut functions: Vec<&str> = analysis
+            .shown
+            .findings
+            .iter()
+            .filter(|f| f.code.is_divergence())
+            .map(|f| f.function.as_str())
+            .collect();
+        functions.dedup();
+        for f in functions {
+            let _ = self.fix_check(analysis, f);
+        }
     }
 
     /// Creates a `$/progress` token (when the client supports it) and forwards the engine's phases to it, in
@@ -249,31 +349,57 @@ impl Scheduler {
         (Arc::new(ChannelProgress(tx)), forwarder)
     }
 
-    /// The verdict on the fast-math-off fix of `function` in `analysis`, computed once (on the first request)
-    /// by applying the edit to the analysed text and re-analysing only that function.
-    pub async fn fix_check(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
-        let mut rx = {
-            let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
-            match fixes.get(function) {
-                Some(rx) => rx.clone(),
-                None => {
-                    let (tx, rx) = watch::channel(None);
-                    fixes.insert(function.to_string(), rx.clone());
-                    let this = self.clone();
-                    let (analysis, function) = (analysis.clone(), function.to_string());
-                    tokio::spawn(async move {
-                        let check = this.verify(&analysis, &function).await;
-                        let _ = tx.send(Some(check));
-                    });
-                    rx
-                }
+    /// The verdict on the fast-math-off fix of `function` in `analysis` as known now: the background check
+    /// (started here if it was not) is [`FixCheck::Pending`] until it ends.
+    pub fn fix_check(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
+        let Some(span) = analysis.function(function).and_then(|f| f.span.clone()) else {
+            return FixCheck::Unavailable;
+        };
+        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else {
+            return FixCheck::Unavailable;
+        };
+        let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
+        let rx = match fixes.get(function) {
+            Some(rx) => rx.clone(),
+            None => {
+                let (tx, rx) = watch::channel(None);
+                fixes.insert(function.to_string(), rx.clone());
+                let this = self.clone();
+                let (analysis, function) = (analysis.clone(), function.to_string());
+                tokio::spawn(async move {
+                    let check = this.verify(&analysis, &function).await;
+                    let _ = tx.send(Some(check));
+                });
+                rx
             }
         };
-        let check = match rx.wait_for(Option::is_some).await {
-            Ok(check) => check.clone().unwrap_or(FixCheck::Unavailable),
-            Err(_) => FixCheck::Unavailable,
+        let known = rx.borrow().clone();
+        known.unwrap_or(FixCheck::Pending(edit))
+    }
+
+    /// Like [`Scheduler::fix_check`], waiting at most `patience` for a check that is running.
+    pub async fn fix_check_within(
+        &self,
+        analysis: &Arc<Analysis>,
+        function: &str,
+        patience: Duration,
+    ) -> FixCheck {
+        let check = self.fix_check(analysis, function);
+        if !matches!(check, FixCheck::Pending(_)) {
+            return check;
+        }
+        let rx = analysis
+            .fixes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(function)
+            .cloned();
+        let Some(mut rx) = rx else { return check };
+        let done = match tokio::time::timeout(patience, rx.wait_for(Option::is_some)).await {
+            Ok(Ok(done)) => done.clone(),
+            _ => None,
         };
-        check
+        done.unwrap_or(check)
     }
 
     async fn verify(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
@@ -300,7 +426,7 @@ impl Scheduler {
             let request = AnalysisRequest {
                 path: &a.path,
                 text: &fixed,
-                config: &a.config.analysis,
+                config: a.config.analysis(),
                 only_function: Some(&name),
             };
             engine.analyse(&request, &*cache, &NoProgress, &a.cancel)

@@ -16,6 +16,9 @@ use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 use tower_lsp::{Client, LanguageServer};
 
+/// How long a code action waits for a fix verification that is still running before it answers "verifying".
+const CODE_ACTION_PATIENCE: Duration = Duration::from_millis(100);
+
 /// The command that re-analyses a document now (argument: its URI; none re-analyses every open document).
 pub const ANALYSE_COMMAND: &str = "foe.analyse";
 
@@ -23,6 +26,8 @@ pub struct Backend {
     client: Client,
     state: Arc<State>,
     scheduler: Scheduler,
+    /// Warnings about `initializationOptions`, shown once the client is initialised.
+    init_warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl Backend {
@@ -33,6 +38,7 @@ impl Backend {
             client,
             state,
             scheduler,
+            init_warnings: Default::default(),
         }
     }
 
@@ -59,12 +65,19 @@ impl Backend {
 
     async fn apply_settings(&self, value: &Value) {
         let mut config = (*self.state.config()).clone();
-        for w in config.update(value) {
-            self.client
-                .log_message(MessageType::WARNING, format!("foe: ignoring setting {w}"))
-                .await;
-        }
+        let warnings = config.update(value);
         self.state.set_config(config);
+        self.warn_settings(warnings).await;
+    }
+
+    /// Settings that were ignored: shown to the user once per change, and logged.
+    async fn warn_settings(&self, warnings: Vec<String>) {
+        if warnings.is_empty() {
+            return;
+        }
+        let text = format!("foe: ignoring settings: {}", warnings.join("; "));
+        self.client.show_message(MessageType::WARNING, &text).await;
+        self.client.log_message(MessageType::WARNING, text).await;
     }
 }
 
@@ -100,9 +113,10 @@ impl LanguageServer for Backend {
         });
         if let Some(options) = &params.initialization_options {
             let (config, warnings) = ServerConfig::from_json(options);
-            for w in warnings {
+            for w in &warnings {
                 tracing::warn!("ignoring setting {w}");
             }
+            *self.init_warnings.lock().unwrap_or_else(|e| e.into_inner()) = warnings;
             self.state.set_config(config);
         }
         Ok(InitializeResult {
@@ -138,6 +152,9 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        let warnings =
+            std::mem::take(&mut *self.init_warnings.lock().unwrap_or_else(|e| e.into_inner()));
+        self.warn_settings(warnings).await;
         self.state.initialized.store(true, Ordering::SeqCst);
         self.scheduler.schedule_all();
     }
@@ -241,7 +258,9 @@ impl LanguageServer for Backend {
         guarded(async move {
             let mut actions = vec![];
             for (function, diagnostics) in from_proto::code_action_functions(&analysis, &params) {
-                let check = scheduler.fix_check(&analysis, &function).await;
+                let check = scheduler
+                    .fix_check_within(&analysis, &function, CODE_ACTION_PATIENCE)
+                    .await;
                 actions.extend(to_proto::code_action(
                     &uri,
                     &analysis,

@@ -6,6 +6,7 @@
 
 use crate::config::ServerConfig;
 use dashmap::DashMap;
+use foe_analysis::findings::Finding;
 use foe_analysis::fix::SourceEdit;
 use foe_analysis::pipeline::{CancelToken, FunctionCache};
 use foe_analysis::report::{FileReport, FunctionReport};
@@ -55,7 +56,7 @@ pub struct Job {
 
 /// What an analysis produced.
 pub enum Outcome {
-    Report(FileReport),
+    Report(Arc<FileReport>),
     /// The file does not compile: clang's first error.
     CompileError {
         message: String,
@@ -76,14 +77,28 @@ pub struct Analysis {
     pub cancel: CancelToken,
     pub outcome: Outcome,
     pub elapsed: Duration,
-    /// Verification of the fast-math-off fix, per function, computed on the first code action that asks.
+    /// What is shown for it: its own findings, or, while it does not compile, the last ones that did (stale).
+    pub shown: Shown,
+    /// Verification of the fast-math-off fix, per function, started in the background after the analysis.
     pub fixes: Mutex<HashMap<String, watch::Receiver<Option<FixCheck>>>>,
+}
+
+/// The findings published for an analysis, with the text and report their positions and inputs refer to.
+#[derive(Clone)]
+pub struct Shown {
+    pub findings: Arc<Vec<Finding>>,
+    /// The text the findings' lines refer to.
+    pub text: Arc<str>,
+    /// The report behind the findings (none for a compile error shown alone).
+    pub report: Option<Arc<FileReport>>,
+    /// The findings are of an earlier version: this one does not compile.
+    pub stale: bool,
 }
 
 impl Analysis {
     pub fn report(&self) -> Option<&FileReport> {
         match &self.outcome {
-            Outcome::Report(r) => Some(r),
+            Outcome::Report(r) => Some(&**r),
             Outcome::CompileError { .. } => None,
         }
     }
@@ -102,6 +117,8 @@ pub enum FixCheck {
     Remains { edit: SourceEdit, remaining: usize },
     /// The edit could not be checked (the edited file failed to analyse, or the function was skipped).
     Unchecked { edit: SourceEdit, why: String },
+    /// The check is still running in the background.
+    Pending(SourceEdit),
     /// No edit to offer: the body's brace was not found, the pragmas are already there, or the document changed.
     Unavailable,
 }
@@ -271,6 +288,14 @@ impl State {
         }
         doc.analysis = Some(analysis);
         true
+    }
+
+    /// What the document's latest analysis shows, if it holds findings from a report (kept, marked stale, while
+    /// the document does not compile).
+    pub fn last_findings(&self, uri: &Url) -> Option<Shown> {
+        let doc = self.docs.get(uri)?;
+        let shown = &doc.analysis.as_ref()?.shown;
+        shown.report.is_some().then(|| shown.clone())
     }
 
     /// The latest analysis of the document, only if it is of the document's current text.

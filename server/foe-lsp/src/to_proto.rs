@@ -1,17 +1,16 @@
-//! Every conversion of engine values to LSP values: positions, diagnostics, hovers, code actions, statistics.
+//! Conversions of engine values to LSP values: positions, diagnostics, hovers, code actions, statistics.
 //!
 //! The engine speaks 1-based lines and 1-based byte columns of the analysed text; LSP speaks 0-based lines and
-//! UTF-16 columns. Divergences are grouped into *sites*, one per source location where the traces diverge;
-//! each site becomes one diagnostic. Codes are documented in `docs/diagnostics.md`, one heading per code.
+//! UTF-16 columns. What is shown (grouping, codes, severities, messages, hover text) is decided by the
+//! engine's findings (`foe_analysis::findings`); this module only converts them.
 
 use crate::state::{Analysis, FixCheck, Outcome, State};
+use foe_analysis::findings::{Finding, Severity};
 use foe_analysis::fix::SourceEdit;
-use foe_analysis::report::{
-    Divergence, DivergenceClass, FileReport, FunctionReport, FunctionStatus, NamedValue, TraceEvent,
-};
-use foe_analysis::types::{ExceptionKind, SourceLoc};
+use foe_analysis::report::FunctionStatus;
+use foe_analysis::types::SourceLoc;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeDescription, Diagnostic,
@@ -21,10 +20,8 @@ use tower_lsp::lsp_types::{
     WorkspaceEdit,
 };
 
-/// Most inputs listed in a hover.
-const HOVER_INPUTS: usize = 5;
-/// Most events of one trace listed in a hover.
-const HOVER_EVENTS: usize = 12;
+/// The suffix of a stale finding's message.
+pub const STALE: &str = " (stale: the file does not compile)";
 
 /// Line starts of a text, to turn (line, byte column) into LSP positions.
 pub struct LineIndex<'a> {
@@ -105,342 +102,143 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// The divergences at one source location, the best first (inside the declared domain before outside).
-pub struct Site<'r> {
-    pub loc: SourceLoc,
-    pub function: &'r FunctionReport,
-    pub divergences: Vec<&'r Divergence>,
-}
-
-impl<'r> Site<'r> {
-    pub fn primary(&self) -> &'r Divergence {
-        self.divergences[0]
-    }
-
-    /// Whether the function declares an input domain and some input here satisfies it.
-    pub fn in_declared_domain(&self) -> Option<bool> {
-        (!self.function.domain.is_empty()).then(|| self.divergences.iter().any(|d| d.in_domain))
-    }
-
-    /// The diagnostic code: [`divergence_code`] of the primary divergence, with `-in-domain` when the function
-    /// declares a domain and an input here lies inside it.
-    pub fn code(&self) -> String {
-        let base = divergence_code(self.primary());
-        match self.in_declared_domain() {
-            Some(true) => format!("{base}-in-domain"),
-            _ => base,
-        }
-    }
-}
-
-/// Groups every divergence of the report by the location where the editor should flag it (divergences without
-/// one go to the function's declaration). Sites come in source order.
-pub fn sites(report: &FileReport) -> Vec<Site<'_>> {
-    let mut by_loc: BTreeMap<(SourceLoc, &str), Site<'_>> = BTreeMap::new();
-    for f in &report.functions {
-        for d in &f.divergences {
-            let Some(loc) = d.location.or_else(|| {
-                f.span.as_ref().map(|s| SourceLoc {
-                    line: s.line,
-                    column: 0,
-                })
-            }) else {
-                continue;
-            };
-            by_loc
-                .entry((loc, f.name.as_str()))
-                .or_insert_with(|| Site {
-                    loc,
-                    function: f,
-                    divergences: vec![],
-                })
-                .divergences
-                .push(d);
-        }
-    }
-    let mut sites: Vec<Site<'_>> = by_loc.into_values().collect();
-    for s in &mut sites {
-        s.divergences.sort_by_key(|d| !d.in_domain); // stable: keeps the engine's ranking otherwise
-    }
-    sites
-}
-
-/// The stable code of a divergence: `fast-math-<kind>-appears` (P' raises a kind P never does),
-/// `fast-math-<kind>-disappears` (the reverse), `fast-math-<kind>-count` (a kind is raised a different number of
-/// times) or `fast-math-exception-order` (same exceptions, other order).
-pub fn divergence_code(d: &Divergence) -> String {
-    let counts = |t: &[TraceEvent]| {
-        let mut m: HashMap<ExceptionKind, usize> = HashMap::new();
-        for e in t {
-            *m.entry(e.kind).or_default() += 1;
-        }
-        m
-    };
-    let (p, q) = (counts(&d.trace_p), counts(&d.trace_p_prime));
-    let at = |t: &[TraceEvent]| t.get(d.first_divergence).map(|e| e.kind);
-    let first = at(&d.trace_p_prime).into_iter().chain(at(&d.trace_p));
-    match d.class {
-        DivergenceClass::Order => "fast-math-exception-order".into(),
-        DivergenceClass::Appears | DivergenceClass::Count => {
-            if let Some(k) = d
-                .trace_p_prime
-                .iter()
-                .map(|e| e.kind)
-                .find(|k| !p.contains_key(k))
-            {
-                format!("fast-math-{k}-appears")
-            } else if let Some(k) = d
-                .trace_p
-                .iter()
-                .map(|e| e.kind)
-                .find(|k| !q.contains_key(k))
-            {
-                format!("fast-math-{k}-disappears")
-            } else if let Some(k) = first
-                .chain(ExceptionKind::ALL)
-                .find(|k| p.get(k) != q.get(k))
-            {
-                format!("fast-math-{k}-count")
-            } else {
-                "fast-math-exception-order".into()
-            }
-        }
-    }
-}
-
-/// `v=-0.25, w=1.34e154`.
-pub fn short_inputs(inputs: &[NamedValue]) -> String {
-    inputs
-        .iter()
-        .map(|v| {
-            format!(
-                "{}={}",
-                v.name,
-                v.raw
-                    .map(|r| r.short())
-                    .unwrap_or_else(|| v.decimal.clone())
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// Which build's trace holds the flagged event: P' when it has an event at the first difference, else P.
-fn flagged_in_p_prime(d: &Divergence) -> bool {
-    d.trace_p_prime.get(d.first_divergence).is_some()
-}
-
-fn build_name(p_prime: bool) -> &'static str {
-    if p_prime {
-        "fast-math build"
-    } else {
-        "plain build"
+pub fn severity(s: Severity) -> DiagnosticSeverity {
+    match s {
+        Severity::Error => DiagnosticSeverity::ERROR,
+        Severity::Warning => DiagnosticSeverity::WARNING,
+        Severity::Information => DiagnosticSeverity::INFORMATION,
+        Severity::Hint => DiagnosticSeverity::HINT,
     }
 }
 
 fn docs_href(base: &str, code: &str) -> Option<Url> {
-    let anchor = code.strip_suffix("-in-domain").unwrap_or(code);
-    Url::parse(&format!("{base}#{anchor}")).ok()
+    Url::parse(&format!("{base}#{code}")).ok()
 }
 
-fn diagnostic(
-    range: Range,
-    severity: DiagnosticSeverity,
-    code: String,
-    message: String,
+/// The range of a finding: its token, or its line.
+pub fn range(idx: &LineIndex<'_>, f: &Finding) -> Range {
+    idx.token_range(f.loc())
+}
+
+/// One finding as a diagnostic.
+pub fn diagnostic(
+    f: &Finding,
+    idx: &LineIndex<'_>,
+    uri: &Url,
     docs: &str,
+    stale: bool,
 ) -> Diagnostic {
+    let code = f.code.as_string();
+    let message = if stale {
+        format!("{}{STALE}", f.message)
+    } else {
+        f.message.clone()
+    };
     Diagnostic {
-        range,
-        severity: Some(severity),
+        range: range(idx, f),
+        severity: Some(severity(f.severity)),
         code_description: docs_href(docs, &code).map(|href| CodeDescription { href }),
-        code: Some(NumberOrString::String(code)),
+        code: Some(NumberOrString::String(code.clone())),
         source: Some("foe".into()),
         message,
+        related_information: f.related.as_ref().map(|r| {
+            vec![DiagnosticRelatedInformation {
+                location: Location::new(
+                    uri.clone(),
+                    idx.token_range(SourceLoc {
+                        line: r.line,
+                        column: r.column.unwrap_or(0),
+                    }),
+                ),
+                message: r.message.clone(),
+            }]
+        }),
+        data: Some(json!({
+            "function": f.function,
+            "code": code,
+            "cause": f.cause,
+            "inputs": f.inputs,
+            "rank": f.rank,
+            "fingerprint": f.fingerprint,
+            "stale": stale,
+        })),
         ..Default::default()
     }
 }
 
 /// The diagnostics of one analysis.
 pub fn diagnostics(analysis: &Analysis, uri: &Url) -> Vec<Diagnostic> {
-    let idx = LineIndex::new(&analysis.text);
+    let shown = &analysis.shown;
+    let idx = LineIndex::new(&shown.text);
     let docs = analysis.config.docs_url.as_str();
-    let report = match &analysis.outcome {
-        Outcome::CompileError {
-            message,
-            line,
-            column,
-        } => {
-            let range = match line {
-                Some(l) => idx.token_range(SourceLoc {
-                    line: *l,
-                    column: column.unwrap_or(0),
-                }),
-                None => idx.line_range(1),
-            };
-            let message = format!(
-                "foe cannot analyse this file: {}",
-                strip_file_prefix(message)
-            );
-            return vec![diagnostic(
-                range,
-                DiagnosticSeverity::ERROR,
-                "compile-error".into(),
-                message,
-                docs,
-            )];
-        }
-        Outcome::Report(r) => r,
-    };
-    let mut out: Vec<Diagnostic> = sites(report)
+    shown
+        .findings
         .iter()
-        .map(|s| site_diagnostic(s, &idx, uri, docs))
+        .map(|f| diagnostic(f, &idx, uri, docs, shown.stale))
+        .collect()
+}
+
+/// The findings at a position: those of its line whose token holds it, else those flagging the whole line,
+/// else every one of the line; best first.
+pub fn findings_at(analysis: &Analysis, position: Position) -> Vec<&Finding> {
+    let idx = LineIndex::new(&analysis.shown.text);
+    let on_line: Vec<&Finding> = analysis
+        .shown
+        .findings
+        .iter()
+        .filter(|f| f.line == position.line + 1)
         .collect();
-    if analysis.config.analysis.report_plain_exceptions {
-        for f in &report.functions {
-            for e in &f.plain_exceptions {
-                let Some(line) = e.line else { continue };
-                let range = idx.token_range(SourceLoc {
-                    line,
-                    column: e.column.unwrap_or(0),
-                });
-                let message = format!(
-                    "the plain build raises {} here ({})",
-                    e.kind,
-                    short_inputs(&e.inputs)
-                );
-                let mut d = diagnostic(
-                    range,
-                    DiagnosticSeverity::INFORMATION,
-                    format!("plain-{}", e.kind),
-                    message,
-                    docs,
-                );
-                d.data = Some(json!({ "function": f.name }));
-                out.push(d);
-            }
-        }
-    }
-    if analysis.config.report_skipped {
-        for f in report.functions.iter().filter(|f| {
-            !f.status.ran()
-                && f.status != FunctionStatus::ThroughCallers
-                && f.reason != "not selected"
-        }) {
-            let range = idx.line_range(f.span.as_ref().map_or(1, |s| s.line));
-            let message = format!("foe did not analyse `{}`: {}", f.name, f.reason);
-            let mut d = diagnostic(
-                range,
-                DiagnosticSeverity::HINT,
-                "function-skipped".into(),
-                message,
-                docs,
-            );
-            d.data = Some(json!({ "function": f.name }));
-            out.push(d);
-        }
-    }
-    out
-}
-
-/// `file.c:3:7: error: x` → `error: x` (the diagnostic is already in the file).
-fn strip_file_prefix(message: &str) -> &str {
-    match message
-        .find(": error:")
-        .or_else(|| message.find(": fatal error:"))
-    {
-        Some(i) => &message[i + 2..],
-        None => message,
-    }
-}
-
-fn site_diagnostic(site: &Site<'_>, idx: &LineIndex<'_>, uri: &Url, docs: &str) -> Diagnostic {
-    let d = site.primary();
-    let summary = if d.summary.is_empty() {
-        describe(&divergence_code(d))
-    } else {
-        d.summary.clone()
+    let on_token = |f: &&Finding| {
+        let r = range(&idx, f);
+        f.column.is_some()
+            && r.start.character <= position.character
+            && position.character < r.end.character.max(r.start.character + 1)
     };
-    let mut message = format!("{summary} ({})", short_inputs(&d.inputs));
-    if site.divergences.len() > 1 {
-        let more = site.divergences.len() - 1;
-        message.push_str(&format!(
-            "; {more} more input{} diverge{} here",
-            plural(more),
-            if more == 1 { "s" } else { "" }
+    if on_line.iter().any(on_token) {
+        return on_line.into_iter().filter(on_token).collect();
+    }
+    if on_line.iter().any(|f| f.column.is_none()) {
+        return on_line.into_iter().filter(|f| f.column.is_none()).collect();
+    }
+    on_line
+}
+
+/// The hover at a position on a line holding findings: the best one's hover text (and how many more are
+/// there), its range.
+pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
+    let here = findings_at(analysis, position);
+    let first = here.first()?;
+    let mut markdown = first.hover.clone();
+    if here.len() > 1 {
+        let more = here.len() - 1;
+        markdown.push_str(&format!(
+            "\n\n{more} more finding{} here: see the Problems list or the trace command.",
+            plural(more)
         ));
     }
-    match site.in_declared_domain() {
-        Some(true) => message.push_str(" — inside the declared domain"),
-        Some(false) => message.push_str(&format!(
-            " — outside the declared domain ({})",
-            site.function.domain.join(" && ")
-        )),
-        None => {}
+    if analysis.shown.stale {
+        markdown = format!(
+            "*Stale: the file does not compile; these are the last findings.*\n\n{markdown}"
+        );
     }
-    let mut diag = diagnostic(
-        idx.token_range(site.loc),
-        DiagnosticSeverity::WARNING,
-        site.code(),
-        message,
-        docs,
-    );
-    diag.related_information = Some(vec![related(d, site.function, idx, uri)]);
-    diag.data = Some(json!({
-        "function": site.function.name,
-        "line": site.loc.line,
-        "column": site.loc.column,
-        "inDomain": site.in_declared_domain(),
-    }));
-    diag
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: markdown,
+        }),
+        range: Some(range(&LineIndex::new(&analysis.shown.text), first)),
+    })
 }
 
-/// Points at the corresponding event of the other build: the event at the same position of its trace, or the
-/// function's declaration when the other trace has none there.
-fn related(
-    d: &Divergence,
-    f: &FunctionReport,
-    idx: &LineIndex<'_>,
-    uri: &Url,
-) -> DiagnosticRelatedInformation {
-    let p_prime = flagged_in_p_prime(d);
-    let (other, other_name) = if p_prime {
-        (&d.trace_p, build_name(false))
-    } else {
-        (&d.trace_p_prime, build_name(true))
-    };
-    let result = if p_prime {
-        &d.result_p
-    } else {
-        &d.result_p_prime
-    };
-    let n = d.first_divergence + 1;
-    match other
-        .get(d.first_divergence)
-        .and_then(|e| Some((e, e.loc()?)))
-    {
-        Some((e, loc)) => DiagnosticRelatedInformation {
-            location: Location::new(uri.clone(), idx.token_range(loc)),
-            message: format!(
-                "{other_name}: {} here instead (event {n} of its trace, `{}`)",
-                e.kind, e.operation
-            ),
-        },
-        None => DiagnosticRelatedInformation {
-            location: Location::new(
-                uri.clone(),
-                idx.line_range(f.span.as_ref().map_or(1, |s| s.line)),
-            ),
-            message: format!(
-                "{other_name}: {} on this input (it returns {result})",
-                if other.is_empty() {
-                    "no exception".to_string()
-                } else {
-                    format!("only {} exception{}", other.len(), plural(other.len()))
-                }
-            ),
-        },
-    }
+/// The markdown of `foe/trace` at a position: every input of the findings there with both full traces.
+pub fn trace_markdown(analysis: &Analysis, position: Position) -> Option<String> {
+    let report = analysis.shown.report.as_ref()?;
+    let here = findings_at(analysis, position);
+    let here: Vec<&Finding> = here
+        .into_iter()
+        .filter(|f| f.code.is_divergence())
+        .collect();
+    (!here.is_empty()).then(|| foe_analysis::findings::hover::trace_markdown(report, &here))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -449,231 +247,6 @@ fn plural(n: usize) -> &'static str {
     } else {
         "s"
     }
-}
-
-/// A sentence for a code, when the engine gave no summary.
-fn describe(code: &str) -> String {
-    let rest = code.strip_prefix("fast-math-").unwrap_or(code);
-    if rest == "exception-order" {
-        return "both builds raise the same exceptions here, in another order".into();
-    }
-    let (kind, how) = rest.rsplit_once('-').unwrap_or((rest, ""));
-    match how {
-        "appears" => format!("fast-math build raises {kind} here, plain build does not"),
-        "disappears" => format!("plain build raises {kind} here, fast-math build does not"),
-        _ => format!("the builds raise {kind} a different number of times here"),
-    }
-}
-
-/// The hover at a position on a line holding flagged sites.
-pub fn hover(analysis: &Analysis, position: Position) -> Option<Hover> {
-    let report = analysis.report()?;
-    let idx = LineIndex::new(&analysis.text);
-    let here = sites_at(report, &idx, position);
-    let range = here.first().map(|s| idx.token_range(s.loc));
-    let markdown = site_markdown(analysis, report, &here, false)?;
-    Some(Hover {
-        contents: HoverContents::Markup(MarkupContent {
-            kind: MarkupKind::Markdown,
-            value: markdown,
-        }),
-        range,
-    })
-}
-
-/// The markdown of `foe/trace` at a position: like the hover, with the traces of every shown input.
-pub fn trace_markdown(analysis: &Analysis, position: Position) -> Option<String> {
-    let report = analysis.report()?;
-    let here = sites_at(report, &LineIndex::new(&analysis.text), position);
-    site_markdown(analysis, report, &here, true)
-}
-
-/// The sites of the position's line whose flagged range holds the position, or every site of the line when
-/// none does.
-fn sites_at<'r>(report: &'r FileReport, idx: &LineIndex<'_>, position: Position) -> Vec<Site<'r>> {
-    let on_line: Vec<Site<'r>> = sites(report)
-        .into_iter()
-        .filter(|s| s.loc.line == position.line + 1)
-        .collect();
-    let contains = |s: &Site<'_>| {
-        let r = idx.token_range(s.loc);
-        r.start.character <= position.character
-            && position.character < r.end.character.max(r.start.character + 1)
-    };
-    if on_line.iter().any(contains) {
-        on_line.into_iter().filter(contains).collect()
-    } else {
-        on_line
-    }
-}
-
-/// Markdown for sites: the inputs (up to five), both traces, both results and the flags of both builds.
-/// `all_traces` lists the traces of every shown input, not just the first.
-fn site_markdown(
-    analysis: &Analysis,
-    report: &FileReport,
-    sites: &[Site<'_>],
-    all_traces: bool,
-) -> Option<String> {
-    if sites.is_empty() {
-        return None;
-    }
-    let mut md = String::new();
-    for (i, site) in sites.iter().enumerate() {
-        if i > 0 {
-            md.push_str("\n---\n\n");
-        }
-        write_site(&mut md, analysis, report, site, all_traces);
-    }
-    Some(md)
-}
-
-fn write_site(
-    md: &mut String,
-    analysis: &Analysis,
-    report: &FileReport,
-    site: &Site<'_>,
-    all_traces: bool,
-) {
-    use std::fmt::Write;
-    let d = site.primary();
-    let f = site.function;
-    let summary = if d.summary.is_empty() {
-        describe(&divergence_code(d))
-    } else {
-        d.summary.clone()
-    };
-    let _ = writeln!(md, "**foe** · `{}` · {summary}\n", f.name);
-    let _ = writeln!(
-        md,
-        "Cause: {} · {}\n",
-        d.cause.describe(),
-        d.confirmation.describe()
-    );
-    let shown = site.divergences.len().min(HOVER_INPUTS);
-    let total = site.divergences.len();
-    let _ = write!(
-        md,
-        "`{}` · {total} diverging input{}",
-        site.code(),
-        plural(total)
-    );
-    if total > shown {
-        let _ = write!(md, " (first {shown} shown)");
-    }
-    if !f.domain.is_empty() {
-        let inside = site.divergences.iter().filter(|d| d.in_domain).count();
-        let _ = write!(
-            md,
-            " · {inside} inside the declared domain `{}`",
-            f.domain.join(" && ")
-        );
-    }
-    md.push_str("\n\n");
-
-    // Inputs: one row per input, hex (exact) and decimal.
-    let names: Vec<&str> = d.inputs.iter().map(|v| v.name.as_str()).collect();
-    let _ = writeln!(md, "| # | {} |", names.join(" | "));
-    let _ = writeln!(md, "|---|{}", "---|".repeat(names.len()));
-    for (i, div) in site.divergences.iter().take(shown).enumerate() {
-        let cells: Vec<String> = div
-            .inputs
-            .iter()
-            .map(|v| format!("`{}` ({})", v.value, v.decimal))
-            .collect();
-        let mark = if !f.domain.is_empty() && div.in_domain {
-            " (in domain)"
-        } else {
-            ""
-        };
-        let _ = writeln!(md, "| {}{mark} | {} |", i + 1, cells.join(" | "));
-    }
-    md.push('\n');
-
-    let traces = if all_traces { shown } else { 1 };
-    for (i, div) in site.divergences.iter().take(traces).enumerate() {
-        if all_traces {
-            let _ = writeln!(md, "**Input {}**: {}\n", i + 1, short_inputs(&div.inputs));
-        }
-        let ftz = if report.ftz_p_prime {
-            ", FTZ/DAZ on"
-        } else {
-            ""
-        };
-        write_trace(
-            md,
-            "Plain build P",
-            &report.flags_p.join(" "),
-            "",
-            &div.trace_p,
-            div,
-            &div.result_p,
-        );
-        write_trace(
-            md,
-            "Fast-math build P'",
-            &report.flags_p_prime.join(" "),
-            ftz,
-            &div.trace_p_prime,
-            div,
-            &div.result_p_prime,
-        );
-    }
-    let inputs: Vec<String> = d
-        .inputs
-        .iter()
-        .map(|v| format!("--input {}={}", v.name, v.value))
-        .collect();
-    let file = analysis
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let _ = writeln!(
-        md,
-        "Replay: `foe replay {file} --function {} {}`",
-        f.name,
-        inputs.join(" ")
-    );
-}
-
-fn write_trace(
-    md: &mut String,
-    title: &str,
-    flags: &str,
-    extra: &str,
-    trace: &[TraceEvent],
-    d: &Divergence,
-    result: &str,
-) {
-    use std::fmt::Write;
-    let _ = writeln!(md, "**{title}** (`{flags}`{extra}):");
-    if trace.is_empty() {
-        md.push_str("- no exception\n");
-    }
-    for (i, e) in trace.iter().enumerate().take(HOVER_EVENTS) {
-        let at = match (e.line, e.column) {
-            (Some(l), Some(c)) => format!("{l}:{c}"),
-            (Some(l), None) => format!("{l}"),
-            _ => "unknown location".into(),
-        };
-        let mark = if i == d.first_divergence {
-            " ← first difference"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            md,
-            "{}. {} at {at} (`{}`){mark}",
-            i + 1,
-            e.kind,
-            e.operation
-        );
-    }
-    if trace.len() > HOVER_EVENTS {
-        let _ = writeln!(md, "- … {} more", trace.len() - HOVER_EVENTS);
-    }
-    let _ = writeln!(md, "\nreturns `{result}`\n");
 }
 
 /// The quick fix for one function, titled by its verification, with the diagnostics it resolves.
@@ -697,6 +270,7 @@ pub fn code_action(
             false,
         ),
         FixCheck::Unchecked { edit, why } => (edit, format!("Turn off fast-math in `{function}` (unverified: {why})"), false),
+        FixCheck::Pending(edit) => (edit, format!("Turn off fast-math in `{function}` (verifying…)"), false),
         FixCheck::Unavailable => return None,
     };
     let text_edit = text_edit(&LineIndex::new(&analysis.text), edit);
@@ -736,6 +310,88 @@ pub fn text_edit(idx: &LineIndex<'_>, edit: &SourceEdit) -> TextEdit {
     }
 }
 
+/// `foe/status`: what the server is doing for a document, for the editors' status items.
+pub enum StatusNotification {}
+
+impl tower_lsp::lsp_types::notification::Notification for StatusNotification {
+    type Params = Value;
+    const METHOD: &'static str = "foe/status";
+}
+
+/// The parameters of `foe/status`: `state` is `analysing`, `idle`, `stale`, `error` or `disabled`.
+pub fn status(
+    uri: &Url,
+    version: i32,
+    state: &str,
+    message: &str,
+    analysis: Option<&Analysis>,
+) -> Value {
+    let mut v =
+        json!({ "uri": uri.as_str(), "version": version, "state": state, "message": message });
+    if let Some(a) = analysis {
+        let count = |s: Severity| a.shown.findings.iter().filter(|f| f.severity == s).count();
+        let skipped = a.report().map_or(0, |r| {
+            r.functions
+                .iter()
+                .filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected")
+                .count()
+        });
+        v["warnings"] = json!(count(Severity::Warning));
+        v["information"] = json!(count(Severity::Information));
+        v["hints"] = json!(count(Severity::Hint));
+        v["skipped"] = json!(skipped);
+        v["elapsedMs"] = json!(a.elapsed.as_millis() as u64);
+    }
+    v
+}
+
+/// The state and one-line message of `foe/status` after an analysis.
+pub fn status_summary(analysis: &Analysis) -> (&'static str, String) {
+    match &analysis.outcome {
+        Outcome::CompileError { message, .. } => (
+            "stale",
+            format!(
+                "does not compile{}: {}",
+                if analysis.shown.stale {
+                    ", showing the last findings"
+                } else {
+                    ""
+                },
+                message.lines().next().unwrap_or("")
+            ),
+        ),
+        Outcome::Report(r) => {
+            let warnings = analysis
+                .shown
+                .findings
+                .iter()
+                .filter(|f| f.severity == Severity::Warning)
+                .count();
+            let others = analysis.shown.findings.len() - warnings;
+            let skipped = r
+                .functions
+                .iter()
+                .filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected")
+                .count();
+            let analysed = r
+                .functions
+                .iter()
+                .filter(|f| f.status == FunctionStatus::Analysed)
+                .count();
+            let mut m = format!(
+                "{analysed} function{} analysed, {warnings} warning{}, {others} other finding{}",
+                plural(analysed),
+                plural(warnings),
+                plural(others)
+            );
+            if skipped > 0 {
+                m.push_str(&format!(", {skipped} not analysed"));
+            }
+            ("idle", m)
+        }
+    }
+}
+
 /// One line for `window/logMessage` after an analysis.
 pub fn analysis_summary(file: &str, analysis: &Analysis) -> String {
     let ms = analysis.elapsed.as_millis();
@@ -748,11 +404,11 @@ pub fn analysis_summary(file: &str, analysis: &Analysis) -> String {
             let analysed = r.functions.iter().filter(|f| f.status.ran()).count();
             let cached = r.functions.iter().filter(|f| f.cached).count();
             format!(
-                "foe: {file} v{} analysed in {ms} ms: {} functions ({analysed} analysed, {cached} from cache), {} divergences at {} sites",
+                "foe: {file} v{} analysed in {ms} ms: {} functions ({analysed} analysed, {cached} from cache), {} divergences, {} findings shown",
                 analysis.version,
                 r.functions.len(),
                 r.divergence_count(),
-                sites(r).len()
+                analysis.shown.findings.len()
             )
         }
     }
@@ -831,101 +487,5 @@ mod tests {
             Range::new(Position::new(1, 2), Position::new(1, 13))
         );
         assert_eq!(idx.position(9, 3), Position::new(8, 0));
-    }
-
-    fn ev(kind: ExceptionKind, line: u32) -> TraceEvent {
-        TraceEvent {
-            kind,
-            line: Some(line),
-            column: Some(3),
-            operation: "fmul".into(),
-        }
-    }
-
-    fn div(p: Vec<TraceEvent>, q: Vec<TraceEvent>, class: DivergenceClass) -> Divergence {
-        Divergence {
-            inputs: vec![],
-            trace_p: p,
-            trace_p_prime: q,
-            first_divergence: 0,
-            class,
-            result_p: String::new(),
-            result_p_prime: String::new(),
-            in_domain: true,
-            location: None,
-            summary: String::new(),
-            confirmation: Default::default(),
-            shipped_p: vec![],
-            shipped_p_prime: vec![],
-            cause: Default::default(),
-            candidates: 1,
-        }
-    }
-
-    #[test]
-    fn codes_name_kind_and_direction() {
-        use ExceptionKind::*;
-        assert_eq!(
-            divergence_code(&div(
-                vec![],
-                vec![ev(Overflow, 1)],
-                DivergenceClass::Appears
-            )),
-            "fast-math-overflow-appears"
-        );
-        assert_eq!(
-            divergence_code(&div(vec![ev(Invalid, 1)], vec![], DivergenceClass::Appears)),
-            "fast-math-invalid-disappears"
-        );
-        assert_eq!(
-            divergence_code(&div(
-                vec![ev(Underflow, 1)],
-                vec![ev(Underflow, 1), ev(Underflow, 2)],
-                DivergenceClass::Count
-            )),
-            "fast-math-underflow-count"
-        );
-        assert_eq!(
-            divergence_code(&div(
-                vec![ev(Underflow, 1), ev(Overflow, 2)],
-                vec![ev(Overflow, 2), ev(Underflow, 1)],
-                DivergenceClass::Order
-            )),
-            "fast-math-exception-order"
-        );
-        assert_eq!(
-            describe("fast-math-divide-by-zero-appears"),
-            "fast-math build raises divide-by-zero here, plain build does not"
-        );
-    }
-
-    #[test]
-    fn every_code_has_a_heading_in_the_docs() {
-        let docs = include_str!("../../../docs/diagnostics.md");
-        let mut codes = vec![
-            "fast-math-exception-order".to_string(),
-            "compile-error".into(),
-            "function-skipped".into(),
-        ];
-        for k in ExceptionKind::ALL {
-            for how in ["appears", "disappears", "count"] {
-                codes.push(format!("fast-math-{k}-{how}"));
-            }
-            codes.push(format!("plain-{k}"));
-        }
-        for code in codes {
-            assert!(
-                docs.contains(&format!("\n### {code}\n")),
-                "docs/diagnostics.md has no heading for {code}"
-            );
-        }
-    }
-
-    #[test]
-    fn compile_errors_lose_the_file_prefix() {
-        assert_eq!(
-            strip_file_prefix("/tmp/a.c:3:7: error: expected ';'"),
-            "error: expected ';'"
-        );
     }
 }

@@ -29,7 +29,11 @@ struct Scripted {
     work: Duration,
     started: AtomicUsize,
     cancelled: AtomicUsize,
+    /// Whole-file analyses: (text, settings).
     seen: Mutex<Vec<(String, AnalysisConfig)>>,
+    /// Re-analyses of one function with the quick fix applied (the server verifies fixes in the background
+    /// after each published analysis): the function's name.
+    verifications: Mutex<Vec<String>>,
 }
 
 impl Engine for Scripted {
@@ -41,12 +45,24 @@ impl Engine for Scripted {
         cancel: &CancelToken,
     ) -> Result<FileReport, AnalysisError> {
         self.started.fetch_add(1, Ordering::SeqCst);
-        self.seen
-            .lock()
-            .unwrap()
-            .push((request.text.to_string(), request.config.clone()));
+        match request.only_function {
+            Some(f) => self.verifications.lock().unwrap().push(f.to_string()),
+            None => self
+                .seen
+                .lock()
+                .unwrap()
+                .push((request.text.to_string(), request.config.clone())),
+        }
         if request.text.contains("PANIC") {
             panic!("scripted engine panics on request");
+        }
+        if request.text.contains("BROKEN") {
+            return Err(AnalysisError::Compile {
+                message: "t.c:1:1: error: expected ';'".into(),
+                line: Some(1),
+                column: Some(1),
+                stderr: String::new(),
+            });
         }
         let until = Instant::now() + self.work;
         while Instant::now() < until {
@@ -235,6 +251,14 @@ fn a_flood_of_edits_is_analysed_once_after_the_debounce() {
     );
     assert!(seen[1].0.contains("x * 50"));
     drop(seen);
+    // Besides them, only the background verification of `f`'s quick fix: at most one per published analysis
+    // (the first may be cancelled by the flood before it starts).
+    let verifications = engine.verifications.lock().unwrap().clone();
+    assert!(
+        !verifications.is_empty() && verifications.len() <= 2,
+        "{verifications:?}"
+    );
+    assert!(verifications.iter().all(|f| f == "f"), "{verifications:?}");
     finish(client, server);
 }
 
@@ -265,7 +289,7 @@ fn a_panicking_engine_is_logged_and_the_server_keeps_serving() {
     assert!(hover["contents"]["value"]
         .as_str()
         .unwrap()
-        .contains("Fast-math build P'"));
+        .contains("Fast-math build (`"));
     finish(client, server);
 }
 
@@ -275,8 +299,18 @@ fn settings_come_from_initialization_options_and_configuration_changes() {
     let (mut client, server) = start(engine.clone());
     init(
         &mut client,
-        json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0 }),
+        json!({ "flagsPPrime": "-O3 -ffast-math", "debounceMs": 0, "pFlags": "-O1" }),
     );
+    // A key the server does not read is shown to the user, not silently dropped.
+    let shown = client
+        .wait_for("window/showMessage", WAIT, |p| {
+            p["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("foe.pFlags: unknown setting")
+        })
+        .expect("the unknown key is reported");
+    assert_eq!(shown.params()["type"], 2, "a warning");
     client
         .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
         .unwrap();
@@ -321,6 +355,109 @@ fn settings_come_from_initialization_options_and_configuration_changes() {
     let cleared = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
     assert_eq!(cleared.params()["diagnostics"], json!([]));
     assert_eq!(engine.seen.lock().unwrap().len(), 3);
+    finish(client, server);
+}
+
+#[test]
+fn a_compile_error_keeps_the_last_findings_marked_stale() {
+    let engine = Arc::new(Scripted::default());
+    let (mut client, server) = start(engine);
+    init(&mut client, json!({ "debounceMs": 0 }));
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
+    let first = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    let first = first.params()["diagnostics"].as_array().unwrap().clone();
+    assert_eq!(first.len(), 1, "{first:#?}");
+    client
+        .did_change(URI, 2, "double f(double x) { return x * BROKEN }\n")
+        .unwrap();
+    let kept = client.wait_diagnostics(URI, Some(2), WAIT).unwrap();
+    let kept = kept.params()["diagnostics"].as_array().unwrap().clone();
+    assert_eq!(
+        kept.len(),
+        1,
+        "the finding is kept, no compile error added: {kept:#?}"
+    );
+    assert_eq!(kept[0]["code"], first[0]["code"]);
+    assert!(
+        kept[0]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("(stale: the file does not compile)"),
+        "{kept:#?}"
+    );
+    let status = client
+        .wait_for("foe/status", WAIT, |p| p["state"] == "stale")
+        .expect("a stale status");
+    assert!(status.params()["message"]
+        .as_str()
+        .unwrap()
+        .contains("does not compile"));
+    // It compiles again: fresh findings, not stale.
+    client
+        .did_change(URI, 3, "double f(double x) { return x * 3; }\n")
+        .unwrap();
+    let fresh = client.wait_diagnostics(URI, Some(3), WAIT).unwrap();
+    assert!(!fresh.params()["diagnostics"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("stale"));
+    finish(client, server);
+}
+
+#[test]
+fn code_actions_answer_at_once_while_the_fix_is_verified_in_the_background() {
+    let engine = Arc::new(Scripted {
+        work: Duration::from_millis(1500),
+        ..Default::default()
+    });
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 0 }));
+    let text = "double f(double x) {\n  return x * 2;\n}\n";
+    client.did_open(URI, 1, text).unwrap();
+    let published = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    let diagnostic = published.params()["diagnostics"][0].clone();
+    let ask = |client: &mut LspClient| {
+        let sent = Instant::now();
+        let actions = client
+            .request(
+                "textDocument/codeAction",
+                Some(
+                    json!({ "textDocument": { "uri": URI }, "range": diagnostic["range"],
+                             "context": { "diagnostics": [diagnostic] } }),
+                ),
+                WAIT,
+            )
+            .unwrap();
+        (sent.elapsed(), actions)
+    };
+    let (first_latency, actions) = ask(&mut client);
+    assert!(
+        first_latency < Duration::from_millis(500),
+        "the first code action waited {first_latency:?} for the verification"
+    );
+    assert!(
+        actions[0]["title"].as_str().unwrap().contains("verifying"),
+        "{actions:#}"
+    );
+    // The verification started after the analysis, without waiting for a code action.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (_, actions) = ask(&mut client);
+        let title = actions[0]["title"].as_str().unwrap().to_string();
+        if !title.contains("verifying") {
+            // The scripted engine still finds the divergence in the edited text.
+            assert!(
+                title.contains("not verified: 1 divergence remains"),
+                "{title}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the verification never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(engine.verifications.lock().unwrap().as_slice(), ["f"]);
     finish(client, server);
 }
 

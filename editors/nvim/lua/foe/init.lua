@@ -9,7 +9,13 @@
 --   }
 --
 -- Commands: :FoeTrace (inputs and both traces of the divergence under the cursor), :FoeAnalyse (re-analyse
--- now), :FoeStats (cache counters), :FoeRestart.
+-- now), :FoeStats (cache counters), :FoeStatus (what foe is doing for this buffer), :FoeRestart.
+--
+-- Status: the server's `$/progress` is echoed while a file is analysed (`progress = false` turns that off),
+-- and `require("foe").status()` gives a short text for the statusline ("foe: 2 warnings, 5 other, 1 not
+-- analysed", "foe: analysing", "foe: stale (does not compile)"); the `User FoeStatus` autocommand fires when
+-- it changes. For Neovim 0.8+ with nvim-lspconfig or `vim.lsp.config`, `lsp/foe.lua` beside this plugin
+-- holds the same server configuration.
 
 local M = {}
 
@@ -20,6 +26,43 @@ local defaults = {
   root_markers = { "compile_commands.json", "build/compile_commands.json", ".git" },
   settings = { foe = {} },
   on_attach = nil,
+  -- Echo the server's `$/progress` messages while a file is analysed.
+  progress = true,
+}
+
+-- The latest `foe/status` per document URI.
+local statuses = {}
+
+local function notify_status()
+  vim.cmd("silent! doautocmd <nomodeline> User FoeStatus")
+  vim.cmd("silent! redrawstatus")
+end
+
+local handlers = {
+  ["foe/status"] = function(_, result)
+    if type(result) == "table" and result.uri then
+      statuses[result.uri] = result
+      notify_status()
+    end
+  end,
+  ["$/progress"] = function(err, result, ctx, config)
+    local default = vim.lsp.handlers["$/progress"]
+    if default then
+      default(err, result, ctx, config)
+    end
+    local value = type(result) == "table" and result.value or nil
+    if M.config.progress and type(value) == "table" then
+      local text = value.title or value.message or ""
+      if value.kind == "report" and value.message then
+        text = "foe: " .. value.message
+      elseif value.kind == "end" then
+        text = ""
+      end
+      -- Short enough never to ask for Enter.
+      local width = math.max(vim.o.columns - 12, 10)
+      vim.api.nvim_echo({ { text:sub(1, width) } }, false, {})
+    end
+  end,
 }
 
 M.config = vim.deepcopy(defaults)
@@ -57,6 +100,7 @@ local function client_for(root)
     settings = settings,
     init_options = settings.foe or {},
     on_attach = M.config.on_attach,
+    handlers = handlers,
   })
   clients[root] = id
   return id
@@ -85,6 +129,40 @@ function M.client(bufnr)
     end
   end
   return nil
+end
+
+--- The `foe/status` handler, for configurations that start the server themselves (lsp/foe.lua).
+function M.handle_status(err, result, ctx, config)
+  handlers["foe/status"](err, result, ctx, config)
+end
+
+--- A short text for the statusline: what foe says about the buffer, or "" when it is not attached.
+function M.status(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if not M.client(bufnr) then
+    return ""
+  end
+  local s = statuses[vim.uri_from_bufnr(bufnr)]
+  if not s then
+    return "foe: waiting"
+  end
+  if s.state == "idle" then
+    local text = string.format("foe: %d warning%s, %d other", s.warnings or 0, (s.warnings == 1) and "" or "s",
+      (s.information or 0) + (s.hints or 0))
+    if (s.skipped or 0) > 0 then
+      text = text .. string.format(", %d not analysed", s.skipped)
+    end
+    return text
+  elseif s.state == "stale" then
+    return "foe: stale (" .. (s.message or "does not compile"):gsub(":.*", "") .. ")"
+  end
+  return "foe: " .. s.state
+end
+
+--- The full `foe/status` of a buffer (state, message, counts), or nil.
+function M.status_details(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  return statuses[vim.uri_from_bufnr(bufnr)]
 end
 
 --- The markdown of `foe/trace` at the cursor (every shown input with both traces), or nil.
@@ -168,6 +246,10 @@ function M.setup(opts)
   vim.api.nvim_create_user_command("FoeAnalyse", M.analyse, { desc = "foe: re-analyse this buffer now" })
   vim.api.nvim_create_user_command("FoeStats", M.stats, { desc = "foe: cache statistics" })
   vim.api.nvim_create_user_command("FoeRestart", M.restart, { desc = "foe: restart the language server" })
+  vim.api.nvim_create_user_command("FoeStatus", function()
+    local s = M.status_details()
+    print(s and ("foe: " .. s.state .. ": " .. (s.message or "")) or M.status())
+  end, { desc = "foe: what foe is doing for this buffer" })
   -- Buffers already open when setup runs.
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(M.config.filetypes, vim.bo[bufnr].filetype) then

@@ -172,19 +172,9 @@ double turbine1(double v, double w, double r) {
 ";
 
 #[test]
-fn turbine1_counts_and_speed() {
-    // A generous time limit: every formula is decided (the test threads share the machine).
-    let real_only = AnalysisConfig {
-        fp_theory_fallback: false,
-        solver_timeout_ms: 4000,
-        ..AnalysisConfig::default()
-    };
-    let r = analyse_with(TURBINE1, "turbine1", &real_only, None);
-    assert!(
-        r.solve_time < Duration::from_secs(2),
-        "real phase took {:?}",
-        r.solve_time
-    );
+fn turbine1_counts() {
+    // A generous time limit: every formula is decided (the test threads share the machine). Speed is measured by
+    // `foe bench`, not here: a loaded machine must not fail the test.
     let generous = AnalysisConfig {
         solver_timeout_ms: 4000,
         ..AnalysisConfig::default()
@@ -196,10 +186,6 @@ fn turbine1_counts_and_speed() {
     assert!(a.outcome.satisfiable >= 40, "{:?}", a.outcome);
     assert!(a.outcome.candidates.len() >= 20);
     assert_eq!(a.outcome.timeouts, 0);
-    // The FP-theory fallback adds at most one query time limit.
-    let limit =
-        r.solve_time + Duration::from_millis(generous.solver_timeout_ms) + Duration::from_secs(1);
-    assert!(a.solve_time < limit, "took {:?}", a.solve_time);
     for c in &a.outcome.candidates {
         assert_eq!(c.input.0.len(), 3);
         assert!(c.input.0.iter().all(|v| f64_arg(v).is_finite()));

@@ -1,0 +1,247 @@
+//! The words of a finding: its one-line message, the inputs as shown, result values, related locations.
+
+use super::{Code, Direction, DomainFit, Finding, Related};
+use crate::report::{Divergence, FunctionReport, NamedValue, TraceEvent};
+use crate::types::{ArgValue, ExceptionKind, SourceLoc};
+
+/// Most input values named in a one-line message.
+const MESSAGE_VALUES: usize = 4;
+
+/// `raises invalid`, `divides by zero`, `overflows`, `underflows`.
+pub fn verb(kind: ExceptionKind) -> &'static str {
+    match kind {
+        ExceptionKind::Invalid => "raises invalid",
+        ExceptionKind::DivideByZero => "divides by zero",
+        ExceptionKind::Overflow => "overflows",
+        ExceptionKind::Underflow => "underflows",
+    }
+}
+
+pub fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn times(n: usize) -> String {
+    match n {
+        0 => "never".into(),
+        1 => "once".into(),
+        2 => "twice".into(),
+        n => format!("{n} times"),
+    }
+}
+
+/// What happens at the site, in plain words.
+pub fn what(code: Code, d: &Divergence) -> String {
+    let count = |t: &[TraceEvent], k: ExceptionKind| t.iter().filter(|e| e.kind == k).count();
+    match code {
+        Code::Divergence {
+            kind,
+            direction: Direction::Appears,
+        } => format!(
+            "the fast-math build {} here, the plain build does not",
+            verb(kind)
+        ),
+        Code::Divergence {
+            kind,
+            direction: Direction::Disappears,
+        } => format!(
+            "the plain build {} here, the fast-math build does not",
+            verb(kind)
+        ),
+        Code::Divergence {
+            kind,
+            direction: Direction::Count,
+        } => format!(
+            "the fast-math build raises {kind} {}, the plain build {}",
+            times(count(&d.trace_p_prime, kind)),
+            times(count(&d.trace_p, kind))
+        ),
+        _ => "both builds raise the same exceptions here, in another order".into(),
+    }
+}
+
+/// `v=-0.25, w=1.34e154` (at most `limit` values, then `…`).
+pub fn short_inputs(inputs: &[NamedValue], limit: usize) -> String {
+    let mut parts: Vec<String> = inputs
+        .iter()
+        .take(limit)
+        .map(|v| format!("{}={}", v.name, short_value(v)))
+        .collect();
+    if inputs.len() > limit {
+        parts.push("…".into());
+    }
+    parts.join(", ")
+}
+
+pub fn short_value(v: &NamedValue) -> String {
+    v.raw
+        .map(ArgValue::short)
+        .unwrap_or_else(|| v.decimal.clone())
+}
+
+/// The inputs a person is shown for a divergence: all of them, except array elements past the count when the
+/// function follows the (pointer, count) convention: one integer parameter, elements named `p[i]`, and
+/// `i >= count` (such elements are never read). The replay command keeps every input.
+pub fn shown_inputs(f: &FunctionReport, d: &Divergence) -> Vec<NamedValue> {
+    let ints: Vec<i64> = f
+        .signature
+        .iter()
+        .flat_map(|s| s.call_params())
+        .filter(|p| matches!(p.ty, crate::types::ParamType::Int { .. }))
+        .filter_map(|p| d.inputs.iter().find(|v| v.name == p.name))
+        .filter_map(|v| match v.raw {
+            Some(ArgValue::Int(n)) => Some(n),
+            _ => v.value.parse().ok(),
+        })
+        .collect();
+    let count = match ints.as_slice() {
+        [n] if *n >= 0 => *n,
+        _ => return d.inputs.clone(),
+    };
+    let index = |name: &str| -> Option<i64> {
+        let (_, rest) = name.split_once('[')?;
+        let (i, tail) = rest.split_once(']')?;
+        tail.is_empty().then(|| i.parse().ok())?
+    };
+    d.inputs
+        .iter()
+        .filter(|v| index(&v.name).is_none_or(|i| i < count))
+        .cloned()
+        .collect()
+}
+
+/// A float input of extreme magnitude: beyond 2^±64 (2^±32 for float), subnormal, infinite or NaN.
+fn extreme_value(v: &NamedValue) -> bool {
+    let (x, limit) = match v.raw {
+        Some(ArgValue::F64(x)) => (x, 64),
+        Some(ArgValue::F32(x)) => (x as f64, 32),
+        Some(_) => return false,
+        None => match v.decimal.parse::<f64>() {
+            Ok(x) if v.value.contains('p') || !x.is_finite() => (x, 64),
+            _ => return false,
+        },
+    };
+    if x == 0.0 {
+        return false;
+    }
+    let e = x.abs().log2();
+    !x.is_finite() || e > limit as f64 || e < -(limit as f64)
+}
+
+/// Whether a divergence needs an extreme magnitude in some value. Inside a declared domain, the values the
+/// domain constrains are the user's to choose and never count as extreme.
+pub fn is_extreme(f: &FunctionReport, d: &Divergence) -> bool {
+    let constrained = |name: &str| {
+        d.in_domain
+            && f.domain.iter().any(|c| {
+                c.split(|ch: char| !(ch.is_alphanumeric() || ch == '_'))
+                    .any(|w| w == name)
+            })
+    };
+    d.inputs
+        .iter()
+        .any(|v| !constrained(&v.name) && extreme_value(v))
+}
+
+/// How a run ended, short: `-0`, `nan`, `crashed (SIGFPE)`; `None` for a void function that returned.
+pub fn short_result(result: &str) -> Option<String> {
+    if result == "returned" || result.is_empty() {
+        return None;
+    }
+    // `0x1p+0 (1)`: the decimal in parentheses.
+    if let (Some(open), true) = (result.rfind(" ("), result.ends_with(')')) {
+        if !result.starts_with("crashed") && !result.starts_with("timed out") {
+            let dec = &result[open + 2..result.len() - 1];
+            return Some(match dec.parse::<f64>() {
+                Ok(x) => crate::fpfmt::short(x),
+                Err(_) => dec.to_string(),
+            });
+        }
+    }
+    Some(result.to_string())
+}
+
+fn ended(result: &str) -> Option<String> {
+    let r = short_result(result)?;
+    Some(if r.starts_with("crashed") || r.starts_with("timed out") {
+        r
+    } else {
+        format!("returns {r}")
+    })
+}
+
+/// What the caller observes differently, when the results differ: `the fast-math build returns -0 where
+/// the plain build returns nan`.
+pub fn observed(d: &Divergence) -> Option<String> {
+    let (p, pp) = (ended(&d.result_p)?, ended(&d.result_p_prime)?);
+    (p != pp).then(|| format!("the fast-math build {pp} where the plain build {p}"))
+}
+
+/// The one-line message of a divergence finding.
+pub fn divergence_message(f: &Finding, best: &Divergence, _event: Option<&TraceEvent>) -> String {
+    let mut m = what(f.code, best);
+    if !best.inputs.is_empty() {
+        m.push_str(&format!(
+            " (with {})",
+            short_inputs(&f.best_inputs, MESSAGE_VALUES)
+        ));
+    }
+    if let Some(o) = observed(best) {
+        m.push_str(&format!("; {o}"));
+    }
+    if f.inputs > 1 {
+        let more = f.inputs - 1;
+        m.push_str(&format!("; {more} more input{}", plural(more)));
+    }
+    match f.domain {
+        DomainFit::Inside => m.push_str("; inside the declared domain"),
+        DomainFit::Outside => m.push_str("; outside the declared domain"),
+        DomainFit::NotDeclared => {}
+    }
+    if let Some(c) = &f.cause {
+        m.push_str(&format!("; cause: {}", c.text));
+    }
+    m
+}
+
+/// The other build's event at the same trace position, when it is somewhere else than the site.
+pub fn related(
+    d: &Divergence,
+    code: Code,
+    event: Option<&TraceEvent>,
+    site: SourceLoc,
+) -> Option<Related> {
+    let flagged_in_p_prime = match code {
+        Code::Divergence {
+            direction: Direction::Appears,
+            ..
+        } => true,
+        Code::Divergence {
+            direction: Direction::Disappears,
+            ..
+        } => false,
+        _ => event.is_some_and(|e| d.trace_p_prime.iter().any(|x| std::ptr::eq(x, e))),
+    };
+    let (other, name) = if flagged_in_p_prime {
+        (&d.trace_p, "plain build")
+    } else {
+        (&d.trace_p_prime, "fast-math build")
+    };
+    let e = other.get(d.first_divergence)?;
+    let loc = e.loc()?;
+    if loc.line == site.line && (loc.column == site.column || site.column == 0) {
+        return None;
+    }
+    Some(Related {
+        line: loc.line,
+        column: e.column.filter(|c| *c > 0),
+        message: format!(
+            "the {name} raises {} here instead (`{}`)",
+            e.kind, e.operation
+        ),
+    })
+}

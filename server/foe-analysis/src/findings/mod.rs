@@ -1,0 +1,340 @@
+//! Findings: what a person is shown, decided once from a [`FileReport`] and rendered by every front end
+//! (`foe check` as text, JSON and SARIF; the language server as diagnostics and hovers).
+//!
+//! Divergences are grouped into one finding per site (function and flagged location) and cause, with the
+//! best input first: inside the declared domain before outside, ordinary magnitudes before extreme ones.
+//! Each finding carries a stable [`Code`], a severity chosen by [`FindingOptions`], a one-line message,
+//! the hover markdown and a fingerprint that survives edits elsewhere in the file.
+
+pub mod code;
+pub mod hover;
+pub mod message;
+pub mod options;
+
+pub use code::{Code, Direction};
+pub use options::{FindingOptions, Severity, ShownAs};
+
+use crate::report::{Divergence, FileReport, FunctionReport, FunctionStatus, NamedValue};
+use crate::types::SourceLoc;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Why fast-math changed the exceptions here (reassociation, reciprocal, contraction, flush-to-zero...).
+/// Filled in from the divergence's cause classification when the engine provides one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Cause {
+    /// A stable identifier (`reassociation`), part of the grouping and of the fingerprint.
+    pub id: String,
+    /// Plain words for messages and hovers.
+    pub text: String,
+}
+
+/// The cause of one divergence. The one place that maps the engine's cause classification
+/// ([`crate::report::Cause`], found by re-running the witness on builds that differ in one option) to findings;
+/// `None` when it was not determined.
+pub fn cause_of(d: &Divergence) -> Option<Cause> {
+    if d.cause == crate::report::Cause::Undetermined {
+        return None;
+    }
+    let id = serde_json::to_value(d.cause)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default();
+    Some(Cause {
+        id,
+        text: d.cause.describe().to_string(),
+    })
+}
+
+/// Where a finding's inputs lie relative to the function's declared domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DomainFit {
+    /// The function declares no domain.
+    NotDeclared,
+    /// Some input here lies inside the declared domain.
+    Inside,
+    /// Every input here lies outside it.
+    Outside,
+}
+
+/// How much a finding matters, best first; findings are listed in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rank {
+    /// On an input inside the declared domain.
+    InDomain,
+    /// On an input of ordinary magnitude (no domain declared).
+    Ordinary,
+    /// Only on inputs outside the declared domain.
+    OutsideDomain,
+    /// Only on extreme inputs (near overflow, subnormal, infinite).
+    ExtremeInputs,
+    /// Not a divergence: a skipped function, an exception of the plain build, a compile error.
+    Note,
+}
+
+/// A place a finding refers to besides its own (the other build's event at the same trace position).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Related {
+    pub line: u32,
+    /// 1-based byte column; `None` for the whole line.
+    pub column: Option<u32>,
+    pub message: String,
+}
+
+/// One thing shown to the user.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub code: Code,
+    pub severity: Severity,
+    pub rank: Rank,
+    pub function: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based byte column; `None` when only the line is known.
+    pub column: Option<u32>,
+    /// One line, the same in every front end.
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
+    pub domain: DomainFit,
+    /// Diverging inputs grouped here (0 for notes).
+    pub inputs: usize,
+    /// The best input, named as the source names it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub best_inputs: Vec<NamedValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related: Option<Related>,
+    /// Markdown for an editor's hover: short, no tables.
+    pub hover: String,
+    /// Stable across edits elsewhere in the file: function, code, cause and the flagged line's text.
+    pub fingerprint: String,
+    /// Indices into the function's `divergences`, best first.
+    #[serde(skip)]
+    pub divergences: Vec<usize>,
+}
+
+impl Finding {
+    /// The finding for a file that does not compile (`line`/`column` of clang's first error).
+    pub fn compile_error(message: &str, line: Option<u32>, column: Option<u32>) -> Finding {
+        let message = format!(
+            "foe cannot analyse this file: {}",
+            strip_file_prefix(message)
+        );
+        Finding {
+            code: Code::CompileError,
+            severity: Severity::Error,
+            rank: Rank::Note,
+            function: String::new(),
+            line: line.unwrap_or(1),
+            column: column.filter(|c| *c > 0),
+            hover: message.clone(),
+            message,
+            cause: None,
+            domain: DomainFit::NotDeclared,
+            inputs: 0,
+            best_inputs: vec![],
+            related: None,
+            fingerprint: String::new(),
+            divergences: vec![],
+        }
+    }
+
+    pub fn loc(&self) -> SourceLoc {
+        SourceLoc {
+            line: self.line,
+            column: self.column.unwrap_or(0),
+        }
+    }
+
+    /// The divergences behind the finding, best first.
+    pub fn divergences_in<'r>(&self, f: &'r FunctionReport) -> Vec<&'r Divergence> {
+        self.divergences
+            .iter()
+            .filter_map(|&i| f.divergences.get(i))
+            .collect()
+    }
+}
+
+/// `file.c:3:7: error: x` → `error: x` (the finding is already placed in the file).
+fn strip_file_prefix(message: &str) -> &str {
+    match message
+        .find(": error:")
+        .or_else(|| message.find(": fatal error:"))
+    {
+        Some(i) => &message[i + 2..],
+        None => message,
+    }
+}
+
+/// Every finding of a report that `options` shows, best rank first, then in source order. `source` is the
+/// analysed text (for fingerprints).
+pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> Vec<Finding> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out = vec![];
+    for f in &report.functions {
+        out.extend(divergence_findings(report, f, options));
+        for e in &f.plain_exceptions {
+            let Some(line) = e.line else { continue };
+            let message = format!(
+                "the plain build raises {} here ({})",
+                e.kind,
+                message::short_inputs(&e.inputs, usize::MAX)
+            );
+            out.push(note(
+                Code::Plain(e.kind),
+                Severity::Information,
+                f,
+                line,
+                e.column,
+                message,
+            ));
+        }
+        if options.report_skipped
+            && f.status == FunctionStatus::Skipped
+            && f.reason != "not selected"
+        {
+            let line = f.span.as_ref().map_or(1, |s| s.line);
+            let message = format!("foe did not analyse `{}`: {}", f.name, f.reason);
+            out.push(note(
+                Code::FunctionSkipped,
+                Severity::Hint,
+                f,
+                line,
+                None,
+                message,
+            ));
+        }
+    }
+    out.sort_by_key(|x| (x.rank, x.line, x.column, x.code));
+    // Fingerprints: the same (function, code, cause, line text) a second time gets an occurrence number.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for x in &mut out {
+        let text = lines
+            .get(x.line as usize - 1)
+            .map_or("", |l| l.trim())
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let cause = x.cause.as_ref().map_or("", |c| c.id.as_str());
+        let base = format!("{}\u{0}{}\u{0}{cause}\u{0}{text}", x.function, x.code);
+        let n = seen.entry(base.clone()).or_default();
+        *n += 1;
+        x.fingerprint = blake3::hash(format!("{base}\u{0}{n}").as_bytes()).to_hex()[..16].into();
+    }
+    out
+}
+
+fn note(
+    code: Code,
+    severity: Severity,
+    f: &FunctionReport,
+    line: u32,
+    column: Option<u32>,
+    message: String,
+) -> Finding {
+    Finding {
+        code,
+        severity,
+        rank: Rank::Note,
+        function: f.name.clone(),
+        line,
+        column: column.filter(|c| *c > 0),
+        hover: format!("**foe** · `{}` · {message}", f.name),
+        message,
+        cause: None,
+        domain: DomainFit::NotDeclared,
+        inputs: 0,
+        best_inputs: vec![],
+        related: None,
+        fingerprint: String::new(),
+        divergences: vec![],
+    }
+}
+
+/// One finding per flagged location and cause of one function.
+fn divergence_findings(
+    report: &FileReport,
+    f: &FunctionReport,
+    options: &FindingOptions,
+) -> Vec<Finding> {
+    let declared = !f.domain.is_empty();
+    let decl = SourceLoc {
+        line: f.span.as_ref().map_or(1, |s| s.line),
+        column: 0,
+    };
+    let mut groups: BTreeMap<(SourceLoc, Option<Cause>), Vec<usize>> = BTreeMap::new();
+    for (i, d) in f.divergences.iter().enumerate() {
+        let loc = code::flagged_location(d).unwrap_or(decl);
+        groups.entry((loc, cause_of(d))).or_default().push(i);
+    }
+    let mut out = vec![];
+    for ((loc, cause), mut members) in groups {
+        // Best first: inside the declared domain, then ordinary magnitudes, then the engine's order.
+        let extreme = |d: &Divergence| message::is_extreme(f, d);
+        members.sort_by_key(|&i| {
+            let d = &f.divergences[i];
+            (declared && !d.in_domain, extreme(d), i)
+        });
+        let best = &f.divergences[members[0]];
+        let domain = match (declared, best.in_domain) {
+            (false, _) => DomainFit::NotDeclared,
+            (true, true) => DomainFit::Inside,
+            (true, false) => DomainFit::Outside,
+        };
+        let extreme = extreme(best);
+        let (rank, shown) = match domain {
+            DomainFit::Inside if extreme => (
+                Rank::ExtremeInputs,
+                options.extreme_inputs_severity.severity(),
+            ),
+            DomainFit::Inside => (Rank::InDomain, Some(Severity::Warning)),
+            DomainFit::Outside if extreme => (
+                Rank::ExtremeInputs,
+                options
+                    .outside_domain_severity
+                    .severity()
+                    .zip(options.extreme_inputs_severity.severity())
+                    .map(|(a, b)| a.max(b)),
+            ),
+            DomainFit::Outside => (
+                Rank::OutsideDomain,
+                options.outside_domain_severity.severity(),
+            ),
+            DomainFit::NotDeclared if extreme => (
+                Rank::ExtremeInputs,
+                options.extreme_inputs_severity.severity(),
+            ),
+            DomainFit::NotDeclared => (Rank::Ordinary, Some(Severity::Warning)),
+        };
+        let Some(severity) = shown else { continue };
+        let (code, event) = code::classify(best);
+        let related = message::related(best, code, event, loc);
+        let mut finding = Finding {
+            code,
+            severity,
+            rank,
+            function: f.name.clone(),
+            line: loc.line,
+            column: (loc.column > 0).then_some(loc.column),
+            message: String::new(),
+            cause,
+            domain,
+            inputs: members.len(),
+            best_inputs: message::shown_inputs(f, best),
+            related,
+            hover: String::new(),
+            fingerprint: String::new(),
+            divergences: members,
+        };
+        finding.message = message::divergence_message(&finding, best, event);
+        finding.hover = hover::hover_markdown(report, f, &finding);
+        out.push(finding);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

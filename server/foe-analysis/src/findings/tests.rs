@@ -1,0 +1,242 @@
+//! Findings from hand-made reports: grouping, ranking, severities, messages, hovers, fingerprints.
+
+use super::*;
+use crate::report::{DivergenceClass, FormulaCounts, FunctionSpan, TraceEvent};
+use crate::types::{ArgValue, ExceptionKind};
+
+fn ev(kind: ExceptionKind, line: u32, column: u32) -> TraceEvent {
+    TraceEvent {
+        kind,
+        line: Some(line),
+        column: Some(column),
+        operation: "fdiv".into(),
+    }
+}
+
+fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Divergence {
+    let location = q.first().or(p.first()).and_then(TraceEvent::loc);
+    Divergence {
+        inputs: vec![NamedValue::new("x", ArgValue::F64(x))],
+        trace_p: p,
+        trace_p_prime: q,
+        first_divergence: 0,
+        class: DivergenceClass::Appears,
+        result_p: "nan (nan)".into(),
+        result_p_prime: "-0x0p+0 (-0)".into(),
+        in_domain,
+        location,
+        summary: String::new(),
+    }
+}
+
+fn function(divergences: Vec<Divergence>, domain: Vec<String>) -> FunctionReport {
+    FunctionReport {
+        status: FunctionStatus::Analysed,
+        formulae: FormulaCounts::default(),
+        divergences,
+        span: Some(FunctionSpan {
+            line: 2,
+            body_line: 2,
+            end_line: 6,
+        }),
+        domain,
+        ..FunctionReport::skipped("mean", "")
+    }
+}
+
+fn report(functions: Vec<FunctionReport>) -> FileReport {
+    FileReport {
+        file: "/tmp/stats.c".into(),
+        functions,
+        timings_ms: Default::default(),
+        flags_p: vec!["-O0".into()],
+        flags_p_prime: vec!["-O2".into(), "-ffast-math".into()],
+        ftz_p_prime: true,
+    }
+}
+
+const SOURCE: &str = "#include <math.h>\ndouble mean(double x) {\n  double s = x / 0.0;\n  s = s * s;\n  return s;\n}\n";
+
+#[test]
+fn one_finding_per_site_with_a_count_ordinary_inputs_first() {
+    use ExceptionKind::*;
+    let f = function(
+        vec![
+            div(1e300, vec![ev(Invalid, 3, 13)], vec![], false),
+            div(2.0, vec![ev(Invalid, 3, 13)], vec![], false),
+            div(1e-310, vec![], vec![ev(Overflow, 4, 9)], false),
+        ],
+        vec![],
+    );
+    let r = report(vec![f]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    assert_eq!(all.len(), 2, "{all:#?}");
+    let first = &all[0];
+    assert_eq!(first.code.as_string(), "fast-math-invalid-disappears");
+    assert_eq!((first.line, first.column), (3, Some(13)));
+    assert_eq!(first.inputs, 2);
+    assert_eq!(first.rank, Rank::Ordinary);
+    assert_eq!(first.severity, Severity::Warning);
+    assert_eq!(
+        first.message,
+        "the plain build raises invalid here, the fast-math build does not (with x=2); \
+         the fast-math build returns -0 where the plain build returns nan; 1 more input"
+    );
+    // Only a subnormal input diverges at the second site: ranked below, a hint by default.
+    let second = &all[1];
+    assert_eq!(second.rank, Rank::ExtremeInputs);
+    assert_eq!(second.severity, Severity::Hint);
+    let hidden = FindingOptions {
+        extreme_inputs_severity: ShownAs::Off,
+        ..FindingOptions::default()
+    };
+    assert_eq!(findings(&r, SOURCE, &hidden).len(), 1);
+}
+
+#[test]
+fn declared_domains_decide_the_severity() {
+    use ExceptionKind::*;
+    let domain = vec!["0 <= x <= 4".to_string()];
+    let outside = function(
+        vec![div(8.0, vec![], vec![ev(Overflow, 4, 9)], false)],
+        domain.clone(),
+    );
+    let all = findings(&report(vec![outside]), SOURCE, &FindingOptions::default());
+    assert_eq!(all[0].domain, DomainFit::Outside);
+    assert_eq!(all[0].severity, Severity::Information);
+    assert!(all[0].message.ends_with("; outside the declared domain"));
+
+    let inside = function(
+        vec![
+            div(8.0, vec![], vec![ev(Overflow, 4, 9)], false),
+            div(3.0, vec![], vec![ev(Overflow, 4, 9)], true),
+        ],
+        domain,
+    );
+    let all = findings(&report(vec![inside]), SOURCE, &FindingOptions::default());
+    assert_eq!(all[0].severity, Severity::Warning);
+    assert_eq!(all[0].best_inputs[0].decimal, ArgValue::F64(3.0).decimal());
+}
+
+#[test]
+fn hovers_are_short_and_name_no_void_result() {
+    use ExceptionKind::*;
+    let mut d = div(2.0, vec![], vec![ev(Overflow, 4, 9)], false);
+    d.result_p = "returned".into();
+    d.result_p_prime = "returned".into();
+    let r = report(vec![function(vec![d], vec![])]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    let hover = &all[0].hover;
+    assert!(hover.lines().count() <= 20, "{hover}");
+    assert!(!hover.contains('|'), "no tables: {hover}");
+    assert!(!hover.contains("returned"), "{hover}");
+    assert!(
+        hover.contains("foe replay stats.c --function mean --input x=0x1p+1"),
+        "{hover}"
+    );
+    assert!(!all[0].message.contains("returns"), "{}", all[0].message);
+}
+
+#[test]
+fn related_information_never_points_at_the_site_itself() {
+    use ExceptionKind::*;
+    // Both builds raise at the site, different kinds: the other build's event is at the same place.
+    let d = div(
+        2.0,
+        vec![ev(Invalid, 3, 13)],
+        vec![ev(Overflow, 3, 13)],
+        false,
+    );
+    let r = report(vec![function(vec![d], vec![])]);
+    assert_eq!(
+        findings(&r, SOURCE, &FindingOptions::default())[0].related,
+        None
+    );
+    let d = div(
+        2.0,
+        vec![ev(Invalid, 5, 3)],
+        vec![ev(Overflow, 3, 13)],
+        false,
+    );
+    let r = report(vec![function(vec![d], vec![])]);
+    let related = findings(&r, SOURCE, &FindingOptions::default())[0]
+        .related
+        .clone()
+        .unwrap();
+    assert_eq!((related.line, related.column), (5, Some(3)));
+}
+
+#[test]
+fn fingerprints_survive_a_line_inserted_above() {
+    use ExceptionKind::*;
+    let at = |line| {
+        function(
+            vec![div(2.0, vec![], vec![ev(Overflow, line, 9)], false)],
+            vec![],
+        )
+    };
+    let before = findings(&report(vec![at(4)]), SOURCE, &FindingOptions::default());
+    let shifted = format!("// a comment\n{SOURCE}");
+    let after = findings(&report(vec![at(5)]), &shifted, &FindingOptions::default());
+    assert_eq!(before[0].fingerprint, after[0].fingerprint);
+    assert_ne!(before[0].fingerprint, "");
+}
+
+#[test]
+fn skipped_functions_are_hints_by_default() {
+    let r = report(vec![FunctionReport::skipped(
+        "g",
+        "calls an unknown function",
+    )]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    assert_eq!(all[0].code, Code::FunctionSkipped);
+    assert_eq!(all[0].severity, Severity::Hint);
+    let quiet = FindingOptions {
+        report_skipped: false,
+        ..FindingOptions::default()
+    };
+    assert!(findings(&r, SOURCE, &quiet).is_empty());
+}
+
+#[test]
+fn array_elements_past_the_count_are_not_shown() {
+    use crate::types::{FunctionSignature, Param, ParamType, PointeeOf, ReturnType};
+    let element = |i: u32| Param {
+        name: format!("x[{i}]"),
+        ty: ParamType::F64,
+        pointee: Some(PointeeOf {
+            param: 0,
+            offset: 8 * i,
+        }),
+    };
+    let mut f = function(vec![], vec![]);
+    f.signature = Some(FunctionSignature {
+        name: "mean".into(),
+        params: vec![
+            Param::new("x", ParamType::OutPtr { bytes: 4096 }),
+            Param::new(
+                "n",
+                ParamType::Int {
+                    bits: 32,
+                    signed: true,
+                },
+            ),
+            element(0),
+            element(1),
+            element(2),
+        ],
+        ret: ReturnType::F64,
+    });
+    let mut d = div(0.0, vec![ev(ExceptionKind::Invalid, 3, 13)], vec![], false);
+    d.inputs = vec![
+        NamedValue::new("n", ArgValue::Int(1)),
+        NamedValue::new("x[0]", ArgValue::F64(2.0)),
+        NamedValue::new("x[1]", ArgValue::F64(3.0)),
+        NamedValue::new("x[2]", ArgValue::F64(4.0)),
+    ];
+    let names: Vec<String> = message::shown_inputs(&f, &d)
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(names, ["n", "x[0]"]);
+}

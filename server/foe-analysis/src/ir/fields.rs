@@ -1,0 +1,222 @@
+//! Struct fields behind pointer parameters, from the debug info's types: an input read at byte 16 of
+//! `const struct body *b` is named `b->vel.x` rather than `b[2]`.
+
+use crate::types::FunctionSignature;
+use regex::Regex;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The leaf fields of the struct a pointer parameter points to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointeeFields {
+    /// Index of the pointer among the C parameters.
+    pub param: u32,
+    /// The struct's size in bytes (elements past the first are `b[1].pos.x`).
+    pub struct_bytes: u32,
+    /// Byte offset → field path (`pos.x`), every scalar field.
+    pub fields: Vec<(u32, String)>,
+}
+
+/// Type metadata read from the textual IR.
+#[derive(Debug, Default)]
+pub struct TypeFacts {
+    /// Pointer type → pointee type.
+    pointer_base: HashMap<u32, u32>,
+    /// typedef/const/volatile → base type.
+    qualified_base: HashMap<u32, u32>,
+    /// Struct type → (size in bits, elements tuple).
+    structs: HashMap<u32, (u32, u32)>,
+    /// Tuple → its members.
+    tuples: HashMap<u32, Vec<u32>>,
+    /// Member → (name, base type, offset in bits, size in bits).
+    members: HashMap<u32, (String, u32, u32, u32)>,
+}
+
+fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+    cell.get_or_init(|| Regex::new(pattern).expect("valid regex"))
+}
+
+impl TypeFacts {
+    pub fn from_ll(ll: &str) -> TypeFacts {
+        static DERIVED: OnceLock<Regex> = OnceLock::new();
+        static STRUCT: OnceLock<Regex> = OnceLock::new();
+        static TUPLE: OnceLock<Regex> = OnceLock::new();
+        static FIELD: OnceLock<Regex> = OnceLock::new();
+        let derived = re(
+            &DERIVED,
+            r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(\w+),(.*)$"#,
+        );
+        let structure = re(
+            &STRUCT,
+            r#"(?m)^!(\d+) = (?:distinct )?!DICompositeType\(tag: DW_TAG_structure_type,(.*)$"#,
+        );
+        let tuple = re(&TUPLE, r#"(?m)^!(\d+) = !\{([^}]*)\}"#);
+        let field = re(
+            &FIELD,
+            r#"\b(name|baseType|size|offset|elements): (?:!|")?([\w]+)"#,
+        );
+        let num = |s: &str| s.parse::<u32>().unwrap_or(0);
+        let fields_of = |rest: &str| -> HashMap<String, String> {
+            field
+                .captures_iter(rest)
+                .map(|c| (c[1].to_string(), c[2].to_string()))
+                .collect()
+        };
+        let mut facts = TypeFacts::default();
+        for c in derived.captures_iter(ll) {
+            let id = num(&c[1]);
+            let f = fields_of(&c[3]);
+            let base = f.get("baseType").map_or(0, |b| num(b));
+            match &c[2] {
+                "pointer_type" => {
+                    facts.pointer_base.insert(id, base);
+                }
+                "typedef" | "const_type" | "volatile_type" => {
+                    facts.qualified_base.insert(id, base);
+                }
+                "member" => {
+                    let name = f.get("name").cloned().unwrap_or_default();
+                    let offset = f.get("offset").map_or(0, |o| num(o));
+                    let size = f.get("size").map_or(0, |s| num(s));
+                    facts.members.insert(id, (name, base, offset, size));
+                }
+                _ => {}
+            }
+        }
+        for c in structure.captures_iter(ll) {
+            let f = fields_of(&c[2]);
+            if let (Some(size), Some(elements)) = (f.get("size"), f.get("elements")) {
+                facts.structs.insert(num(&c[1]), (num(size), num(elements)));
+            }
+        }
+        for c in tuple.captures_iter(ll) {
+            let items = c[2]
+                .split(',')
+                .filter_map(|i| i.trim().strip_prefix('!'))
+                .map(num)
+                .collect();
+            facts.tuples.insert(num(&c[1]), items);
+        }
+        facts
+    }
+
+    fn strip(&self, mut ty: u32) -> u32 {
+        for _ in 0..16 {
+            match self.qualified_base.get(&ty) {
+                Some(&b) => ty = b,
+                None => break,
+            }
+        }
+        ty
+    }
+
+    /// Every scalar field of a struct type, with its byte offset, depth-first (at most 256).
+    fn leaves(&self, ty: u32, base: u32, prefix: &str, out: &mut Vec<(u32, String)>, depth: u32) {
+        let Some(&(_, elements)) = self.structs.get(&ty) else {
+            return;
+        };
+        for member in self.tuples.get(&elements).into_iter().flatten() {
+            let Some((name, mty, offset, _)) = self.members.get(member) else {
+                continue;
+            };
+            let path = if prefix.is_empty() {
+                name.clone()
+            } else {
+                format!("{prefix}.{name}")
+            };
+            let at = base + offset / 8;
+            let inner = self.strip(*mty);
+            if self.structs.contains_key(&inner) && depth < 8 {
+                self.leaves(inner, at, &path, out, depth + 1);
+            } else if out.len() < 256 {
+                out.push((at, path));
+            }
+        }
+    }
+
+    /// The fields behind a pointer parameter of debug type `ty`, if it points to a struct.
+    pub fn pointee_fields(&self, param: u32, ty: u32) -> Option<PointeeFields> {
+        let pointee = self.strip(*self.pointer_base.get(&self.strip(ty))?);
+        let &(size_bits, _) = self.structs.get(&pointee)?;
+        let mut fields = vec![];
+        self.leaves(pointee, 0, "", &mut fields, 0);
+        (size_bits >= 8 && !fields.is_empty()).then_some(PointeeFields {
+            param,
+            struct_bytes: size_bits / 8,
+            fields,
+        })
+    }
+}
+
+/// Renames the inputs behind struct pointers after their fields: `b->vel.x`, `b[1].mass`.
+pub fn name_fields(sig: &mut FunctionSignature, pointees: &[PointeeFields]) {
+    let names: Vec<String> = sig.params.iter().map(|p| p.name.clone()).collect();
+    for p in &mut sig.params {
+        let Some(at) = p.pointee else { continue };
+        let Some(layout) = pointees.iter().find(|l| l.param == at.param) else {
+            continue;
+        };
+        let (index, within) = (
+            at.offset / layout.struct_bytes,
+            at.offset % layout.struct_bytes,
+        );
+        let Some((_, path)) = layout.fields.iter().find(|(o, _)| *o == within) else {
+            continue;
+        };
+        let Some(pointer) = names.get(at.param as usize) else {
+            continue;
+        };
+        p.name = if index == 0 {
+            format!("{pointer}->{path}")
+        } else {
+            format!("{pointer}[{index}].{path}")
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Param, ParamType, PointeeOf, ReturnType};
+
+    const LL: &str = r#"
+!15 = !DIDerivedType(tag: DW_TAG_pointer_type, baseType: !16, size: 64)
+!16 = !DIDerivedType(tag: DW_TAG_const_type, baseType: !17)
+!17 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "body", file: !11, line: 8, size: 448, elements: !18)
+!18 = !{!19, !24, !25}
+!19 = !DIDerivedType(tag: DW_TAG_member, name: "pos", scope: !17, file: !11, line: 9, baseType: !20, size: 128)
+!20 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "vec2", file: !11, line: 6, size: 128, elements: !21)
+!21 = !{!22, !23}
+!22 = !DIDerivedType(tag: DW_TAG_member, name: "x", scope: !20, file: !11, line: 6, baseType: !14, size: 64)
+!23 = !DIDerivedType(tag: DW_TAG_member, name: "y", scope: !20, file: !11, line: 6, baseType: !14, size: 64, offset: 64)
+!24 = !DIDerivedType(tag: DW_TAG_member, name: "vel", scope: !17, file: !11, line: 10, baseType: !20, size: 128, offset: 128)
+!25 = !DIDerivedType(tag: DW_TAG_member, name: "mass", scope: !17, file: !11, line: 11, baseType: !14, size: 64, offset: 256)
+"#;
+
+    #[test]
+    fn inputs_behind_struct_pointers_are_named_after_their_fields() {
+        let facts = TypeFacts::from_ll(LL);
+        let layout = facts
+            .pointee_fields(0, 15)
+            .expect("a struct behind the pointer");
+        assert_eq!(layout.struct_bytes, 56);
+        let behind = |offset| Param {
+            name: "b[?]".into(),
+            ty: ParamType::F64,
+            pointee: Some(PointeeOf { param: 0, offset }),
+        };
+        let mut sig = FunctionSignature {
+            name: "f".into(),
+            params: vec![
+                Param::new("b", ParamType::OutPtr { bytes: 4096 }),
+                behind(24),
+                behind(32),
+                behind(56 + 8),
+            ],
+            ret: ReturnType::F64,
+        };
+        name_fields(&mut sig, &[layout]);
+        let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["b", "b->vel.y", "b->mass", "b[1].pos.y"]);
+    }
+}

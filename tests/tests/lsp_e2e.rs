@@ -75,9 +75,10 @@ impl Session {
         self.client
             .history
             .iter()
-            .filter(|r| r.method() == Some("textDocument/publishDiagnostics"))
-            .filter(|r| r.params()["uri"] == uri)
-            .last()
+            .rev()
+            .find(|r| {
+                r.method() == Some("textDocument/publishDiagnostics") && r.params()["uri"] == uri
+            })
             .and_then(|r| r.params()["diagnostics"].as_array().cloned())
             .unwrap_or_default()
     }

@@ -206,67 +206,6 @@ impl Settings {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_flag_is_a_declared_setting() {
-        let cli = Cli::parse_from([
-            "foe",
-            "check",
-            "f.c",
-            "--p-flags",
-            "-O1",
-            "--p-prime-flags",
-            "-O3 -ffast-math",
-            "--clang",
-            "clang",
-            "--radius",
-            "2",
-            "--unroll",
-            "3",
-            "--solver-timeout-ms",
-            "7",
-            "--exec-timeout-ms",
-            "9",
-            "--ftz",
-            "off",
-            "--plain-exceptions",
-            "--set",
-            "extremeInputsSeverity=off",
-            "--set",
-            "foe.maxPaths=5",
-        ]);
-        let Command::Check { settings, .. } = cli.command else {
-            panic!("parsed as another command")
-        };
-        let s = settings
-            .resolve()
-            .expect("every flag maps to a declared key");
-        assert_eq!(s.analysis.flags_p_prime, vec!["-O3", "-ffast-math"]);
-        assert_eq!(
-            (
-                s.analysis.radius,
-                s.analysis.unroll_bound,
-                s.analysis.max_paths
-            ),
-            (2, 3, 5)
-        );
-        assert_eq!(
-            (s.analysis.solver_timeout_ms, s.analysis.exec_timeout_ms),
-            (7, 9)
-        );
-        assert!(s.analysis.report_plain_exceptions);
-        assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
-        let bad = Settings {
-            set: vec!["pFlags=-O1".into()],
-            ..Settings::default()
-        };
-        assert!(bad.resolve().is_err());
-    }
-}
-
 fn main() -> ExitCode {
     // Started by the engine to solve one function out of process (libz3 can crash): serve and exit (its log goes
     // to stderr, which the engine passes on when FOE_LOG is set).
@@ -517,5 +456,66 @@ pub(crate) fn emit(text: impl std::fmt::Display) {
         }
         eprintln!("foe: cannot write the result: {e}");
         std::process::exit(2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_flag_is_a_declared_setting() {
+        let cli = Cli::parse_from([
+            "foe",
+            "check",
+            "f.c",
+            "--p-flags",
+            "-O1",
+            "--p-prime-flags",
+            "-O3 -ffast-math",
+            "--clang",
+            "clang",
+            "--radius",
+            "2",
+            "--unroll",
+            "3",
+            "--solver-timeout-ms",
+            "7",
+            "--exec-timeout-ms",
+            "9",
+            "--ftz",
+            "off",
+            "--plain-exceptions",
+            "--set",
+            "extremeInputsSeverity=off",
+            "--set",
+            "foe.maxPaths=5",
+        ]);
+        let Command::Check { settings, .. } = cli.command else {
+            panic!("parsed as another command")
+        };
+        let s = settings
+            .resolve()
+            .expect("every flag maps to a declared key");
+        assert_eq!(s.analysis.flags_p_prime, vec!["-O3", "-ffast-math"]);
+        assert_eq!(
+            (
+                s.analysis.radius,
+                s.analysis.unroll_bound,
+                s.analysis.max_paths
+            ),
+            (2, 3, 5)
+        );
+        assert_eq!(
+            (s.analysis.solver_timeout_ms, s.analysis.exec_timeout_ms),
+            (7, 9)
+        );
+        assert!(s.analysis.report_plain_exceptions);
+        assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
+        let bad = Settings {
+            set: vec!["pFlags=-O1".into()],
+            ..Settings::default()
+        };
+        assert!(bad.resolve().is_err());
     }
 }

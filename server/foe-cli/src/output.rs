@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 fn event_text(e: &TraceEvent) -> String {
-    match (e.line, e.column) {
+    match (e.line, e.column.filter(|c| *c > 0)) {
         (Some(l), Some(c)) => format!("{} at {l}:{c} ({})", e.kind, e.operation),
         (Some(l), None) => format!("{} at {l} ({})", e.kind, e.operation),
         _ => format!(

@@ -74,7 +74,7 @@ impl Settings {
             Value::String(s) if s.trim().is_empty() => default.clone(),
             // Flags: one string split on whitespace.
             Value::String(s) if default.is_array() => {
-                Value::Array(s.split_whitespace().map(|w| Value::from(w)).collect())
+                Value::Array(s.split_whitespace().map(Value::from).collect())
             }
             Value::String(s) => Value::String(s.trim().to_string()),
             other => other.clone(),

@@ -360,35 +360,10 @@ pub fn status_summary(analysis: &Analysis) -> (&'static str, String) {
                 message.lines().next().unwrap_or("")
             ),
         ),
-        Outcome::Report(r) => {
-            let warnings = analysis
-                .shown
-                .findings
-                .iter()
-                .filter(|f| f.severity == Severity::Warning)
-                .count();
-            let others = analysis.shown.findings.len() - warnings;
-            let skipped = r
-                .functions
-                .iter()
-                .filter(|f| f.status == FunctionStatus::Skipped && f.reason != "not selected")
-                .count();
-            let analysed = r
-                .functions
-                .iter()
-                .filter(|f| f.status == FunctionStatus::Analysed)
-                .count();
-            let mut m = format!(
-                "{analysed} function{} analysed, {warnings} warning{}, {others} other finding{}",
-                plural(analysed),
-                plural(warnings),
-                plural(others)
-            );
-            if skipped > 0 {
-                m.push_str(&format!(", {skipped} not analysed"));
-            }
-            ("idle", m)
-        }
+        Outcome::Report(r) => (
+            "idle",
+            foe_analysis::findings::summary(r, &analysis.shown.findings),
+        ),
     }
 }
 

@@ -336,5 +336,35 @@ fn divergence_findings(
     out
 }
 
+/// One line on what an analysis shows: `5 functions analysed, 2 warnings, 17 other findings, 1 not analysed`.
+pub fn summary(report: &FileReport, shown: &[Finding]) -> String {
+    let count = |status: FunctionStatus| {
+        report
+            .functions
+            .iter()
+            .filter(|f| f.status == status && f.reason != "not selected")
+            .count()
+    };
+    let (analysed, skipped) = (
+        count(FunctionStatus::Analysed),
+        count(FunctionStatus::Skipped),
+    );
+    let warnings = shown
+        .iter()
+        .filter(|f| f.severity <= Severity::Warning)
+        .count();
+    let others = shown.len() - warnings;
+    let mut s = format!(
+        "{analysed} function{} analysed, {warnings} warning{}, {others} other finding{}",
+        message::plural(analysed),
+        message::plural(warnings),
+        message::plural(others)
+    );
+    if skipped > 0 {
+        s.push_str(&format!(", {skipped} not analysed"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests;

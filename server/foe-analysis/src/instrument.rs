@@ -1052,4 +1052,59 @@ declare double @gsl_error(double)
         finish_module(&m).unwrap();
         assert!(m.get_global(ENTRY_TABLE).is_some());
     }
+
+    #[test]
+    fn only_what_the_entries_reach_is_linked() {
+        const HOSTILE: &str = r#"
+@run_evil = internal global ptr @evil, section ".init_array"
+@llvm.used = appending global [1 x ptr] [ptr @run_evil], section "llvm.metadata"
+@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @evil, ptr null }]
+@__foe_entries = external global [0 x ptr]
+@malloc = alias void (), ptr @evil
+module asm ".section .preinit_array"
+
+define internal void @evil() {
+  ret void
+}
+define double @unreached(double %x) {
+  store ptr null, ptr @__foe_entries
+  ret double %x
+}
+define double @g(double %x) section ".fini_array" {
+  %r = fmul double %x, 2.0
+  ret double %r
+}
+"#;
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, HOSTILE, "t").unwrap();
+        isolate_user_code(&m);
+        let mut sites = SiteTable::default();
+        instrument_module(&m, Build::P, &mut sites).unwrap();
+        prefix_symbols(&m, Build::P);
+        let g = FunctionSignature {
+            name: "g".into(),
+            params: vec![crate::types::Param::new("x", ParamType::F64)],
+            ret: ReturnType::F64,
+        };
+        let entry = add_entry(&m, Build::P, 0, &g).unwrap().unwrap();
+        internalize(&m, &[entry]).unwrap();
+        add_entry_table(&m, &[(Some(entry), Some(entry))]);
+        keep_only_entries(&m).unwrap();
+        finish_module(&m).unwrap();
+        let text = m.print_to_string().to_string();
+        for gone in [
+            "@evil",
+            "run_evil",
+            "global_ctors",
+            "@malloc",
+            "unreached",
+            "module asm",
+            "init_array",
+            "fini_array",
+        ] {
+            assert!(!text.contains(gone), "{gone} is still linked:\n{text}");
+        }
+        assert!(m.get_function("__foe_p.g").is_some(), "{text}");
+        assert!(m.get_global(ENTRY_TABLE).is_some());
+    }
 }

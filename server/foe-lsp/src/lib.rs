@@ -58,8 +58,12 @@ pub fn run_stdio() -> anyhow::Result<()> {
         clean
     });
     // Engine runs still in flight were cancelled when the session ended: they stop at their next check and
-    // remove their temporary directories; do not wait long for them.
-    runtime.shutdown_timeout(Duration::from_secs(3));
+    // remove their temporary directories. Wait for them (not for the thread blocked reading stdin).
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while scheduler::jobs_running() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    runtime.shutdown_timeout(Duration::from_millis(50));
     if clean {
         Ok(())
     } else {

@@ -470,9 +470,25 @@ impl Progress for ChannelProgress {
     }
 }
 
+/// Engine runs in progress on the blocking pool (waited for when the session ends, so they can clean up).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many engine runs are in progress.
+pub fn jobs_running() -> usize {
+    RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Runs `f` on the blocking pool; a panic becomes an error message instead of taking the server down.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    RUNNING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     match tokio::task::spawn_blocking(move || {
+        struct Done;
+        impl Drop for Done {
+            fn drop(&mut self) {
+                RUNNING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _done = Done;
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
     })
     .await

@@ -1,0 +1,262 @@
+//! The sandbox's side of the fork: what the child does between `fork` and `exec` (namespaces, the read-only
+//! remount, limits, Landlock, `no_new_privs`, seccomp), using only system calls on what the parent prepared.
+
+use super::rules::SeccompPrograms;
+use super::{Layers, MAX_FILE_BYTES, MAX_OPEN_FILES};
+use landlock::{RulesetCreated, RulesetStatus};
+use std::ffi::CString;
+
+/// What the child does between fork and exec; everything in it was prepared by the parent.
+pub(super) struct Plan {
+    pub(super) ruleset: Option<RulesetCreated>,
+    pub(super) seccomp: SeccompPrograms,
+    pub(super) report: libc::c_int,
+    pub(super) parent: libc::pid_t,
+    pub(super) memory: u64,
+    pub(super) cpu: u64,
+    pub(super) scratch: Option<CString>,
+    pub(super) disabled: u32,
+}
+
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+impl Plan {
+    /// Runs in the child after fork: only system calls from here to exec.
+    pub(super) fn apply(&mut self) -> std::io::Result<()> {
+        let mut layers = 0u32;
+        // SAFETY (whole function): plain system calls on this process, with pointers to memory it owns.
+        unsafe {
+            // Die with foe; if foe died before this line, do not run at all.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                layers |= Layers::DEATH_SIGNAL;
+            }
+            if libc::getppid() != self.parent {
+                libc::_exit(1);
+            }
+            libc::setpgid(0, 0);
+            // Every descriptor but stdin, stdout and stderr is closed at exec (the report pipe is used first).
+            if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) == 0 {
+                layers |= Layers::CLOSED_FDS;
+            } else {
+                for fd in 3..1024 {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+                layers |= Layers::CLOSED_FDS;
+            }
+            let rlimits_ok = set_limit(libc::RLIMIT_CORE, 0)
+                & set_limit(libc::RLIMIT_AS, self.memory)
+                & set_limit(libc::RLIMIT_CPU, self.cpu)
+                & set_limit(libc::RLIMIT_NOFILE, MAX_OPEN_FILES)
+                & set_limit(libc::RLIMIT_FSIZE, MAX_FILE_BYTES);
+
+            layers |= self.enter_namespaces();
+            if layers & Layers::PID_NS != 0 {
+                // The worker must be PID 1 of the new namespace: fork once more; this process stays outside,
+                // waits for it and exits as it did.
+                let pid = libc::fork();
+                if pid < 0 {
+                    libc::_exit(1);
+                }
+                if pid > 0 {
+                    wait_and_mirror(pid);
+                }
+                // The worker: die with the process above (which dies with foe).
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            }
+            // One process is all the worker may have (the namespace counts only its own).
+            let nproc_ok = set_limit(libc::RLIMIT_NPROC, 1);
+            if rlimits_ok && nproc_ok {
+                layers |= Layers::RLIMITS;
+            }
+            if layers & Layers::MOUNT_NS != 0 && self.read_only_fs() {
+                layers |= Layers::READ_ONLY_FS;
+            }
+            if let Some(ruleset) = self.ruleset.take() {
+                if self.disabled & Layers::LANDLOCK == 0 {
+                    if let Ok(status) = ruleset.restrict_self() {
+                        match status.ruleset {
+                            RulesetStatus::FullyEnforced => layers |= Layers::LANDLOCK,
+                            RulesetStatus::PartiallyEnforced => {
+                                layers |= Layers::LANDLOCK | Layers::LANDLOCK_PARTIAL
+                            }
+                            RulesetStatus::NotEnforced => {}
+                        }
+                    }
+                }
+            }
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
+                layers |= Layers::NO_NEW_PRIVS;
+            }
+            let program = if layers & Layers::PID_NS != 0 {
+                self.seccomp.pid_ns.as_ref()
+            } else {
+                self.seccomp.plain.as_ref()
+            };
+            // The report goes out before the filter (it allows write, but keep the order obvious).
+            if let Some(program) = program.filter(|_| self.disabled & Layers::SECCOMP == 0) {
+                let bytes = (layers | Layers::SECCOMP).to_le_bytes();
+                libc::write(self.report, bytes.as_ptr().cast(), bytes.len());
+                if seccompiler::apply_filter(program).is_err() {
+                    // Too late to report differently: refuse to run unprotected.
+                    libc::_exit(1);
+                }
+            } else {
+                let bytes = layers.to_le_bytes();
+                libc::write(self.report, bytes.as_ptr().cast(), bytes.len());
+            }
+        }
+        Ok(())
+    }
+
+    /// New user, PID, network, IPC and mount namespaces; without user namespaces (a kernel that refuses them
+    /// to unprivileged users), the others alone where the process may create them (root).
+    unsafe fn enter_namespaces(&self) -> u32 {
+        let others = libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWNS;
+        let pid = if self.disabled & Layers::PID_NS != 0 {
+            0
+        } else {
+            libc::CLONE_NEWPID
+        };
+        let got = |flags: libc::c_int| {
+            let mut l = Layers::NET_NS | Layers::IPC_NS | Layers::MOUNT_NS;
+            if flags & libc::CLONE_NEWPID != 0 {
+                l |= Layers::PID_NS;
+            }
+            if flags & libc::CLONE_NEWUSER != 0 {
+                l |= Layers::USER_NS;
+            }
+            l
+        };
+        let mut attempts = [0; 2];
+        let mut n = 0;
+        if self.disabled & Layers::USER_NS == 0 {
+            attempts[n] = libc::CLONE_NEWUSER | pid | others;
+            n += 1;
+        }
+        attempts[n] = pid | others;
+        n += 1;
+        for &flags in &attempts[..n] {
+            // SAFETY: unshare affects only this (single-threaded) child.
+            if unsafe { libc::unshare(flags) } == 0 {
+                return got(flags);
+            }
+        }
+        0
+    }
+
+    /// In the new mount namespace: nothing propagates out, everything is read-only and set-uid-free except the
+    /// scratch directory.
+    unsafe fn read_only_fs(&self) -> bool {
+        let Some(scratch) = &self.scratch else {
+            return false;
+        };
+        let root = c"/";
+        // SAFETY: mount calls with NUL-terminated paths owned by this process.
+        unsafe {
+            if libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return false;
+            }
+            if libc::mount(
+                scratch.as_ptr(),
+                scratch.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            ) != 0
+            {
+                return false;
+            }
+            let read_only = MountAttr {
+                attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            if libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                root.as_ptr(),
+                AT_RECURSIVE,
+                &read_only as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
+            {
+                return false;
+            }
+            let writable = MountAttr {
+                attr_set: 0,
+                attr_clr: MOUNT_ATTR_RDONLY,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            // The working directory still points into the mount below the bind mount: enter the writable one.
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                scratch.as_ptr(),
+                0u32,
+                &writable as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) == 0
+                && libc::chdir(scratch.as_ptr()) == 0
+        }
+    }
+}
+
+/// Sets a soft and hard resource limit; whether it held.
+unsafe fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> bool {
+    let lim = libc::rlimit {
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: value as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct above.
+    unsafe { libc::setrlimit(resource, &lim) == 0 }
+}
+
+/// The process between foe and the worker (outside the worker's PID namespace): closes every descriptor so
+/// only the worker holds the pipes, waits for it and ends the same way. Never returns.
+unsafe fn wait_and_mirror(pid: libc::pid_t) -> ! {
+    // SAFETY: system calls on this process's own descriptors and child.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(pid, &mut status, 0);
+            if r == pid {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(1);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        let sig = libc::WTERMSIG(status);
+        libc::signal(sig, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::kill(libc::getpid(), sig);
+        libc::_exit(128 + sig);
+    }
+}

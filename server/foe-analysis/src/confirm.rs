@@ -288,9 +288,7 @@ impl Harness {
             .iter()
             .position(|f| f.name == function)
             .ok_or_else(|| format!("`{function}` is not in the harness"))?;
-        if let Err(why) = c_prototype(&self.functions[index]) {
-            return Err(why);
-        }
+        c_prototype(&self.functions[index])?;
         self.prepare(&[probe]);
         let exe = self.binaries[&probe].clone()?;
         let lines: Vec<String> = inputs

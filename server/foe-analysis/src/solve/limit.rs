@@ -258,7 +258,7 @@ mod tests {
                 let r = limiter.check(&solver, 2_000_000);
                 (r, limiter.last_spent_ms(), started.elapsed())
             });
-            let (r, spent, took) = results[0].clone().expect("ran");
+            let (r, spent, took) = results[0].expect("ran");
             let units = spent as u64 * RLIMIT_PER_MS;
             eprintln!(
                 "degree {degree}: {r:?}, {units} units in {took:?}: {:.0} units/ms",

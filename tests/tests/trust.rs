@@ -132,24 +132,29 @@ fn findings(report: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Three runs, the last two with a second process loading the CPU, give the same findings in the same order.
-///
-/// Ignored: with libz3 4.8.12 it does not hold yet. The solver's budgets are Z3 resource limits now, but nlsat
-/// returns different models for the same sequence of queries from one run to the next (measured on turbine1 with
-/// one solver thread and address-space randomisation off: 3 of 34 candidates differ in a sign or a value), so the
-/// reported witnesses differ. Run with `cargo test -p foe-e2e --test trust -- --ignored`.
+/// Three runs of `file`, the last two with a second process loading the CPU, give the same findings in order.
+fn assert_stable(file: &str) {
+    let first = findings(&check_json(file));
+    assert!(!first.is_empty(), "{file}: no findings to compare");
+    let _load = Load::start();
+    for run in 2..=3 {
+        assert_eq!(findings(&check_json(file)), first, "{file}: run {run}");
+    }
+}
+
+#[test]
+fn three_runs_give_the_same_findings_on_a_loaded_machine() {
+    // turbine1 and turbine3: 3-argument FPBench programs.
+    assert_stable("fixtures/bench/turbine1.c");
+    assert_stable("fixtures/bench/turbine3.c");
+}
+
+/// Ignored: jetengine's seven or eight hardest queries spend their time in nlsat's polynomial arithmetic, which
+/// libz3 4.8.12 hardly counts against the resource limit, so the wall-clock safety net stops them, and on a
+/// loaded machine one more or one fewer finishes (measured: 32, 35 and 34 findings in three runs). Run with
+/// `cargo test -p foe-e2e --test trust -- --ignored`.
 #[test]
 #[ignore]
-fn three_runs_give_the_same_findings_on_a_loaded_machine() {
-    for file in [
-        "fixtures/bench/turbine1.c",
-        "fixtures/bench/jetengine.c",
-        "fixtures/bench/turbine3.c",
-    ] {
-        let first = findings(&check_json(file));
-        let _load = Load::start();
-        for run in 2..=3 {
-            assert_eq!(findings(&check_json(file)), first, "{file}: run {run}");
-        }
-    }
+fn jetengine_gives_the_same_findings_three_times() {
+    assert_stable("fixtures/bench/jetengine.c");
 }

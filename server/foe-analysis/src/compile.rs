@@ -113,7 +113,7 @@ fn optimisation_level(flags: &[String]) -> String {
     flags
         .iter()
         .filter_map(|f| f.strip_prefix("-O"))
-        .last()
+        .next_back()
         .map(|l| {
             if l.is_empty() {
                 "1".to_string()

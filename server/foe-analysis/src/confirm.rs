@@ -255,17 +255,48 @@ impl Harness {
                 first_line(&out.stderr, out.timed_out)
             ));
         }
-        let exe = dir.join(name);
+        let exe = dir.join(&name);
+        let link = |extra: Option<&Path>| {
+            let mut cmd = process::command(clang, dir);
+            cmd.args(link_flags)
+                .arg("-o")
+                .arg(&exe)
+                .arg(&obj)
+                .arg(driver)
+                .args(extra)
+                .arg("-lm");
+            process::run_tool(cmd, None, TOOL_TIMEOUT)
+                .map_err(|e| format!("cannot run {}: {e}", clang.display()))
+        };
+        let out = link(None)?;
+        if out.status == Some(0) && exe.is_file() {
+            return Ok(exe);
+        }
+        // Functions of other files: stubs that trap, so only the inputs that reach them fail (they crash).
+        let missing = undefined_symbols(&out.stderr);
+        if missing.is_empty() || out.timed_out {
+            return Err(format!(
+                "cannot link the shipped build: {}",
+                first_line(&out.stderr, out.timed_out)
+            ));
+        }
+        let stubs = dir.join(format!("{name}-stubs.o"));
+        let source: String = missing
+            .iter()
+            .map(|m| format!("void {m}(void) {{ __builtin_trap(); }}\n"))
+            .collect();
         let mut cmd = process::command(clang, dir);
-        // Functions of other files are left unresolved: only the inputs that reach them fail (they crash).
-        cmd.args(link_flags)
-            .arg("-o")
-            .arg(&exe)
-            .arg(&obj)
-            .arg(driver)
-            .args(["-lm", "-Wl,--unresolved-symbols=ignore-all"]);
-        let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(&stubs);
+        let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
             .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+        if out.status != Some(0) {
+            return Err(format!(
+                "cannot stub {}: {}",
+                missing.join(", "),
+                first_line(&out.stderr, out.timed_out)
+            ));
+        }
+        let out = link(Some(&stubs))?;
         if out.status != Some(0) || !exe.is_file() {
             return Err(format!(
                 "cannot link the shipped build: {}",
@@ -288,9 +319,7 @@ impl Harness {
             .iter()
             .position(|f| f.name == function)
             .ok_or_else(|| format!("`{function}` is not in the harness"))?;
-        if let Err(why) = c_prototype(&self.functions[index]) {
-            return Err(why);
-        }
+        c_prototype(&self.functions[index])?;
         self.prepare(&[probe]);
         let exe = self.binaries[&probe].clone()?;
         let lines: Vec<String> = inputs
@@ -386,6 +415,19 @@ fn run_driver(
 /// The word the driver reads for one value (as the instrumented runner encodes it).
 fn word(v: ArgValue) -> u64 {
     v.bits()
+}
+
+/// The symbols a failed link reports undefined, sorted and distinct (C identifiers only).
+fn undefined_symbols(stderr: &str) -> Vec<String> {
+    static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = UNDEFINED.get_or_init(|| {
+        regex::Regex::new(r"undefined reference to [`']([A-Za-z_][A-Za-z0-9_]*)'")
+            .expect("valid regex")
+    });
+    let mut out: Vec<String> = re.captures_iter(stderr).map(|c| c[1].to_string()).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 fn first_line(stderr: &str, timed_out: bool) -> String {
@@ -830,6 +872,23 @@ mod tests {
         assert_eq!(d.shipped_p, vec![ExceptionKind::Overflow]);
         assert_eq!(d.shipped_p_prime, vec![ExceptionKind::DivideByZero]);
         assert_eq!(d.cause, Cause::FlushToZero);
+    }
+
+    #[test]
+    fn functions_of_other_files_are_stubbed() {
+        let src =
+            "double helper(double);\ndouble f(double x) { return x > 0 ? helper(x) : x * 2; }\n";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.c");
+        std::fs::write(&file, src).unwrap();
+        let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+        let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+        let inputs: Vec<Input> = [1.0, -1e308]
+            .iter()
+            .map(|&x| Input(vec![ArgValue::F64(x)]))
+            .collect();
+        let ends = h.run(Probe::Shipped, "f", &inputs).unwrap();
+        assert_eq!(ends, vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)]);
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn apply_edits(text: &str, edits: &[SourceEdit]) -> String {
         .iter()
         .filter_map(|e| byte_offset(text, e.line, e.column).map(|o| (o, e.text.as_str())))
         .collect();
-    offsets.sort_by(|a, b| b.0.cmp(&a.0));
+    offsets.sort_by_key(|o| std::cmp::Reverse(o.0));
     let mut out = text.to_string();
     for (offset, insert) in offsets {
         out.insert_str(offset, insert);

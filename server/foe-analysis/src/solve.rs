@@ -206,7 +206,7 @@ fn solve_reusing(
         .filter(|i| {
             real[*i]
                 .as_ref()
-                .map_or(true, |r| r.verdict == Verdict::Unknown)
+                .is_none_or(|r| r.verdict == Verdict::Unknown)
         })
         .collect();
     if !given_up.is_empty() {
@@ -579,8 +579,9 @@ fn solve_part(
             attempt_ms.min(timeout_ms - spent),
             limiter,
         );
-        // At least a millisecond per attempt, so the loop ends however cheap the checks are.
-        spent += limiter.last_spent_ms().max(1);
+        // At least half an attempt's budget: nlsat counts few resource units inside polynomial arithmetic, so an
+        // attempt may take far longer than its units say; this keeps the attempts at most twice the budget's share.
+        spent += limiter.last_spent_ms().max(attempt_ms / 2).max(1);
         tracing::trace!(
             attempt,
             free,

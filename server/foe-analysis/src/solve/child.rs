@@ -175,14 +175,14 @@ fn solve_in_child(
         .map_err(|e| ChildError::Other(format!("cannot read the solver's answer: {e}")))
 }
 
-/// A generous wall-clock bound for a child: every unique query at its full limit, as if on one thread, plus
+/// A generous wall-clock bound for a child: every unique query at its wall-clock safety net, as if on one thread, plus
 /// the FP retries and start-up; it only stops a child that Z3 keeps from heeding interruption.
 fn time_limit(queries_p: &[Query], queries_pp: &[Query], cfg: &AnalysisConfig) -> Duration {
     let queries = (queries_p.len() + queries_pp.len()) as u64;
     Duration::from_millis(
         queries
-            .saturating_mul(cfg.solver_timeout_ms as u64)
-            .saturating_mul(2)
+            .saturating_mul(cfg.solver_timeout_ms)
+            .saturating_mul(2 * super::limit::WALL_CLOCK_FACTOR)
             + 10_000,
     )
 }

@@ -27,7 +27,7 @@ pub(super) const RLIMIT_PER_MS: u64 = 200;
 /// resources inside polynomial arithmetic (resultants of high degree), so a few queries are still stopped by it
 /// (on jetengine 13 of 161 checks, at 1-2 % of the units their time would buy), and a query near it may come out
 /// either way on a loaded machine.
-pub(super) const WALL_CLOCK_FACTOR: u64 = 4;
+pub(super) const WALL_CLOCK_FACTOR: u64 = 3;
 
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
@@ -258,7 +258,7 @@ mod tests {
                 let r = limiter.check(&solver, 2_000_000);
                 (r, limiter.last_spent_ms(), started.elapsed())
             });
-            let (r, spent, took) = results[0].clone().expect("ran");
+            let (r, spent, took) = results[0].expect("ran");
             let units = spent as u64 * RLIMIT_PER_MS;
             eprintln!(
                 "degree {degree}: {r:?}, {units} units in {took:?}: {:.0} units/ms",

@@ -6,7 +6,7 @@ use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, Sort, VarTyp
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::One;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::str::FromStr;
 use z3::ast::{Ast, Bool, Int, Real};
@@ -21,7 +21,9 @@ enum Term {
 
 /// Encodes terms into the current thread's Z3 context, sharing common subterms.
 pub(super) struct RealEncoder {
-    memo: HashMap<u128, Term>,
+    /// Ordered, so the terms are released in the same order every run: Z3 recycles the ids of released terms,
+    /// and the ids of later terms order nlsat's variables (a `HashMap` made the models differ from run to run).
+    memo: BTreeMap<u128, Term>,
     /// Side constraints of elementary functions and opaque integers met so far, encoded.
     pub(super) side: Vec<Bool>,
     pending: Vec<Expr>,
@@ -48,7 +50,7 @@ fn int_const(i: &BigInt) -> Int {
 impl RealEncoder {
     pub(super) fn new() -> RealEncoder {
         RealEncoder {
-            memo: HashMap::new(),
+            memo: BTreeMap::new(),
             side: Vec::new(),
             pending: Vec::new(),
             uses_integers: false,

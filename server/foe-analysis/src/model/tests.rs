@@ -648,8 +648,9 @@ double odometer(double sl) {
 ";
 
 #[test]
-fn odometer_two_iterations_solves_quickly() {
-    // A generous time limit: every formula is decided (the test threads share the machine).
+fn odometer_two_iterations_solves() {
+    // A generous time limit: every formula is decided (the test threads share the machine). How fast is measured
+    // by `foe bench`, not here.
     let real_only = AnalysisConfig {
         fp_theory_fallback: false,
         solver_timeout_ms: 4000,
@@ -659,17 +660,7 @@ fn odometer_two_iterations_solves_quickly() {
     assert!(r.outcome.formulae.p > 80, "{:?}", r.outcome.formulae);
     assert!(r.outcome.satisfiable > 50);
     assert_eq!(r.outcome.timeouts, 0);
-    assert!(
-        r.solve_time < Duration::from_secs(10),
-        "real phase took {:?}",
-        r.solve_time
-    );
     let a = analyse(ODOMETER, "odometer");
-    assert!(
-        a.solve_time < r.solve_time * 2 + Duration::from_secs(1),
-        "took {:?}",
-        a.solve_time
-    );
     assert_eq!(a.sig.params.len(), 1);
 }
 

@@ -108,7 +108,8 @@ impl AnalysisConfig {
 
     /// Settings that change how fast results come or when they are cut short, not what they are: left out of cache
     /// keys (a result cut short by a budget is not cached).
-    pub const NOT_IN_FINGERPRINT: [&'static str; 3] = ["threads", "function_budget_ms", "file_budget_ms"];
+    pub const NOT_IN_FINGERPRINT: [&'static str; 3] =
+        ["threads", "function_budget_ms", "file_budget_ms"];
 
     /// A stable hash of every setting that changes results, for cache keys.
     pub fn fingerprint(&self) -> String {

@@ -2,8 +2,6 @@
 //! action is about.
 
 use crate::state::Analysis;
-use crate::to_proto;
-use foe_analysis::report::FunctionStatus;
 use std::path::PathBuf;
 use tower_lsp::lsp_types::{CodeActionParams, Diagnostic, NumberOrString, Position, Url};
 

@@ -239,13 +239,19 @@ impl<'m> Executor<'m> {
                 self.steps += 1;
                 let flow = match self.step(&mut st) {
                     Ok(flow) => flow,
-                    Err(e) => match e.strip_prefix(PATH_STOP) {
-                        Some(reason) => {
-                            *self.path_stops.entry(reason.to_string()).or_default() += 1;
-                            Flow::End
-                        }
-                        None => return Err(e),
-                    },
+                    Err(e) => {
+                        let reason = match e.strip_prefix(PATH_STOP) {
+                            Some(reason) => reason.to_string(),
+                            // What a callee cannot model ends the paths through it, not the function.
+                            None if !e.starts_with("internal") => match st.callee_name() {
+                                Some(callee) => format!("`{callee}` {e}"),
+                                None => return Err(e),
+                            },
+                            None => return Err(e),
+                        };
+                        *self.path_stops.entry(reason).or_default() += 1;
+                        Flow::End
+                    }
                 };
                 match flow {
                     Flow::Next => {}
@@ -1180,6 +1186,12 @@ impl<'m> Executor<'m> {
 }
 
 impl<'m> State<'m> {
+    /// The function the innermost inlined call (if any) executes.
+    fn callee_name(&self) -> Option<String> {
+        let site = self.frames.last()?.call_site?;
+        site.called_value().map(|f| f.name())
+    }
+
     /// Adds an assumption to the path condition (constants are dropped: a constant-false assumption, such as
     /// a division by the constant zero, would make every later query false).
     pub(super) fn assume(&mut self, c: Expr) {

@@ -1,0 +1,64 @@
+//! The time budgets of one analysis (per function and per file, split between the phases) and the ordinary
+//! inputs a function runs on when the solver finds none.
+
+use crate::config::AnalysisConfig;
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use std::time::{Duration, Instant};
+
+/// The time budgets of one analysis. The phases run one after the other over all functions, so the file's budget
+/// is split between them (each phase ends at a fixed share of it), and so is each function's (modelling gets the
+/// first quarter, solving up to three quarters, the search the rest). A function gets a fair share of what is
+/// left of a phase, at most what is left of its own budget, and never less than a floor that lets it make some
+/// progress.
+pub(super) struct Budget {
+    start: Instant,
+    file: Duration,
+    function: Duration,
+}
+
+/// Share of the budgets by the end of each phase.
+pub(super) const MODEL_SHARE: f64 = 0.25;
+pub(super) const SOLVE_SHARE: f64 = 0.75;
+/// The least time a function gets in a phase, however late it comes.
+const PHASE_FLOOR: Duration = Duration::from_millis(100);
+
+impl Budget {
+    pub(super) fn new(config: &AnalysisConfig, start: Instant) -> Budget {
+        Budget {
+            start,
+            file: Duration::from_millis(config.file_budget_ms.max(1)),
+            function: Duration::from_millis(config.function_budget_ms.max(1)),
+        }
+    }
+
+    /// The deadline of a function in the phase ending at `share` of the budgets, with `spent` already used by
+    /// it and `waiting` functions (itself included) still to go through the phase.
+    pub(super) fn deadline(&self, share: f64, spent: Duration, waiting: usize) -> Instant {
+        let now = Instant::now();
+        let phase_end = self.start + self.file.mul_f64(share);
+        let fair = phase_end.saturating_duration_since(now) / waiting.max(1) as u32;
+        let own = self.function.mul_f64(share).saturating_sub(spent);
+        now + fair.min(own).max(PHASE_FLOOR)
+    }
+}
+
+/// Inputs that every function runs on when the solver found no candidate, so that its status rests on an
+/// execution (ordinary magnitudes: 1 and 0.5 for every floating-point value, 1 and 2 for integers).
+pub(super) fn ordinary_inputs(sig: &FunctionSignature) -> Vec<Input> {
+    [(1.0, 1), (0.5, 2)]
+        .iter()
+        .map(|&(x, n)| {
+            Input(
+                sig.params
+                    .iter()
+                    .map(|p| match p.ty {
+                        ParamType::F64 => ArgValue::F64(x),
+                        ParamType::F32 => ArgValue::F32(x as f32),
+                        ParamType::Int { .. } => ArgValue::Int(n),
+                        ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                    })
+                    .collect(),
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,69 @@
+//! Per-function cache keys: a function's IR in both builds and that of its callees, its signature, span and
+//! domain, and the settings that change results.
+
+use crate::config::AnalysisConfig;
+use crate::domain::Domain;
+use crate::ir::{self, FunctionInfo};
+use inkwell::module::Module;
+use inkwell::values::FunctionValue;
+
+/// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
+/// span and domain, and the settings. Lines count from the function's declaration, so a line inserted above
+/// keeps the key (the cached report is shifted on reuse).
+pub(super) fn cache_key<'ctx>(
+    config: &AnalysisConfig,
+    info: &FunctionInfo,
+    domain: &Domain,
+    p_function: FunctionValue<'ctx>,
+    pp_function: FunctionValue<'ctx>,
+    p_module: &Module<'ctx>,
+    pp_module: &Module<'ctx>,
+) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(config.fingerprint().as_bytes());
+    let base = info.span.as_ref().map_or(0, |s| s.line);
+    let span = info
+        .span
+        .as_ref()
+        .map(|s| (s.body_line - s.line, s.end_line - s.line));
+    hasher.update(format!("{:?}{span:?}{:?}", info.signature, domain.text).as_bytes());
+    for (function, module) in [(p_function, p_module), (pp_function, pp_module)] {
+        for f in with_callees(function, module) {
+            hasher.update(ir::function_fingerprint(f, base).as_bytes());
+        }
+    }
+    hasher.finalize().to_hex().to_string()
+}
+
+/// `function` and every function of the same module it calls, transitively.
+fn with_callees<'ctx>(
+    function: FunctionValue<'ctx>,
+    module: &Module<'ctx>,
+) -> Vec<FunctionValue<'ctx>> {
+    let mut seen = vec![function];
+    let mut i = 0;
+    while i < seen.len() {
+        let f = seen[i];
+        for block in f.get_basic_block_iter() {
+            for inst in block.get_instructions() {
+                if inst.get_opcode() != inkwell::values::InstructionOpcode::Call {
+                    continue;
+                }
+                let n = inst.get_num_operands();
+                let Some(inkwell::values::Operand::Value(callee)) =
+                    inst.get_operand(n.saturating_sub(1))
+                else {
+                    continue;
+                };
+                let name = callee.get_name().to_string_lossy().into_owned();
+                if let Some(g) = module.get_function(&name) {
+                    if g.count_basic_blocks() > 0 && !seen.contains(&g) {
+                        seen.push(g);
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    seen
+}

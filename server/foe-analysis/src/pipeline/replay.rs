@@ -1,0 +1,160 @@
+//! `foe replay`: both builds run on exactly one user-given input.
+
+use super::{compile_error, effective_config, AnalysisError, AnalysisRequest};
+use crate::config::AnalysisConfig;
+use crate::fpfmt;
+use crate::report::{DivergenceClass, NamedValue, TraceEvent};
+use crate::types::{ArgValue, Build, FunctionSignature, Input, ParamType};
+use crate::{compile, exec, ir, model, search};
+use inkwell::context::Context;
+
+/// The result of running both builds on one user-given input (`foe replay`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReplayReport {
+    pub function: String,
+    pub inputs: Vec<NamedValue>,
+    pub trace_p: Vec<TraceEvent>,
+    pub trace_p_prime: Vec<TraceEvent>,
+    pub result_p: String,
+    pub result_p_prime: String,
+    /// Index of the first differing event and how the traces differ; None when they are equal.
+    pub first_divergence: Option<usize>,
+    pub class: Option<DivergenceClass>,
+    pub flags_p: Vec<String>,
+    pub flags_p_prime: Vec<String>,
+}
+
+/// Builds and runs both versions of `function` on exactly the given inputs (`NAME=VALUE` pairs).
+pub fn replay(
+    request: &AnalysisRequest<'_>,
+    function: &str,
+    assignments: &[(String, String)],
+) -> Result<ReplayReport, AnalysisError> {
+    let config = effective_config(request);
+    let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    let (pair, _) = crate::project::link_units(pair, request.path, request.config);
+    let context = Context::create();
+    let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
+    let sig = ir::describe_functions(&p_module, &pair.p_ll)
+        .into_iter()
+        .find_map(|e| match e {
+            Ok(info) if info.signature.name == function => Some(Ok(info)),
+            Err((name, reason)) if name == function => Some(Err(reason)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            AnalysisError::Environment(format!(
+                "no function `{function}` is defined in {}",
+                request.path.display()
+            ))
+        })?
+        .map_err(|reason| {
+            AnalysisError::Environment(format!("cannot run `{function}`: {reason}"))
+        })?;
+    let info = sig;
+    let mut sig = with_pointee_inputs(&context, p_module, &pair.pp_ll, info.signature, &config);
+    ir::name_fields(&mut sig, &info.pointee_fields);
+    let input = parse_assignments(&sig, assignments).map_err(AnalysisError::Environment)?;
+    let mut runner =
+        exec::Runner::build(&pair.p_ll, &pair.pp_ll, std::slice::from_ref(&sig), &config).map_err(
+            |e| AnalysisError::Environment(format!("cannot build the instrumented program: {e}")),
+        )?;
+    let outcome = runner
+        .run(&sig.name, std::slice::from_ref(&input))
+        .map_err(|e| AnalysisError::Environment(format!("cannot run both builds: {e}")))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| AnalysisError::Internal("the runner returned no outcome".into()))?;
+    let divergence = search::compare_traces(&outcome.p.trace, &outcome.pp.trace);
+    Ok(ReplayReport {
+        function: sig.name.clone(),
+        inputs: sig
+            .searchable_params()
+            .map(|(i, p)| NamedValue::new(&p.name, input.0[i]))
+            .collect(),
+        result_p: exec::describe_end(&outcome.p.end),
+        result_p_prime: exec::describe_end(&outcome.pp.end),
+        trace_p: outcome.p.trace,
+        trace_p_prime: outcome.pp.trace,
+        first_divergence: divergence.map(|d| d.0),
+        class: divergence.map(|d| d.1),
+        flags_p: config.flags_p.clone(),
+        flags_p_prime: config.flags_p_prime.clone(),
+    })
+}
+
+/// `sig` with the values behind its pointers as inputs, as [`analyse`] finds them (both builds modelled); `sig`
+/// itself when it has no pointer parameter or cannot be modelled (then its pointers get zeroed buffers).
+fn with_pointee_inputs<'ctx>(
+    context: &'ctx Context,
+    p_module: inkwell::module::Module<'ctx>,
+    pp_ll: &str,
+    sig: FunctionSignature,
+    config: &AnalysisConfig,
+) -> FunctionSignature {
+    if sig.params.iter().all(|p| p.ty.is_searchable()) {
+        return sig;
+    }
+    let Ok(pp_module) = ir::parse_module(context, pp_ll, "P'") else {
+        return sig;
+    };
+    if model::prepare_for_modelling(&p_module, Build::P).is_err()
+        || model::prepare_for_modelling(&pp_module, Build::PPrime).is_err()
+    {
+        return sig;
+    }
+    match model::model_pair(&p_module, &pp_module, &sig, config, None) {
+        Ok(modelled) => modelled.signature,
+        Err(_) => sig,
+    }
+}
+
+/// Parses `NAME=VALUE` pairs into an input for `sig`; every C parameter but pointers needs a value, a value
+/// behind a pointer (`v[0]`) is zero unless given.
+pub fn parse_assignments(
+    sig: &FunctionSignature,
+    assignments: &[(String, String)],
+) -> Result<Input, String> {
+    let mut values = Vec::new();
+    for p in &sig.params {
+        if !p.ty.is_searchable() {
+            values.push(ArgValue::OutPtr);
+            continue;
+        }
+        let text = match assignments.iter().find(|(n, _)| *n == p.name) {
+            Some((_, text)) => text.as_str(),
+            // A value behind a pointer is what the zeroed buffer holds unless given.
+            None if p.pointee.is_some() => "0",
+            None => {
+                return Err(format!(
+                    "missing a value for `{}` (give --input {}=VALUE)",
+                    p.name, p.name
+                ))
+            }
+        };
+        let value = match p.ty {
+            ParamType::F64 => ArgValue::F64(
+                fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?,
+            ),
+            ParamType::F32 => {
+                let v =
+                    fpfmt::parse_f64(text).ok_or_else(|| format!("`{text}` is not a number"))?;
+                ArgValue::F32(v as f32)
+            }
+            ParamType::Int { .. } => ArgValue::Int(
+                text.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("`{text}` is not an integer"))?,
+            ),
+            ParamType::OutPtr { .. } => ArgValue::OutPtr,
+        };
+        values.push(value);
+    }
+    if let Some((unknown, _)) = assignments
+        .iter()
+        .find(|(n, _)| !sig.params.iter().any(|p| &p.name == n))
+    {
+        return Err(format!("`{}` has no parameter `{unknown}`", sig.name));
+    }
+    Ok(Input(values))
+}

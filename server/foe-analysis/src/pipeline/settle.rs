@@ -1,0 +1,154 @@
+//! What the pipeline decides about a function from what happened to it: its reason notes, whether an
+//! exception is possible at all, and the status of helpers without a callable fast-math copy (analysed through
+//! their callers).
+
+use super::Pending;
+use crate::ir::FunctionInfo;
+use crate::report::{FunctionReport, FunctionStatus, ReasonCode};
+use crate::solve;
+use std::collections::BTreeMap;
+
+/// `paths not followed further: a call to `gsl_error` (2), ...`: where the model ended paths early, most frequent first.
+pub(super) fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
+    let mut by_count: Vec<(&String, &usize)> = stops.iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let list: Vec<String> = by_count
+        .iter()
+        .map(|(reason, n)| format!("{reason} ({n})"))
+        .collect();
+    format!("paths not followed further: {}", list.join(", "))
+}
+
+pub(super) fn join_reason(a: &str, b: &str) -> String {
+    if a.is_empty() {
+        b.to_string()
+    } else {
+        format!("{a}; {b}")
+    }
+}
+
+/// Whether the solver showed that neither build raises an exception on any input: no exception condition, or
+/// every one unsatisfiable (none given up on).
+pub(super) fn no_exception_possible(item: &Pending, solved: &solve::child::Solution) -> bool {
+    let solver_failed = item
+        .notes
+        .iter()
+        .any(|(code, _)| *code == Some(ReasonCode::SolverFailed));
+    (item.queries_p.is_empty() && item.queries_pp.is_empty())
+        || (!solver_failed && solved.satisfiable == 0 && solved.timeouts == 0)
+}
+
+/// Why a function of P has no copy in P' that foe can call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoOwnCopy {
+    /// Inlined into every caller and removed.
+    Inlined,
+    /// Its copy's signature differs (an unused return value or argument dropped by the optimiser).
+    SignatureChanged,
+}
+
+/// Settles the functions the fast-math build has no copy of: `inlined` through the analysed functions that run
+/// their code (P' holds it inlined, P calls it), else skipped with the callers named.
+pub(super) fn settle_inlined(
+    reports: &mut [Option<FunctionReport>],
+    inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
+    p_ll: &str,
+    pp_ll: &str,
+) {
+    if inlined_away.is_empty() {
+        return;
+    }
+    let mut holders = crate::inlining::inlined_helpers(pp_ll);
+    for ll in [p_ll, pp_ll] {
+        for (callee, callers) in crate::inlining::direct_callers(ll) {
+            holders.entry(callee).or_default().extend(callers);
+        }
+    }
+    let ran: BTreeMap<String, bool> = reports
+        .iter()
+        .flatten()
+        .map(|r| (r.name.clone(), r.status.ran()))
+        .collect();
+    for (index, info, why) in inlined_away {
+        let name = &info.signature.name;
+        let what = match why {
+            NoOwnCopy::Inlined => "the fast-math build inlined it into its callers",
+            NoOwnCopy::SignatureChanged => {
+                "the fast-math build changed its signature (an unused return value or argument dropped)"
+            }
+        };
+        let callers: Vec<String> = holders
+            .get(name)
+            .map(|c| c.iter().cloned().collect())
+            .unwrap_or_default();
+        let through: Vec<String> = callers
+            .iter()
+            .filter(|c| ran.get(*c).copied().unwrap_or(false))
+            .cloned()
+            .collect();
+        let mut r = if !through.is_empty() {
+            let mut r = FunctionReport::skipped(
+                name,
+                format!("{what}; analysed through {}", quoted_list(&through)),
+            );
+            r.status = FunctionStatus::ThroughCallers;
+            r.through = through;
+            r
+        } else if callers.is_empty() {
+            FunctionReport::skipped_because(
+                name,
+                ReasonCode::NoFastMathCopy,
+                format!("{what}, and no function holds its code (unused, or folded away)"),
+            )
+        } else {
+            FunctionReport::skipped_because(
+                name,
+                ReasonCode::NoFastMathCopy,
+                format!("{what}: {}, which were not analysed", quoted_list(&callers)),
+            )
+        };
+        r.signature = Some(info.signature.clone());
+        r.span = info.span.clone();
+        reports[index] = Some(r);
+    }
+}
+
+fn quoted_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The report of an analysed function before its search results are added; its status is settled after the
+/// search ([`FunctionReport::settle_status`]).
+pub(super) fn base_report(
+    item: &Pending,
+    solved: &solve::child::Solution,
+    limit_ms: u64,
+) -> FunctionReport {
+    let timeouts = solved.timeouts;
+    let mut r = FunctionReport::skipped(&item.info.signature.name, "");
+    r.status = FunctionStatus::Failed;
+    r.formulae = solved.formulae.clone();
+    r.satisfiable = solved.satisfiable;
+    r.candidates = solved.candidates.len();
+    r.solver_timeouts = timeouts;
+    for (code, note) in &item.notes {
+        match code {
+            Some(code) => r.note(*code, note),
+            None => r.reason = join_reason(&r.reason, note),
+        }
+    }
+    if timeouts > 0 {
+        let note = format!(
+            "{timeouts} solver queries gave up (the {limit_ms} ms limit or a degree bound)"
+        );
+        r.note(ReasonCode::SolverTimeouts, &note);
+    }
+    r.signature = Some(item.info.signature.clone());
+    r.span = item.info.span.clone();
+    r.domain = item.domain.text.clone();
+    r
+}

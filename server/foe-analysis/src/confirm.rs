@@ -252,7 +252,7 @@ impl Harness {
             return Err(format!(
                 "cannot compile the shipped build ({}): {}",
                 compile_flags.join(" "),
-                first_line(&out.stderr, out.timed_out)
+                crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
         let exe = dir.join(&name);
@@ -277,7 +277,7 @@ impl Harness {
         if missing.is_empty() || out.timed_out {
             return Err(format!(
                 "cannot link the shipped build: {}",
-                first_line(&out.stderr, out.timed_out)
+                crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
         let stubs = dir.join(format!("{name}-stubs.o"));
@@ -293,14 +293,14 @@ impl Harness {
             return Err(format!(
                 "cannot stub {}: {}",
                 missing.join(", "),
-                first_line(&out.stderr, out.timed_out)
+                crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
         let out = link(Some(&stubs))?;
         if out.status != Some(0) || !exe.is_file() {
             return Err(format!(
                 "cannot link the shipped build: {}",
-                first_line(&out.stderr, out.timed_out)
+                crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
         Ok(exe)
@@ -430,19 +430,6 @@ fn undefined_symbols(stderr: &str) -> Vec<String> {
     out
 }
 
-fn first_line(stderr: &str, timed_out: bool) -> String {
-    if timed_out {
-        return "timed out".into();
-    }
-    stderr
-        .lines()
-        .find(|l| l.contains("error"))
-        .or_else(|| stderr.lines().next())
-        .unwrap_or("no output")
-        .trim()
-        .to_string()
-}
-
 /// Compiles the driver (without fast math) into `dir`.
 fn compile_driver(clang: &Path, dir: &Path) -> Result<PathBuf, String> {
     let src = dir.join("foe_confirm.c");
@@ -458,7 +445,7 @@ fn compile_driver(clang: &Path, dir: &Path) -> Result<PathBuf, String> {
     if out.status != Some(0) || !obj.is_file() {
         return Err(format!(
             "cannot compile the harness driver: {}",
-            first_line(&out.stderr, out.timed_out)
+            crate::exec::first_error(&out.stderr, out.timed_out)
         ));
     }
     Ok(obj)

@@ -4,6 +4,7 @@
 //! traces and results per input.
 
 mod toolchain;
+pub(crate) use toolchain::first_error;
 mod worker;
 
 use crate::config::AnalysisConfig;

@@ -119,7 +119,8 @@ pub fn link_worker(
     Ok(Err(missing))
 }
 
-fn first_error(stderr: &str, timed_out: bool) -> String {
+/// The first line of a tool's error output that names an error (else its first line), for messages.
+pub(crate) fn first_error(stderr: &str, timed_out: bool) -> String {
     if timed_out {
         return "timed out".into();
     }

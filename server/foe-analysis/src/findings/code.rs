@@ -209,6 +209,11 @@ mod tests {
             in_domain: true,
             location: None,
             summary: String::new(),
+            confirmation: Default::default(),
+            shipped_p: vec![],
+            shipped_p_prime: vec![],
+            cause: Default::default(),
+            candidates: 1,
         }
     }
 

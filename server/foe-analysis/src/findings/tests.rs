@@ -26,6 +26,11 @@ fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Diver
         in_domain,
         location,
         summary: String::new(),
+        confirmation: Default::default(),
+        shipped_p: vec![],
+        shipped_p_prime: vec![],
+        cause: Default::default(),
+        candidates: 1,
     }
 }
 

@@ -89,6 +89,10 @@ pub struct Harness {
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
     binaries: HashMap<Probe, Result<PathBuf, String>>,
+    /// Symbols of other files that the shipped binaries got trapping stubs for: where there are any, the binaries
+    /// are not the program (a global's value, a callee's result are missing), so a difference they do not show
+    /// is not taken as evidence against the instrumented builds.
+    stubbed: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Harness {
@@ -107,6 +111,7 @@ impl Harness {
             dir: None,
             driver: None,
             binaries: HashMap::new(),
+            stubbed: Default::default(),
         }
     }
 
@@ -279,6 +284,9 @@ impl Harness {
                 "cannot link the shipped build: {}",
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
+        }
+        if let Ok(mut stubbed) = self.stubbed.lock() {
+            stubbed.extend(missing.iter().cloned());
         }
         let stubs = dir.join(format!("{name}-stubs.o"));
         let source: String = missing
@@ -648,8 +656,14 @@ pub fn confirm_function(
         .iter()
         .map(|i| i.as_ref().and_then(|_| ends.next()))
         .collect();
+    let stubbed: Vec<String> = harness
+        .stubbed
+        .lock()
+        .map(|s| s.iter().cloned().collect())
+        .unwrap_or_default();
     let mut kept = Vec::new();
     let mut dropped = 0;
+    let mut kept_unconfirmed = 0;
     let mut to_explain: Vec<(usize, Input, u8)> = Vec::new();
     for ((mut d, ends), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
         match ends {
@@ -668,8 +682,13 @@ pub fn confirm_function(
                         .map(|v| format!("{}={}", v.name, v.value))
                         .collect();
                     tracing::debug!(inputs = %inputs.join(" "), shipped = ?d.shipped_p, "not reproduced");
-                    dropped += 1;
-                    continue;
+                    if stubbed.is_empty() {
+                        dropped += 1;
+                        continue;
+                    }
+                    // The shipped binaries lack the project's other units: no verdict.
+                    d.confirmation = Confirmation::NotRun;
+                    kept_unconfirmed += 1;
                 } else {
                     d.confirmation = Confirmation::TraceOnly;
                 }
@@ -680,6 +699,14 @@ pub fn confirm_function(
     }
     report.divergences = kept;
     report.not_reproduced = dropped;
+    if kept_unconfirmed > 0 {
+        let note = format!(
+            "{kept_unconfirmed} divergences could not be checked on the shipped binaries, which lack what other \
+             files define ({})",
+            stubbed.join(", ")
+        );
+        report.reason = join(&report.reason, &note);
+    }
     if dropped > 0 {
         let note = format!(
             "{dropped} divergences of the instrumented builds do not reproduce in the binaries clang ships and are not reported"

@@ -23,6 +23,45 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Sections whose code runs at start-up or exit (constructors, destructors, init and fini arrays, and their
+/// relocations): the analysis never asks for them, so they are removed from the user's object before the
+/// shipped binary is linked, as the worker's linking drops them.
+const START_UP_SECTIONS: &[&str] = &[
+    ".init_array*",
+    ".fini_array*",
+    ".preinit_array*",
+    ".ctors*",
+    ".dtors*",
+    ".rela.init_array*",
+    ".rela.fini_array*",
+    ".rela.preinit_array*",
+    ".rela.ctors*",
+    ".rela.dtors*",
+];
+
+/// Removes [`START_UP_SECTIONS`] from `obj` in place (LLVM's objcopy, else binutils').
+fn strip_start_up_code(obj: &Path, dir: &Path) -> Result<(), String> {
+    let tool = ["/usr/lib/llvm-19/bin/llvm-objcopy", "/usr/bin/objcopy"]
+        .into_iter()
+        .find(|t| Path::new(t).is_file())
+        .ok_or("no objcopy to remove start-up code from the shipped build")?;
+    let mut cmd = process::command(tool, dir);
+    cmd.arg("--wildcard");
+    for section in START_UP_SECTIONS {
+        cmd.arg(format!("--remove-section={section}"));
+    }
+    cmd.arg(obj);
+    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {tool}: {e}"))?;
+    if out.status != Some(0) {
+        return Err(format!(
+            "cannot remove start-up code from the shipped build: {}",
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    Ok(())
+}
+
 /// The driver's source, embedded so foe works from any directory.
 pub const CONFIRM_C: &str = include_str!("../../../runtime/foe_confirm.c");
 
@@ -260,6 +299,7 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
+        strip_start_up_code(&obj, dir)?;
         let exe = dir.join(&name);
         let link = |extra: Option<&Path>| {
             let mut cmd = process::command(clang, dir);
@@ -810,6 +850,34 @@ mod tests {
         assert_eq!(p[1], ShippedEnd::Raised(2), "divide-by-zero");
         assert_eq!(pp[1], ShippedEnd::Raised(2));
         assert_eq!(p[2], ShippedEnd::Raised(4), "overflow");
+    }
+
+    #[test]
+    fn start_up_code_of_the_file_does_not_run_in_the_shipped_builds() {
+        // A constructor and an init-array entry that would trap at start-up: removed before linking, so the
+        // function runs and raises what it raises.
+        let src = "static void boom(void) { __builtin_trap(); }\n\
+                   __attribute__((used, section(\".init_array\"))) static void (*p)(void) = boom;\n\
+                   __attribute__((constructor)) static void boom2(void) { __builtin_trap(); }\n\
+                   double twice(double x) { return x * 2.0; }\n";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("ctor.c");
+        std::fs::write(&file, src).unwrap();
+        let s = sig(
+            "twice",
+            vec![Param::new("x", ParamType::F64)],
+            ReturnType::F64,
+        );
+        let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+        let inputs = [Input(vec![ArgValue::F64(1e308)])];
+        for probe in [Probe::Reference, Probe::Shipped] {
+            let ends = h.run(probe, "twice", &inputs).unwrap();
+            assert_eq!(
+                ends[0],
+                ShippedEnd::Raised(4),
+                "{probe:?}: overflow, no trap at start-up"
+            );
+        }
     }
 
     /// Searches exactly `input` (radius 0) on the instrumented builds, then confirms the result.

@@ -89,7 +89,6 @@ struct Analysed {
     p: Vec<Query>,
     pp: Vec<Query>,
     outcome: SolveOutcome,
-    solve_time: Duration,
 }
 
 fn analyse_with(
@@ -123,7 +122,6 @@ fn analyse_with(
         p,
         pp,
         outcome,
-        solve_time,
     }
 }
 

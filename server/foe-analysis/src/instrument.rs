@@ -121,6 +121,32 @@ pub fn build_prefix(build: Build) -> &'static str {
     }
 }
 
+/// The declaration of a runtime function `void name(i32)` in `module` with the given function attributes, added
+/// when missing.
+fn runtime_hook<'ctx>(
+    module: &Module<'ctx>,
+    name: &str,
+    attributes: &[&str],
+) -> FunctionValue<'ctx> {
+    if let Some(f) = module.get_function(name) {
+        return f;
+    }
+    let ctx = module.get_context();
+    let f = module.add_function(
+        name,
+        ctx.void_type().fn_type(&[ctx.i32_type().into()], false),
+        None,
+    );
+    for attr in attributes {
+        let id = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
+        f.add_attribute(
+            inkwell::attributes::AttributeLoc::Function,
+            ctx.create_enum_attribute(id, 0),
+        );
+    }
+    f
+}
+
 /// Inserts `call void @__foe_check(i32 site)` after every floating-point instruction of every function defined
 /// in `module`, recording each site in `sites`. Already instrumented instructions are skipped. Returns the
 /// number of checks inserted.
@@ -131,22 +157,7 @@ pub fn instrument_module(
 ) -> Result<usize, InstrumentError> {
     let ctx = module.get_context();
     let i32t = ctx.i32_type();
-    let check = match module.get_function(CHECK_FN) {
-        Some(f) => f,
-        None => {
-            let f = module.add_function(
-                CHECK_FN,
-                ctx.void_type().fn_type(&[i32t.into()], false),
-                None,
-            );
-            let nounwind = inkwell::attributes::Attribute::get_named_enum_kind_id("nounwind");
-            f.add_attribute(
-                inkwell::attributes::AttributeLoc::Function,
-                ctx.create_enum_attribute(nounwind, 0),
-            );
-            f
-        }
-    };
+    let check = runtime_hook(module, CHECK_FN, &["nounwind"]);
     let kind = ctx.get_kind_id(SITE_MD);
     let builder = ctx.create_builder();
     let mut inserted = 0;
@@ -207,24 +218,7 @@ pub fn replace_stopping_calls(
 ) -> Result<usize, InstrumentError> {
     let ctx = module.get_context();
     let i32t = ctx.i32_type();
-    let stop = match module.get_function(STOP_FN) {
-        Some(f) => f,
-        None => {
-            let f = module.add_function(
-                STOP_FN,
-                ctx.void_type().fn_type(&[i32t.into()], false),
-                None,
-            );
-            for attr in ["nounwind", "noreturn"] {
-                let id = inkwell::attributes::Attribute::get_named_enum_kind_id(attr);
-                f.add_attribute(
-                    inkwell::attributes::AttributeLoc::Function,
-                    ctx.create_enum_attribute(id, 0),
-                );
-            }
-            f
-        }
-    };
+    let stop = runtime_hook(module, STOP_FN, &["nounwind", "noreturn"]);
     let builder = ctx.create_builder();
     let mut replaced = 0;
     for function in module.get_functions() {

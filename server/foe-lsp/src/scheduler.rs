@@ -164,41 +164,17 @@ impl Scheduler {
                         .show_message(MessageType::ERROR, &message)
                         .await;
                 }
-                self.status(to_proto::status(
-                    &job.uri,
-                    job.version,
-                    "error",
-                    &message,
-                    None,
-                ))
-                .await;
-                inner.client.log_message(MessageType::ERROR, message).await;
+                self.job_failed(&job.uri, job.version, message).await;
                 return;
             }
             Ok(Err(e)) => {
                 let message = format!("foe: analysis of {name} failed: {e}");
-                self.status(to_proto::status(
-                    &job.uri,
-                    job.version,
-                    "error",
-                    &message,
-                    None,
-                ))
-                .await;
-                inner.client.log_message(MessageType::ERROR, message).await;
+                self.job_failed(&job.uri, job.version, message).await;
                 return;
             }
             Err(panic) => {
                 let message = format!("foe: analysis of {name} crashed: {panic}");
-                self.status(to_proto::status(
-                    &job.uri,
-                    job.version,
-                    "error",
-                    &message,
-                    None,
-                ))
-                .await;
-                inner.client.log_message(MessageType::ERROR, message).await;
+                self.job_failed(&job.uri, job.version, message).await;
                 return;
             }
         };
@@ -265,6 +241,16 @@ impl Scheduler {
             )
             .await;
         self.prefetch_fixes(&analysis);
+    }
+
+    /// Tells the client that the analysis of a version failed: a status and a logged error.
+    async fn job_failed(&self, uri: &Url, version: i32, message: String) {
+        self.status(to_proto::status(uri, version, "error", &message, None))
+            .await;
+        self.inner
+            .client
+            .log_message(MessageType::ERROR, message)
+            .await;
     }
 
     async fn status(&self, params: serde_json::Value) {

@@ -279,6 +279,8 @@ pub enum ReasonCode {
     Budget,
     /// Some solver queries gave up (time limit or degree bound).
     SolverTimeouts,
+    /// Some solver queries were not tried: enough other paths of the same operation gave no input.
+    PathsCapped,
     /// Some paths stop early (a symbolic memory index, a call that must not run, the exploration bound).
     PathsStopped,
     /// Some executions crashed or timed out.

@@ -10,6 +10,8 @@ mod fp;
 mod interval;
 mod limit;
 mod real;
+mod schedule;
+pub use schedule::PATHS_PER_SITE;
 
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain};
@@ -46,6 +48,8 @@ pub struct SolveOutcome {
     pub satisfiable: usize,
     /// Unique formulae Z3 gave up on (time limit or incompleteness).
     pub timeouts: usize,
+    /// Unique formulae not solved because [`schedule::PATHS_PER_SITE`] paths of their site gave no input.
+    pub capped: usize,
     /// Distinct (by bit pattern) candidate inputs, in query order.
     pub candidates: Vec<Candidate>,
     /// What the real phases gave for each satisfiable-looking unique formula, for [`solve_within`].
@@ -68,6 +72,13 @@ struct RealResult {
     input: Option<Input>,
     /// Whether the input was checked not to raise the exception in IEEE arithmetic.
     misses: bool,
+}
+
+impl RealResult {
+    /// A model whose rounding raises the exception.
+    fn hits(&self) -> bool {
+        self.verdict == Verdict::Sat && self.input.is_some() && !self.misses
+    }
 }
 
 /// Solves the union of both builds' queries (deduplicated syntactically), each with a per-query time limit, in
@@ -177,7 +188,7 @@ fn solve_reusing(
     // other half, multivariate parts by concretisation, binding parameters first to the models phase one found
     // for neighbouring formulae (which share most of their path conditions).
     let first_ms = (timeout_ms / 2).max(1);
-    let first = limit::parallel(&todo, cfg.threads, |&i, limiter| {
+    let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
         if out_of_time() {
             return gave_up();
         }
@@ -196,10 +207,32 @@ fn solve_reusing(
             Approach::Whole,
             limiter,
         )
+    };
+    let hits_before: Vec<bool> = real.iter().map(|r| r.as_ref().is_some_and(RealResult::hits)).collect();
+    let skipped = schedule::in_rounds(&jobs, &todo, |i| hits_before[i], |batch| {
+        let results = limit::parallel(batch, cfg.threads, first_round);
+        batch
+            .iter()
+            .zip(results)
+            .map(|(&i, r)| {
+                let answer = match &r {
+                    Some(r) if r.hits() => schedule::Answer::Hit,
+                    Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
+                    _ => schedule::Answer::GaveUp,
+                };
+                real[i] = r;
+                answer
+            })
+            .collect()
     });
-    for (i, r) in todo.iter().zip(first) {
-        real[*i] = r;
-    }
+    let capped = skipped
+        .iter()
+        .filter(|(_, why)| *why == schedule::Skip::Capped)
+        .count();
+    let todo: Vec<usize> = todo
+        .into_iter()
+        .filter(|i| skipped.binary_search_by_key(i, |(j, _)| *j).is_err())
+        .collect();
     let given_up: Vec<usize> = todo
         .iter()
         .copied()
@@ -280,6 +313,7 @@ fn solve_reusing(
             p_prime: queries_pp.len(),
             unique: unique.len(),
         },
+        capped,
         ..SolveOutcome::default()
     };
     let mut keys = HashSet::new();

@@ -147,6 +147,14 @@ pub(super) fn base_report(
         );
         r.note(ReasonCode::SolverTimeouts, &note);
     }
+    if solved.capped > 0 {
+        let note = format!(
+            "{} solver queries not tried: {} paths of the same operation gave no input",
+            solved.capped,
+            solve::PATHS_PER_SITE
+        );
+        r.note(ReasonCode::PathsCapped, &note);
+    }
     r.signature = Some(item.info.signature.clone());
     r.span = item.info.span.clone();
     r.domain = item.domain.text.clone();

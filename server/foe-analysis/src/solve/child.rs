@@ -34,6 +34,9 @@ pub struct Solution {
     pub candidates: Vec<Input>,
     /// Queries given up on, in either solve.
     pub timeouts: usize,
+    /// Queries not solved because enough paths of their site gave no input, in either solve.
+    #[serde(default)]
+    pub capped: usize,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -66,9 +69,11 @@ pub fn solve_function(
         .map(|c| c.input.clone())
         .collect();
     let mut timeouts = anywhere.timeouts;
+    let mut capped = anywhere.capped;
     if !domain.is_empty() {
         let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg, deadline);
         timeouts += inside.timeouts;
+        capped += inside.capped;
         let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
         for c in inside.candidates {
             if seen.insert(c.input.key()) {
@@ -81,6 +86,7 @@ pub fn solve_function(
         satisfiable: anywhere.satisfiable,
         candidates,
         timeouts,
+        capped,
     }
 }
 

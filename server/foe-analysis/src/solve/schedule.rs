@@ -1,0 +1,197 @@
+//! Which queries are solved: the paths of each operation's exception in rounds, until one gives an input.
+//!
+//! A loop unrolled by the model or a chain of branches asks the same question (can this operation raise this
+//! exception?) once per path, often hundreds of times. Solving them all in query order spends the budget on the
+//! deep paths of the first operations and leaves the later ones unasked. So queries are grouped by site (build,
+//! operation, source location, exception kind) and solved in rounds: round `r` solves the `r`-th path of every site
+//! that has no input yet. A site stops at its first input whose rounding raises the exception ([`Covered`]), or
+//! after [`PATHS_PER_SITE`] paths gave none, a path the solver gave up on counting twice ([`Capped`], reported as
+//! a cut). Each round is one deterministic batch,
+//! so the set of queries solved does not depend on thread timing.
+//!
+//! [`Covered`]: Skip::Covered
+//! [`Capped`]: Skip::Capped
+
+use crate::model::Query;
+use std::collections::{BTreeMap, VecDeque};
+
+/// At most this many paths of one site are solved while none gives an input.
+pub const PATHS_PER_SITE: usize = 4;
+
+/// Why a query was not solved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Skip {
+    /// Another path of its site already gave an input that raises the exception.
+    Covered,
+    /// [`PATHS_PER_SITE`] paths of its site were solved without an input.
+    Capped,
+}
+
+/// How one solved query went, as far as its site is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// An input whose rounding raises the exception: the site is covered.
+    Hit,
+    /// Unsatisfiable, or an input that misses the exception.
+    NoHit,
+    /// The solver gave up: counts as two paths, since the next path of the site, as long or longer, rarely goes
+    /// better and each give-up costs a whole query budget.
+    GaveUp,
+}
+
+/// Solves `todo` (indices into `jobs`) in rounds per site; `covered` marks sites already covered by earlier
+/// results. `solve_round` solves one batch and answers for each of its items. Returns what was skipped and why.
+pub(super) fn in_rounds(
+    jobs: &[&Query],
+    todo: &[usize],
+    covered: impl Fn(usize) -> bool,
+    mut solve_round: impl FnMut(&[usize]) -> Vec<Answer>,
+) -> Vec<(usize, Skip)> {
+    let mut sites: BTreeMap<SiteKey<'_>, VecDeque<usize>> = BTreeMap::new();
+    let mut first_seen: Vec<SiteKey<'_>> = Vec::new();
+    for &i in todo {
+        let key = site_key(jobs[i]);
+        let queue = sites.entry(key.clone()).or_default();
+        if queue.is_empty() {
+            first_seen.push(key);
+        }
+        queue.push_back(i);
+    }
+    let mut skipped = Vec::new();
+    // Sites in the order their first query comes, so rounds follow the function's text.
+    let mut open: Vec<(VecDeque<usize>, usize)> = Vec::new();
+    for key in first_seen {
+        let queue = sites.remove(&key).unwrap_or_default();
+        let same_site: Vec<usize> = jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| site_key(q) == key)
+            .map(|(i, _)| i)
+            .collect();
+        if same_site.iter().any(|&i| covered(i)) {
+            skipped.extend(queue.into_iter().map(|i| (i, Skip::Covered)));
+        } else {
+            open.push((queue, 0));
+        }
+    }
+    loop {
+        let batch: Vec<usize> = open.iter().filter_map(|(q, _)| q.front().copied()).collect();
+        if batch.is_empty() {
+            break;
+        }
+        let answers = solve_round(&batch);
+        let mut answered = answers.into_iter();
+        for (queue, tried) in open.iter_mut().filter(|(q, _)| !q.is_empty()) {
+            queue.pop_front();
+            *tried += 1;
+            let skip = match answered.next().unwrap_or(Answer::NoHit) {
+                Answer::Hit => Skip::Covered,
+                Answer::GaveUp => {
+                    *tried += 1;
+                    if *tried >= PATHS_PER_SITE {
+                        Skip::Capped
+                    } else {
+                        continue;
+                    }
+                }
+                Answer::NoHit if *tried >= PATHS_PER_SITE => Skip::Capped,
+                Answer::NoHit => continue,
+            };
+            skipped.extend(queue.drain(..).map(|i| (i, skip)));
+        }
+    }
+    skipped.sort_unstable_by_key(|(i, _)| *i);
+    skipped
+}
+
+/// What makes two queries ask the same question on different paths.
+type SiteKey<'a> = (u8, u8, &'a str, Option<(u32, u32)>);
+
+fn site_key(q: &Query) -> SiteKey<'_> {
+    (
+        q.build as u8,
+        q.kind as u8,
+        q.operation.as_str(),
+        q.loc.map(|l| (l.line, l.column)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sym;
+    use crate::types::{Build, ExceptionKind, SourceLoc};
+
+    fn query(line: u32, kind: ExceptionKind) -> Query {
+        Query {
+            build: Build::P,
+            kind,
+            operation: "fmul".into(),
+            loc: Some(SourceLoc { line, column: 3 }),
+            formula: sym::tru(),
+        }
+    }
+
+    #[test]
+    fn solves_paths_of_each_site_in_rounds_until_one_hits() {
+        use ExceptionKind::Overflow;
+        // Site 10 has six paths and hits on its second; site 20 has six paths and never hits.
+        let queries: Vec<Query> = [10, 20, 10, 20, 10, 20, 10, 20, 10, 20, 10, 20]
+            .iter()
+            .map(|&l| query(l, Overflow))
+            .collect();
+        let jobs: Vec<&Query> = queries.iter().collect();
+        let todo: Vec<usize> = (0..jobs.len()).collect();
+        let mut rounds = Vec::new();
+        let skipped = in_rounds(&jobs, &todo, |_| false, |batch| {
+            rounds.push(batch.to_vec());
+            batch
+                .iter()
+                .map(|&i| if i == 2 { Answer::Hit } else { Answer::NoHit })
+                .collect()
+        });
+        assert_eq!(rounds, vec![vec![0, 1], vec![2, 3], vec![5], vec![7]]);
+        let capped: Vec<usize> = skipped
+            .iter()
+            .filter(|(_, s)| *s == Skip::Capped)
+            .map(|(i, _)| *i)
+            .collect();
+        let covered: Vec<usize> = skipped
+            .iter()
+            .filter(|(_, s)| *s == Skip::Covered)
+            .map(|(i, _)| *i)
+            .collect();
+        assert_eq!(capped, vec![9, 11]);
+        assert_eq!(covered, vec![4, 6, 8, 10]);
+    }
+
+    #[test]
+    fn a_site_covered_by_an_earlier_result_is_not_solved_again() {
+        let queries = [
+            query(10, ExceptionKind::Overflow),
+            query(10, ExceptionKind::Overflow),
+            query(10, ExceptionKind::Underflow),
+        ];
+        let jobs: Vec<&Query> = queries.iter().collect();
+        let mut solved = Vec::new();
+        let skipped = in_rounds(&jobs, &[1, 2], |i| i == 0, |batch| {
+            solved.extend_from_slice(batch);
+            vec![Answer::NoHit; batch.len()]
+        });
+        assert_eq!(solved, vec![2]);
+        assert_eq!(skipped, vec![(1, Skip::Covered)]);
+    }
+
+    #[test]
+    fn a_path_the_solver_gave_up_on_counts_twice() {
+        let queries: Vec<Query> = (0..5).map(|_| query(10, ExceptionKind::Overflow)).collect();
+        let jobs: Vec<&Query> = queries.iter().collect();
+        let mut solved = Vec::new();
+        let skipped = in_rounds(&jobs, &[0, 1, 2, 3, 4], |_| false, |batch| {
+            solved.extend_from_slice(batch);
+            vec![Answer::GaveUp; batch.len()]
+        });
+        assert_eq!(solved, vec![0, 1]);
+        assert_eq!(skipped, vec![(2, Skip::Capped), (3, Skip::Capped), (4, Skip::Capped)]);
+    }
+}

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Checks foe's reported set differences with a harness that shares no code with foe.
+
+For every divergence foe reports as `confirmed` (an exception present in one build's shipped trace and absent
+from the other's), this script builds the file itself, as the issue defines the check: P with `-O0`, P' with
+`-O2 -ffast-math` and linked with `-ffast-math`, both with the file's own include and define flags from the
+compilation database, and the rest of the file's library (its top directory in the database) as a static archive
+built the same way, so calls into other files run the real code (a function defined nowhere becomes a stub
+that exits: a run reaching it is not checkable). Static functions are made global with
+llvm-objcopy. A small C driver, compiled without fast math, clears the flags, calls the function on foe's input
+and prints `fetestexcept`. The divergence reproduces when the two builds' flag sets differ.
+
+    scripts/independent-check.py --db /tmp/rw/corpus --reports DIR_OF_FOE_JSON [--run]
+
+With `--run`, `foe check --format json` is run first on every file of the database (or of `files.txt` beside it)
+that has no report in DIR yet. Prints one line per divergence that does not reproduce and a summary.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CLANG = "clang-19"
+OBJCOPY = "/usr/lib/llvm-19/bin/llvm-objcopy"
+P_FLAGS = ["-O0"]
+PP_FLAGS = ["-O2", "-ffast-math"]
+KINDS = {1: "invalid", 4: "divide-by-zero", 8: "overflow", 16: "underflow"}  # glibc x86-64 FE_* bits
+
+
+def entry_flags(entry):
+    """The entry's preprocessor and language flags: no optimisation, fast-math, output or input options."""
+    args = entry.get("arguments") or shlex.split(entry["command"])
+    keep, skip_next = [], False
+    for a in args[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if a in ("-c", "-o", "-MF", "-MT", "-MQ"):
+            skip_next = a != "-c"
+            continue
+        if a == entry["file"] or a.endswith(".c") or a.startswith("-O") or "math" in a or a.startswith("-M"):
+            continue
+        keep.append(a)
+    return keep
+
+
+def compile_unit(entry, flags, out):
+    src = Path(entry["directory"], entry["file"])
+    cmd = [CLANG, *entry_flags(entry), *flags, "-w", "-c", str(src), "-o", str(out)]
+    r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def library_of(db_dir, entry):
+    rel = Path(entry["directory"], entry["file"]).resolve().relative_to(db_dir.resolve())
+    return rel.parts[0]
+
+
+def build_archives(db_dir, entries, work):
+    """One static archive per library and build: every file of it compiled with the build's flags."""
+    archives = {}
+    for lib in sorted({library_of(db_dir, e) for e in entries}):
+        for build, flags in (("p", P_FLAGS), ("pp", PP_FLAGS)):
+            objs = []
+            for i, e in enumerate(entries):
+                if library_of(db_dir, e) != lib:
+                    continue
+                o = work / f"{lib}.{build}.{i}.o"
+                if compile_unit(e, flags, o):
+                    objs.append(str(o))
+            a = work / f"lib{lib}.{build}.a"
+            subprocess.run(["ar", "rcs", str(a), *objs], check=True)
+            archives[(lib, build)] = a
+    return archives
+
+
+C_TYPES = {"f64": "double", "f32": "float"}
+
+
+def c_type(ty):
+    t = ty["type"]
+    if t in C_TYPES:
+        return C_TYPES[t]
+    if t == "int":
+        return ("" if ty.get("signed", True) else "u") + f"int{ty['bits']}_t"
+    if t == "out_ptr":
+        return "void *"
+    if t == "void":
+        return "void"
+    return None
+
+
+def word(ty, text):
+    """The 64-bit word of an input value as foe prints it (C99 hex float, inf, nan, or an integer)."""
+    t = ty["type"]
+    if t == "out_ptr":
+        return 0
+    if t in ("f64", "f32"):
+        v = float.fromhex(text) if "0x" in text.lower() else float(text)
+        if t == "f64":
+            return struct.unpack("<Q", struct.pack("<d", v))[0]
+        return struct.unpack("<I", struct.pack("<f", v))[0]
+    return int(text, 0) & ((1 << ty["bits"]) - 1)
+
+
+def driver_source(sig):
+    """A driver for one function: argv holds one hexadecimal word per parameter of foe's signature."""
+    ret = c_type(sig["ret"])
+    call = [p for p in sig["params"] if not p.get("pointee")]
+    if ret is None or any(c_type(p["ty"]) is None for p in sig["params"]):
+        return None
+    lines = ["#include <fenv.h>", "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>",
+             "#include <string.h>",
+             f"{ret} {sig['name']}({', '.join(c_type(p['ty']) for p in call) or 'void'});",
+             "static unsigned char buffers[16][65536];",
+             "int main(int argc, char **argv) {",
+             "  uint64_t w[64] = {0};",
+             "  for (int i = 1; i < argc && i <= 64; i++) w[i - 1] = strtoull(argv[i], 0, 16);"]
+    args = []
+    for i, p in enumerate(sig["params"]):
+        ty = c_type(p["ty"])
+        if p.get("pointee"):
+            pt = p["pointee"]
+            size = 4 if p["ty"]["type"] == "f32" else (p["ty"].get("bits", 64) // 8)
+            lines.append(f"  memcpy(buffers[{pt['param']}] + {pt['offset']}, &w[{i}], {size});")
+        elif ty == "void *":
+            args.append(f"buffers[{i}]")
+        else:
+            lines.append(f"  {ty} a{i}; memcpy(&a{i}, &w[{i}], sizeof a{i});")
+            args.append(f"a{i}")
+    lines.append("  feclearexcept(FE_ALL_EXCEPT);")
+    value = "" if ret == "void" else f"volatile {ret} r = "
+    lines.append(f"  {value}{sig['name']}({', '.join(args)});")
+    lines.append("  int flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);")
+    lines.append('  printf("%d\\n", flags);')
+    lines.append("  return 0;")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def link(work, flags, inputs, exe):
+    """Links `inputs`; a function defined nowhere (outside the library) becomes a stub that exits with 99, so a
+    run that reaches it is not checkable rather than a link failure."""
+    cmd = [CLANG, *flags, *map(str, inputs), "-lm", "-o", str(exe)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode == 0:
+        return True
+    missing = sorted(set(re.findall(r"undefined reference to `([^']+)'", r.stderr)))
+    if not missing:
+        return False
+    stubs = work / "stubs.c"
+    stubs.write_text("#include <unistd.h>\n" + "".join(f"void {m}(void) {{ _exit(99); }}\n" for m in missing))
+    subprocess.run([CLANG, "-O0", "-w", "-c", str(stubs), "-o", str(work / "stubs.o")], check=True)
+    return subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True).returncode == 0
+
+
+def kinds_of(flags):
+    return sorted(k for bit, k in KINDS.items() if flags & bit)
+
+
+def check_file(db_dir, entry, report, archives, work, out):
+    counts = {"reproduced": 0, "not_reproduced": 0, "not_checkable": 0}
+    lib = library_of(db_dir, entry)
+    targets = [f for f in report["functions"]
+               if any(d.get("confirmation") == "confirmed" for d in f.get("divergences", []))]
+    if not targets:
+        return counts
+    names = sorted({f["name"] for f in targets})
+    objs = {}
+    for build, flags in (("p", P_FLAGS), ("pp", PP_FLAGS)):
+        o = work / f"unit.{build}.o"
+        if not compile_unit(entry, flags, o):
+            for f in targets:
+                counts["not_checkable"] += sum(d.get("confirmation") == "confirmed" for d in f["divergences"])
+            return counts
+        subprocess.run([OBJCOPY, *(f"--globalize-symbol={n}" for n in names), str(o)], check=True)
+        objs[build] = o
+    for f in targets:
+        sig = f.get("signature")
+        confirmed = [d for d in f["divergences"] if d.get("confirmation") == "confirmed"]
+        src = driver_source(sig) if sig else None
+        bins = {}
+        if src:
+            (work / "driver.c").write_text(src)
+            subprocess.run([CLANG, "-O0", "-w", "-c", str(work / "driver.c"), "-o", str(work / "driver.o")],
+                           check=True)
+            for build, flags in (("p", P_FLAGS), ("pp", PP_FLAGS)):
+                exe = work / f"run.{build}"
+                if link(work, flags, [work / "driver.o", objs[build], archives[(lib, build)]], exe):
+                    bins[build] = exe
+                elif os.environ.get("FOE_CHECK_VERBOSE"):
+                    print(f"cannot link {f['name']}", file=sys.stderr)
+        for d in confirmed:
+            if len(bins) < 2:
+                counts["not_checkable"] += 1
+                continue
+            by_name = {i["name"]: i["value"] for i in d["inputs"]}
+            try:
+                words = [format(word(p["ty"], by_name.get(p["name"], "0")), "x") for p in sig["params"]]
+            except (ValueError, KeyError):
+                counts["not_checkable"] += 1
+                continue
+            sets = {}
+            for build, exe in bins.items():
+                try:
+                    r = subprocess.run([str(exe), *words], capture_output=True, text=True, timeout=10)
+                    sets[build] = kinds_of(int(r.stdout.strip())) if r.returncode == 0 else None
+                except (subprocess.TimeoutExpired, ValueError):
+                    sets[build] = None
+            if sets["p"] is None or sets["pp"] is None:
+                counts["not_checkable"] += 1
+                continue
+            if sets["p"] != sets["pp"]:
+                counts["reproduced"] += 1
+            else:
+                counts["not_reproduced"] += 1
+                out.append(f"not reproduced: {entry['file']} {f['name']} {d['location']} inputs "
+                           f"{by_name} P {sets['p']} P' {sets['pp']} (foe: P {d.get('shipped_p', [])} "
+                           f"P' {d.get('shipped_p_prime', [])})")
+    return counts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", required=True, type=Path, help="directory of compile_commands.json")
+    ap.add_argument("--reports", required=True, type=Path, help="directory of `foe check --format json` reports")
+    ap.add_argument("--run", action="store_true", help="run foe first on files without a report")
+    ap.add_argument("--foe", default="foe")
+    args = ap.parse_args()
+    entries = json.loads((args.db / "compile_commands.json").read_text())
+    selected = args.db / "files.txt"
+    if selected.is_file():
+        wanted = set(selected.read_text().split())
+        entries = [e for e in entries
+                   if str(Path(e["directory"], e["file"]).resolve().relative_to(args.db.resolve())) in wanted]
+    args.reports.mkdir(parents=True, exist_ok=True)
+
+    def report_path(e):
+        rel = Path(e["directory"], e["file"]).resolve().relative_to(args.db.resolve())
+        return args.reports / (str(rel).replace("/", "_") + ".json")
+
+    if args.run:
+        for e in entries:
+            rp = report_path(e)
+            if not rp.exists():
+                r = subprocess.run([args.foe, "check", e["file"], "--format", "json"], cwd=e["directory"],
+                                   capture_output=True, text=True)
+                if r.stdout.strip():
+                    rp.write_text(r.stdout)
+    totals = {"reproduced": 0, "not_reproduced": 0, "not_checkable": 0}
+    out = []
+    with tempfile.TemporaryDirectory(prefix="foe-independent-") as tmp:
+        work = Path(tmp)
+        archives = build_archives(args.db, entries, work)
+        for e in entries:
+            rp = report_path(e)
+            if not rp.exists():
+                continue
+            try:
+                report = json.loads(rp.read_text())
+            except json.JSONDecodeError:
+                continue
+            for k, v in check_file(args.db, e, report, archives, work, out).items():
+                totals[k] += v
+    for line in out:
+        print(line)
+    print(f"confirmed set differences: {sum(totals.values())}; reproduced by the independent harness: "
+          f"{totals['reproduced']}; not reproduced: {totals['not_reproduced']}; "
+          f"not checkable (link, crash, signature): {totals['not_checkable']}")
+    return 1 if totals["not_reproduced"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -59,9 +59,23 @@ pub fn corpus_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// Runs `foe check --format json` on each file (with `extra_args`), at most `limit` per file, and prints the
-/// figures.
-pub fn run(files: &[PathBuf], limit: Duration, extra_args: &[String]) -> anyhow::Result<()> {
+/// figures; with `reports`, keeps each file's report there as `<path in the corpus, / as _>.json`.
+pub fn run(
+    corpus: &Path,
+    files: &[PathBuf],
+    limit: Duration,
+    extra_args: &[String],
+    reports: Option<&Path>,
+) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
+    let root = if corpus.is_dir() {
+        corpus.to_path_buf()
+    } else {
+        corpus.parent().unwrap_or(Path::new(".")).to_path_buf()
+    };
+    if let Some(dir) = reports {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut runs = Vec::new();
     for (i, file) in files.iter().enumerate() {
         let dir = file.parent().unwrap_or(Path::new("."));
@@ -72,6 +86,11 @@ pub fn run(files: &[PathBuf], limit: Duration, extra_args: &[String]) -> anyhow:
         let started = Instant::now();
         let out = process::run_tool(cmd, None, limit)?;
         let seconds = started.elapsed().as_secs_f64();
+        if let Some(dir) = reports {
+            let rel = file.strip_prefix(&root).unwrap_or(file);
+            let name = rel.to_string_lossy().replace('/', "_");
+            std::fs::write(dir.join(format!("{name}.json")), &out.stdout)?;
+        }
         let report: Option<Value> = serde_json::from_slice(&out.stdout).ok();
         let functions = report
             .as_ref()

@@ -76,6 +76,10 @@ enum Command {
         /// executions.
         #[arg(long, value_name = "DB")]
         corpus: Option<PathBuf>,
+        /// With --corpus: keep each file's JSON report in this directory (named after its path in the corpus),
+        /// e.g. for `scripts/independent-check.py`.
+        #[arg(long, value_name = "DIR")]
+        reports: Option<PathBuf>,
         /// With --corpus: kill a `foe check` that runs longer than this many seconds.
         #[arg(long, default_value_t = 180)]
         file_limit_s: u64,
@@ -397,6 +401,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             corpus: Some(corpus),
             file_limit_s,
+            reports,
             settings,
             ..
         } => {
@@ -408,7 +413,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.extend(["--file-budget-ms".to_string(), b.to_string()]);
             }
             let files = corpus::corpus_files(&corpus)?;
-            corpus::run(&files, std::time::Duration::from_secs(file_limit_s), &args)?;
+            let limit = std::time::Duration::from_secs(file_limit_s);
+            corpus::run(&corpus, &files, limit, &args, reports.as_deref())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {

@@ -15,7 +15,7 @@
 //! flush-to-zero/denormals-are-zero, which `crtfastmath.o` sets for the whole process when linking with
 //! `-ffast-math`: no pragma reaches it; [`build_change`] names the link flag that does.
 
-use crate::report::{Cause, FunctionSpan};
+use crate::report::{Cause, Divergence, FunctionSpan};
 
 /// The build change that removes a divergence of this cause, for causes no source edit can reach.
 pub fn build_change(cause: Cause) -> Option<&'static str> {
@@ -31,6 +31,30 @@ pub fn build_change(cause: Cause) -> Option<&'static str> {
 /// Whether the precise pragmas can remove a divergence of this cause (everything but what the link sets).
 pub fn source_edit_reaches(cause: Cause) -> bool {
     build_change(cause).is_none()
+}
+
+/// What re-analysing a function after its fast-math-off edit says of the edit, which targets every divergence a
+/// source edit can reach ([`source_edit_reaches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixVerdict {
+    /// Everything the edit targets is gone; `build_only` divergences are left whose cause only a build change
+    /// reaches ([`build_change`]).
+    Verified { build_only: usize },
+    /// `remaining` divergences the edit targets are still there (those of undetermined cause count: nothing says
+    /// a build change would remove them).
+    Remains { remaining: usize },
+}
+
+/// Judges the edit by the divergences left in the edited function.
+pub fn judge(left: &[Divergence]) -> FixVerdict {
+    let remaining = left.iter().filter(|d| source_edit_reaches(d.cause)).count();
+    if remaining == 0 {
+        FixVerdict::Verified {
+            build_only: left.len(),
+        }
+    } else {
+        FixVerdict::Remains { remaining }
+    }
 }
 
 /// Inserts `text` before the byte at (line, column), both 1-based; column counts bytes.

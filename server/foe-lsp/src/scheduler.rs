@@ -424,10 +424,9 @@ impl Scheduler {
         };
         match result {
             Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
-                Some(f) if f.status.ran() && f.divergences.is_empty() => FixCheck::Verified(edit),
-                Some(f) if f.status.ran() => FixCheck::Remains {
-                    edit,
-                    remaining: f.divergences.len(),
+                Some(f) if f.status.ran() => match fix::judge(&f.divergences) {
+                    fix::FixVerdict::Verified { build_only } => FixCheck::Verified { edit, build_only },
+                    fix::FixVerdict::Remains { remaining } => FixCheck::Remains { edit, remaining },
                 },
                 Some(f) => unchecked(format!("the edited function was skipped: {}", f.reason)),
                 None => unchecked("the edited function was not found".into()),

@@ -111,8 +111,9 @@ impl Analysis {
 /// The verdict on the fast-math-off fix of one function.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FixCheck {
-    /// Re-analysing the edited function found no divergence.
-    Verified(SourceEdit),
+    /// Re-analysing the edited function found no divergence the edit targets; `build_only` are left that only a
+    /// build change removes (flush-to-zero at link).
+    Verified { edit: SourceEdit, build_only: usize },
     /// The edited function still diverges on `remaining` inputs.
     Remains { edit: SourceEdit, remaining: usize },
     /// The edit could not be checked (the edited file failed to analyse, or the function was skipped).

@@ -259,7 +259,18 @@ pub fn code_action(
     document_changes: bool,
 ) -> Option<CodeActionOrCommand> {
     let (edit, title, preferred) = match check {
-        FixCheck::Verified(e) => (e, format!("Turn off fast-math in `{function}` (verified: divergence gone)"), true),
+        FixCheck::Verified { edit, build_only: 0 } => {
+            (edit, format!("Turn off fast-math in `{function}` (verified: divergence gone)"), true)
+        }
+        FixCheck::Verified { edit, build_only } => (
+            edit,
+            format!(
+                "Turn off fast-math in `{function}` (verified: what the code causes is gone; {build_only} \
+                 flush-to-zero divergence{} left, removed by linking with -mno-daz-ftz)",
+                plural(*build_only)
+            ),
+            true,
+        ),
         FixCheck::Remains { edit, remaining } => (
             edit,
             format!(

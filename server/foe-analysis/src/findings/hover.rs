@@ -83,6 +83,9 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
     );
     if let Some(c) = &finding.cause {
         let _ = writeln!(md, "Cause: {}\n", c.text);
+        if let Some(change) = &c.build_change {
+            let _ = writeln!(md, "Fix: {change}\n");
+        }
     }
     let mut count = format!(
         "{} diverging input{} here",

@@ -204,6 +204,9 @@ pub fn divergence_message(f: &Finding, best: &Divergence, _event: Option<&TraceE
     }
     if let Some(c) = &f.cause {
         m.push_str(&format!("; cause: {}", c.text));
+        if c.build_change.is_some() {
+            m.push_str(" (no source edit removes it: link with -mno-daz-ftz)");
+        }
     }
     m
 }

@@ -27,6 +27,10 @@ pub struct Cause {
     pub id: String,
     /// Plain words for messages and hovers.
     pub text: String,
+    /// The build change that removes it, for a cause no source edit reaches (flush-to-zero: link with
+    /// `-mno-daz-ftz`); the quick fix does not offer to remove it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_change: Option<String>,
 }
 
 /// The cause of one divergence. The one place that maps the engine's cause classification
@@ -43,6 +47,7 @@ pub fn cause_of(d: &Divergence) -> Option<Cause> {
     Some(Cause {
         id,
         text: d.cause.describe().to_string(),
+        build_change: crate::fix::build_change(d.cause).map(String::from),
     })
 }
 

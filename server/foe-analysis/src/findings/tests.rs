@@ -245,3 +245,27 @@ fn array_elements_past_the_count_are_not_shown() {
         .collect();
     assert_eq!(names, ["n", "x[0]"]);
 }
+
+#[test]
+fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
+    use crate::fix::{judge, FixVerdict};
+    use crate::report::Cause;
+    let with_cause = |cause| Divergence {
+        cause,
+        ..div(1.0, vec![], vec![ev(ExceptionKind::Overflow, 3, 5)], false)
+    };
+    assert_eq!(judge(&[]), FixVerdict::Verified { build_only: 0 });
+    assert_eq!(
+        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::FlushToZero)]),
+        FixVerdict::Verified { build_only: 2 }
+    );
+    assert_eq!(
+        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::Reassociation)]),
+        FixVerdict::Remains { remaining: 1 }
+    );
+    // Nothing says a build change removes a divergence of undetermined cause.
+    assert_eq!(
+        judge(&[with_cause(Cause::Undetermined)]),
+        FixVerdict::Remains { remaining: 1 }
+    );
+}

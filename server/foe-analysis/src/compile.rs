@@ -551,6 +551,16 @@ mod tests {
     }
 
     #[test]
+    fn lists_the_included_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k h.h"), "#define K 2\n").unwrap();
+        let src = dir.path().join("a.c");
+        let text = "#include \"k h.h\"\nint x = K;\n";
+        let files = included_files(&AnalysisConfig::default(), &src, text).unwrap();
+        assert_eq!(files, vec![dir.path().join("k h.h")]);
+    }
+
+    #[test]
     fn reads_compile_commands() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("a.c");

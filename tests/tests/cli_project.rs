@@ -21,7 +21,8 @@ impl Project {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("project_ci");
         copy_tree(&repo_root().join("fixtures/project_ci"), &root);
-        let template = std::fs::read_to_string(root.join("compile_commands.json.template")).unwrap();
+        let template =
+            std::fs::read_to_string(root.join("compile_commands.json.template")).unwrap();
         std::fs::write(
             root.join("compile_commands.json"),
             template.replace("@ROOT@", &root.display().to_string()),
@@ -47,7 +48,15 @@ impl Project {
     /// `foe check -p . --format json` with the project's cache, and the report.
     fn check_json(&self, extra: &[&str]) -> (i32, Value) {
         let cache = self.cache.display().to_string();
-        let mut args = vec!["check", "-p", ".", "--format", "json", "--cache-dir", &cache];
+        let mut args = vec![
+            "check",
+            "-p",
+            ".",
+            "--format",
+            "json",
+            "--cache-dir",
+            &cache,
+        ];
         args.extend(extra);
         let out = self.foe(&args);
         let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -131,7 +140,11 @@ fn every_file_is_analysed_once_then_served_from_the_cache_until_its_inputs_chang
 
     let (code, again) = project.check_json(&[]);
     assert_eq!(code, 1);
-    assert_eq!(files_with(&again, "cached"), all, "a second run is all cached");
+    assert_eq!(
+        files_with(&again, "cached"),
+        all,
+        "a second run is all cached"
+    );
     assert_eq!(
         file_report(&again, "scale.c")["report"]["findings"],
         scale["findings"],
@@ -144,7 +157,10 @@ fn every_file_is_analysed_once_then_served_from_the_cache_until_its_inputs_chang
     let out = project.foe(&["check", "-p", ".", "--cache-dir", &cache]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("1 analysed, 2 from cache, 0 failed"), "{text}");
+    assert!(
+        text.contains("1 analysed, 2 from cache, 0 failed"),
+        "{text}"
+    );
     assert!(
         text.contains("scale.c:8:13:") && text.contains("ramp.c:8:13:"),
         "cached files still report their findings:\n{text}"
@@ -162,7 +178,11 @@ fn every_file_is_analysed_once_then_served_from_the_cache_until_its_inputs_chang
     assert_eq!(files_with(&report, "analysed"), set(&["ramp.c", "scale.c"]));
 
     // Its database entry: scale.c links ramp.c as that entry compiles it.
-    project.edit("compile_commands.json", "-DRAMP_LIMIT=1.0", "-DRAMP_LIMIT=2.0");
+    project.edit(
+        "compile_commands.json",
+        "-DRAMP_LIMIT=1.0",
+        "-DRAMP_LIMIT=2.0",
+    );
     let (_, report) = project.check_json(&[]);
     assert_eq!(files_with(&report, "analysed"), set(&["ramp.c", "scale.c"]));
     assert_eq!(files_with(&report, "cached"), set(&["standalone.c"]));
@@ -171,7 +191,16 @@ fn every_file_is_analysed_once_then_served_from_the_cache_until_its_inputs_chang
 #[test]
 fn sarif_is_one_run_with_every_file_s_results() {
     let project = Project::new();
-    let out = project.foe(&["check", "-p", ".", "--format", "sarif", "--no-cache", "-j", "2"]);
+    let out = project.foe(&[
+        "check",
+        "-p",
+        ".",
+        "--format",
+        "sarif",
+        "--no-cache",
+        "-j",
+        "2",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
@@ -186,7 +215,10 @@ fn sarif_is_one_run_with_every_file_s_results() {
         .iter()
         .map(|r| {
             let index = r["ruleIndex"].as_u64().expect("a rule index") as usize;
-            assert_eq!(rules[index]["id"], r["ruleId"], "ruleIndex points at its rule");
+            assert_eq!(
+                rules[index]["id"], r["ruleId"],
+                "ruleIndex points at its rule"
+            );
             assert!(r["partialFingerprints"]["foeFinding/v1"].is_string());
             r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
                 .as_str()
@@ -205,13 +237,20 @@ fn shards_partition_the_files() {
     let project = Project::new();
     let (_, first) = project.check_json(&["--shard", "1/2", "--no-cache"]);
     let (_, second) = project.check_json(&["--shard", "2/2", "--no-cache"]);
-    let (a, b) = (files_with(&first, "analysed"), files_with(&second, "analysed"));
+    let (a, b) = (
+        files_with(&first, "analysed"),
+        files_with(&second, "analysed"),
+    );
     assert!(a.is_disjoint(&b), "{a:?} {b:?}");
     assert_eq!(
         a.union(&b).cloned().collect::<BTreeSet<_>>(),
         set(&["ramp.c", "scale.c", "standalone.c"])
     );
-    assert_eq!((a.len(), b.len()), (2, 1), "round robin over the sorted files");
+    assert_eq!(
+        (a.len(), b.len()),
+        (2, 1),
+        "round robin over the sorted files"
+    );
     let out = project.foe(&["check", "-p", ".", "--shard", "3/2"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -235,10 +274,19 @@ fn a_file_that_does_not_compile_fails_alone() {
     let out = project.foe(&["check", "-p", ".", "--no-cache"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{text}");
-    assert!(text.contains("broken.c: error: the file does not compile"), "{text}");
+    assert!(
+        text.contains("broken.c: error: the file does not compile"),
+        "{text}"
+    );
     assert!(text.contains("files that failed:\n  broken.c:"), "{text}");
-    assert!(text.contains("3 analysed, 0 from cache, 1 failed"), "{text}");
-    assert!(text.contains("scale.c: scale_twice:"), "the other files still report:\n{text}");
+    assert!(
+        text.contains("3 analysed, 0 from cache, 1 failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("scale.c: scale_twice:"),
+        "the other files still report:\n{text}"
+    );
     // The failure is not cached: a second run tries again and fails again.
     let (code, report) = project.check_json(&[]);
     assert_eq!(code, 2);

@@ -150,10 +150,12 @@ fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     {
         // An entry without an optimisation level or fast-math option describes no shipped build (databases
         // written for tools, debug builds): the defaults stay.
-        if let Some(flags) = compile::build_flags_from_compile_commands(request.path, database).filter(|f| {
-            f.iter()
-                .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
-        }) {
+        if let Some(flags) = compile::build_flags_from_compile_commands(request.path, database)
+            .filter(|f| {
+                f.iter()
+                    .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
+            })
+        {
             (config.flags_p, config.flags_p_prime) = compile::user_build_pair(&flags);
         }
     }
@@ -162,8 +164,11 @@ fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
 
 /// The files the request's file includes (its database entry's flags applied), absolute, as clang lists them:
 /// with the file's text, its entry and [`FileReport::linked_units`], what its report depends on.
-pub fn included_files(request: &AnalysisRequest<'_>) -> Result<Vec<std::path::PathBuf>, AnalysisError> {
-    compile::included_files(&effective_config(request), request.path, request.text).map_err(compile_error)
+pub fn included_files(
+    request: &AnalysisRequest<'_>,
+) -> Result<Vec<std::path::PathBuf>, AnalysisError> {
+    compile::included_files(&effective_config(request), request.path, request.text)
+        .map_err(compile_error)
 }
 
 fn compile_error(e: CompileError) -> AnalysisError {

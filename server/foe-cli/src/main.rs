@@ -349,16 +349,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let cache_dir = if no_cache {
                 None
             } else {
-                Some(cache_dir.or_else(result_cache::default_dir).ok_or_else(|| {
-                    anyhow::anyhow!("no cache directory: set HOME, FOE_CACHE_DIR or --cache-dir")
-                })?)
+                Some(
+                    cache_dir
+                        .or_else(result_cache::default_dir)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "no cache directory: set HOME, FOE_CACHE_DIR or --cache-dir"
+                            )
+                        })?,
+                )
             };
             project_mode::run(project_mode::ProjectOptions {
                 build_dir,
                 files,
-                jobs: jobs.unwrap_or_else(|| {
-                    std::thread::available_parallelism().map_or(1, |n| n.get())
-                }),
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
                 shard,
                 cache_dir,
                 file_limit: std::time::Duration::from_secs(file_limit_s),

@@ -129,13 +129,13 @@ fn select<'a>(
     for file in files {
         let absolute = std::path::absolute(file)?;
         let wanted = std::fs::canonicalize(&absolute).unwrap_or(absolute);
-        let entry = entries
+        let entry = entries.iter().find(|e| e.file == wanted).ok_or_else(|| {
+            anyhow::anyhow!("{} is not in the compilation database", file.display())
+        })?;
+        if !selected
             .iter()
-            .find(|e| e.file == wanted)
-            .ok_or_else(|| {
-                anyhow::anyhow!("{} is not in the compilation database", file.display())
-            })?;
-        if !selected.iter().any(|s: &&DatabaseEntry| s.file == entry.file) {
+            .any(|s: &&DatabaseEntry| s.file == entry.file)
+        {
             selected.push(entry);
         }
     }
@@ -149,19 +149,16 @@ fn entry_hash(entry: &Value) -> String {
 
 /// The file as the report names it: relative to the working directory when it is below it.
 fn shown_path(file: &Path, cwd: &Path) -> String {
-    file.strip_prefix(cwd)
-        .unwrap_or(file)
-        .display()
-        .to_string()
+    file.strip_prefix(cwd).unwrap_or(file).display().to_string()
 }
 
 /// Every selected file, `jobs` at a time, with a progress bar when stderr is a terminal.
 fn run_all(selected: &[&DatabaseEntry], jobs: usize, context: &Context<'_>) -> Vec<FileResult> {
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(selected.len() as u64);
-        if let Ok(style) =
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}")
-        {
+        if let Ok(style) = ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {wide_msg}",
+        ) {
             bar.set_style(style);
         }
         bar.enable_steady_tick(Duration::from_millis(200));
@@ -310,7 +307,10 @@ mod tests {
 
     #[test]
     fn shards_partition_the_files() {
-        let shards: Vec<Shard> = ["1/3", "2/3", "3/3"].iter().map(|s| s.parse().unwrap()).collect();
+        let shards: Vec<Shard> = ["1/3", "2/3", "3/3"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
         for position in 0..10 {
             assert_eq!(shards.iter().filter(|s| s.takes(position)).count(), 1);
         }

@@ -134,14 +134,25 @@ fn json_report(results: &[FileResult], s: &Summary) -> Value {
     let files: Vec<Value> = results
         .iter()
         .map(|r| match &r.outcome {
-            Outcome::Failed(error) => json!({ "file": r.shown, "status": "failed", "error": error }),
-            Outcome::Analysed(b) => json!({ "file": r.shown, "status": "analysed", "report": b["report"] }),
-            Outcome::Cached(b) => json!({ "file": r.shown, "status": "cached", "report": b["report"] }),
+            Outcome::Failed(error) => {
+                json!({ "file": r.shown, "status": "failed", "error": error })
+            }
+            Outcome::Analysed(b) => {
+                json!({ "file": r.shown, "status": "analysed", "report": b["report"] })
+            }
+            Outcome::Cached(b) => {
+                json!({ "file": r.shown, "status": "cached", "report": b["report"] })
+            }
         })
         .collect();
     let functions: serde_json::Map<String, Value> = STATUSES
         .iter()
-        .map(|st| (st.to_string(), json!(s.functions.get(*st).copied().unwrap_or(0))))
+        .map(|st| {
+            (
+                st.to_string(),
+                json!(s.functions.get(*st).copied().unwrap_or(0)),
+            )
+        })
         .collect();
     json!({
         "files": files,

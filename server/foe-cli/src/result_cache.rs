@@ -68,8 +68,8 @@ impl ResultCache {
         std::fs::create_dir_all(&dir)
             .map_err(|e| anyhow::anyhow!("cannot create the cache {}: {e}", dir.display()))?;
         let exe = std::env::current_exe()?;
-        let binary = content_hash(&exe)
-            .ok_or_else(|| anyhow::anyhow!("cannot read {}", exe.display()))?;
+        let binary =
+            content_hash(&exe).ok_or_else(|| anyhow::anyhow!("cannot read {}", exe.display()))?;
         let mut h = blake3::Hasher::new();
         for part in [FORMAT, &binary, &clang_version(clang), settings] {
             h.update(part.as_bytes());
@@ -156,7 +156,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let header = dir.path().join("k.h");
         std::fs::write(&header, "#define K 1\n").unwrap();
-        let cache = ResultCache::open(dir.path().join("results"), Path::new("clang-19"), "{}").unwrap();
+        let cache =
+            ResultCache::open(dir.path().join("results"), Path::new("clang-19"), "{}").unwrap();
         let entry = serde_json::json!({"file": "a.c"});
         let key = cache.key(Path::new("/p/a.c"), "a.c", &entry);
         let manifest = Manifest {
@@ -169,15 +170,25 @@ mod tests {
                 hash: "e1".into(),
             }],
         };
-        cache.put(&key, manifest, &serde_json::json!({"x": 1})).unwrap();
+        cache
+            .put(&key, manifest, &serde_json::json!({"x": 1}))
+            .unwrap();
         let mut entries = HashMap::from([(PathBuf::from("/p/b.c"), "e1".to_string())]);
         assert_eq!(cache.get(&key, &entries), Some(serde_json::json!({"x": 1})));
         entries.insert("/p/b.c".into(), "e2".into());
-        assert_eq!(cache.get(&key, &entries), None, "a linked unit's entry changed");
+        assert_eq!(
+            cache.get(&key, &entries),
+            None,
+            "a linked unit's entry changed"
+        );
         entries.insert("/p/b.c".into(), "e1".into());
         std::fs::write(&header, "#define K 2\n").unwrap();
         assert_eq!(cache.get(&key, &entries), None, "a header changed");
-        let other = cache.key(Path::new("/p/a.c"), "a.c", &serde_json::json!({"file": "a.c", "x": 1}));
+        let other = cache.key(
+            Path::new("/p/a.c"),
+            "a.c",
+            &serde_json::json!({"file": "a.c", "x": 1}),
+        );
         assert_ne!(key, other, "the file's own entry is in its key");
     }
 }

@@ -256,6 +256,30 @@ fn shards_partition_the_files() {
 }
 
 #[test]
+fn a_file_past_the_time_limit_is_a_failed_entry() {
+    let project = Project::new();
+    let out = project.foe(&[
+        "check",
+        "-p",
+        ".",
+        "--no-cache",
+        "--file-limit-s",
+        "0",
+        "standalone.c",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("standalone.c: error: killed after 0 s"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0 analysed, 0 from cache, 1 failed"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_file_that_does_not_compile_fails_alone() {
     let project = Project::new();
     std::fs::write(

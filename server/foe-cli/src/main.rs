@@ -608,6 +608,21 @@ mod tests {
         );
         assert!(s.analysis.report_plain_exceptions);
         assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
+        // Project mode hands each child the same settings.
+        let mut child = vec!["foe".to_string(), "check".into(), "f.c".into()];
+        child.extend(settings.as_set_args().expect("settings forward"));
+        let Command::Check {
+            settings: forwarded,
+            ..
+        } = Cli::parse_from(child).command
+        else {
+            panic!("parsed as another command")
+        };
+        assert_eq!(
+            forwarded.resolve().expect("forwarded settings resolve"),
+            s,
+            "a child resolves the settings its parent did"
+        );
         let bad = Settings {
             set: vec!["pFlags=-O1".into()],
             ..Settings::default()

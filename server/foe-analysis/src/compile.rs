@@ -189,6 +189,70 @@ fn compile_one(
     })
 }
 
+/// The files `text` (the content of `file`) includes, as clang's `-M` lists them with P's flags (system headers
+/// too), absolute: what a result for the file depends on besides its text and flags.
+pub fn included_files(
+    config: &AnalysisConfig,
+    file: &Path,
+    text: &str,
+) -> Result<Vec<PathBuf>, CompileError> {
+    let (p_flags, _) = build_flags(config, file);
+    let cwd = source_dir(file)
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    let mut cmd = process::command(&config.clang, &cwd);
+    cmd.args(&p_flags).args(["-M", "-x", "c", "-", "-o", "-"]);
+    let out = process::run_tool(cmd, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| {
+        CompileError::Unavailable {
+            clang: config.clang.display().to_string(),
+            reason: e.to_string(),
+        }
+    })?;
+    if out.timed_out || out.status != Some(0) {
+        let name = file.display().to_string();
+        let stderr = out.stderr.replace("<stdin>", &name);
+        let (first_error, line, column) = first_error(&stderr, &name);
+        return Err(CompileError::Rejected {
+            first_error,
+            line,
+            column,
+            stderr,
+        });
+    }
+    let rule = String::from_utf8_lossy(&out.stdout).replace("\\\n", " ");
+    let prerequisites = rule.split_once(": ").map_or("", |(_, p)| p);
+    Ok(make_words(prerequisites)
+        .into_iter()
+        .filter(|p| p != "<stdin>")
+        .map(|p| cwd.join(p))
+        .collect())
+}
+
+/// The words of a make rule's prerequisites (`\ ` is a space inside a name).
+fn make_words(text: &str) -> Vec<String> {
+    let mut words = vec![];
+    let mut cur = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            c if c.is_whitespace() => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
 /// clang's first `error:` line, with its line and column when it is in the analysed file.
 fn first_error(stderr: &str, name: &str) -> (String, Option<u32>, Option<u32>) {
     let Some(line) = stderr.lines().find(|l| l.contains("error:")) else {
@@ -220,17 +284,24 @@ fn source_dir(file: &Path) -> Option<PathBuf> {
 }
 
 /// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
-/// `build/` subdirectories) and returns the include paths, defines and language flags of its entry.
-pub fn flags_from_compile_commands(file: &Path) -> Option<(PathBuf, Vec<String>)> {
-    let (db, args, directory) = compile_command(file)?;
+/// `build/` subdirectories; only `database` when given, a file or the directory holding it, as `clang-tidy -p`)
+/// and returns the include paths, defines and language flags of its entry.
+pub fn flags_from_compile_commands(
+    file: &Path,
+    database: Option<&Path>,
+) -> Option<(PathBuf, Vec<String>)> {
+    let (db, args, directory) = compile_command(file, database)?;
     Some((db, keep_preprocessor_flags(&args, &directory)))
 }
 
 /// The code-generation flags of `file`'s `compile_commands.json` entry (optimisation, `-f`/`-m` options such as
 /// `-march` and the fast-math ones), without preprocessor, output, dependency, warning and debug flags; `None`
 /// when there is no entry.
-pub fn build_flags_from_compile_commands(file: &Path) -> Option<Vec<String>> {
-    let (_, args, _) = compile_command(file)?;
+pub fn build_flags_from_compile_commands(
+    file: &Path,
+    database: Option<&Path>,
+) -> Option<Vec<String>> {
+    let (_, args, _) = compile_command(file, database)?;
     Some(keep_codegen_flags(&args))
 }
 
@@ -265,10 +336,22 @@ fn keep_codegen_flags(args: &[String]) -> Vec<String> {
 
 /// The compile command of `file` found as [`flags_from_compile_commands`] describes: the database, the
 /// arguments and the directory of the entry.
-fn compile_command(file: &Path) -> Option<(PathBuf, Vec<String>, PathBuf)> {
+fn compile_command(
+    file: &Path,
+    database: Option<&Path>,
+) -> Option<(PathBuf, Vec<String>, PathBuf)> {
     let file = std::fs::canonicalize(file)
         .ok()
         .unwrap_or_else(|| file.to_path_buf());
+    if let Some(db) = database {
+        let db = if db.is_dir() {
+            db.join("compile_commands.json")
+        } else {
+            db.to_path_buf()
+        };
+        let (args, directory) = entry_args(&db, &file)?;
+        return Some((db, args, directory));
+    }
     let mut dir = file.parent();
     while let Some(d) = dir {
         for candidate in [
@@ -445,7 +528,7 @@ mod tests {
             dir.path().display()
         );
         std::fs::write(dir.path().join("compile_commands.json"), db).unwrap();
-        let flags = build_flags_from_compile_commands(&src).unwrap();
+        let flags = build_flags_from_compile_commands(&src, None).unwrap();
         assert_eq!(flags, vec!["-O2", "-march=haswell"]);
         let (p, pp) = user_build_pair(&flags);
         assert_eq!(p, vec!["-O2", "-march=haswell"]);
@@ -468,6 +551,16 @@ mod tests {
     }
 
     #[test]
+    fn lists_the_included_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k h.h"), "#define K 2\n").unwrap();
+        let src = dir.path().join("a.c");
+        let text = "#include \"k h.h\"\nint x = K;\n";
+        let files = included_files(&AnalysisConfig::default(), &src, text).unwrap();
+        assert_eq!(files, vec![dir.path().join("k h.h")]);
+    }
+
+    #[test]
     fn reads_compile_commands() {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("a.c");
@@ -478,7 +571,7 @@ mod tests {
             dir.path().display()
         );
         std::fs::write(dir.path().join("build/compile_commands.json"), db).unwrap();
-        let (_, flags) = flags_from_compile_commands(&src).unwrap();
+        let (_, flags) = flags_from_compile_commands(&src, None).unwrap();
         assert_eq!(
             flags,
             vec![

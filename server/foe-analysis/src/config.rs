@@ -62,6 +62,11 @@ pub struct AnalysisConfig {
     /// level nor a fast-math option keeps the defaults (a database written for tools, or a debug build); default
     /// true.
     pub flags_from_database: bool,
+    /// The compilation database to take the file's entry from (a `compile_commands.json` or the directory holding
+    /// it), instead of searching the file's directory and its parents; `foe check -p`. Not an editor setting, and
+    /// not part of the fingerprint (what it changes, the flags, is in every cache key); default none.
+    #[serde(skip)]
+    pub compile_commands: Option<PathBuf>,
 }
 
 impl Default for AnalysisConfig {
@@ -87,6 +92,7 @@ impl Default for AnalysisConfig {
             function_budget_ms: 10_000,
             file_budget_ms: 30_000,
             flags_from_database: true,
+            compile_commands: None,
         }
     }
 }

@@ -139,7 +139,8 @@ impl CancelToken {
 /// and defines, and (see [`AnalysisConfig::flags_from_database`]) its build flags as P and P'.
 fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     let mut config = request.config.clone();
-    if let Some((_, flags)) = compile::flags_from_compile_commands(request.path) {
+    let database = request.config.compile_commands.as_deref();
+    if let Some((_, flags)) = compile::flags_from_compile_commands(request.path, database) {
         config.extra_flags.extend(flags);
     }
     let defaults = AnalysisConfig::default();
@@ -149,14 +150,25 @@ fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     {
         // An entry without an optimisation level or fast-math option describes no shipped build (databases
         // written for tools, debug builds): the defaults stay.
-        if let Some(flags) = compile::build_flags_from_compile_commands(request.path).filter(|f| {
-            f.iter()
-                .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
-        }) {
+        if let Some(flags) = compile::build_flags_from_compile_commands(request.path, database)
+            .filter(|f| {
+                f.iter()
+                    .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
+            })
+        {
             (config.flags_p, config.flags_p_prime) = compile::user_build_pair(&flags);
         }
     }
     config
+}
+
+/// The files the request's file includes (its database entry's flags applied), absolute, as clang lists them:
+/// with the file's text, its entry and [`FileReport::linked_units`], what its report depends on.
+pub fn included_files(
+    request: &AnalysisRequest<'_>,
+) -> Result<Vec<std::path::PathBuf>, AnalysisError> {
+    compile::included_files(&effective_config(request), request.path, request.text)
+        .map_err(compile_error)
 }
 
 fn compile_error(e: CompileError) -> AnalysisError {
@@ -584,5 +596,10 @@ pub fn analyse(
         flags_p: config.flags_p.clone(),
         flags_p_prime: config.flags_p_prime.clone(),
         ftz_p_prime: config.p_prime_ftz(),
+        linked_units: linked
+            .units
+            .iter()
+            .map(|u| u.display().to_string())
+            .collect(),
     })
 }

@@ -30,8 +30,8 @@ pub struct Linked {
 }
 
 /// The translation units of the compilation database that covers `file` (none without one).
-fn database_units(file: &Path) -> Vec<PathBuf> {
-    let Some((db, _)) = compile::flags_from_compile_commands(file) else {
+fn database_units(file: &Path, database: Option<&Path>) -> Vec<PathBuf> {
+    let Some((db, _)) = compile::flags_from_compile_commands(file, database) else {
         return vec![];
     };
     let Ok(text) = std::fs::read_to_string(&db) else {
@@ -116,7 +116,9 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
     let text = std::fs::read(unit).ok()?;
     let text = String::from_utf8_lossy(&text).into_owned();
     let mut config = base.clone();
-    if let Some((_, flags)) = compile::flags_from_compile_commands(unit) {
+    if let Some((_, flags)) =
+        compile::flags_from_compile_commands(unit, base.compile_commands.as_deref())
+    {
         config.extra_flags.extend(flags);
     }
     let (p_flags, pp_flags) = compile::build_flags(&config, unit);
@@ -218,7 +220,7 @@ pub fn link_units(
     if queue.is_empty() {
         return (pair, linked);
     }
-    let units = database_units(file);
+    let units = database_units(file, base.compile_commands.as_deref());
     if units.is_empty() {
         return (pair, linked);
     }

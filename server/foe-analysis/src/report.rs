@@ -459,6 +459,9 @@ pub struct FileReport {
     pub flags_p: Vec<String>,
     pub flags_p_prime: Vec<String>,
     pub ftz_p_prime: bool,
+    /// Other units of the compilation database linked into both builds (what the file calls from them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub linked_units: Vec<String>,
 }
 
 impl FileReport {

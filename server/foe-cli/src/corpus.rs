@@ -3,12 +3,11 @@
 //! by status and reason, the share analysed with evidence, time per file (median, p90, max), executions, and
 //! the files where foe itself failed.
 
-use foe_analysis::process;
-use serde_json::Value;
+use crate::runner;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What one `foe check` of one file gave.
 struct FileRun {
@@ -25,11 +24,7 @@ struct FileRun {
 /// The files of a compilation database, or of `files.txt` beside it when there is one (a corpus's own
 /// selection), relative paths resolved against the database's directory.
 pub fn corpus_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let db = if corpus.is_dir() {
-        corpus.join("compile_commands.json")
-    } else {
-        corpus.to_path_buf()
-    };
+    let db = runner::database_path(corpus);
     let root = db.parent().unwrap_or(Path::new(".")).to_path_buf();
     let list = root.join("files.txt");
     if list.is_file() {
@@ -41,21 +36,10 @@ pub fn corpus_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
             .map(|l| root.join(l))
             .collect());
     }
-    let entries: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(&db).map_err(|e| {
-            anyhow::anyhow!("cannot read the compilation database {}: {e}", db.display())
-        })?)?;
-    let mut files: Vec<PathBuf> = entries
-        .iter()
-        .filter_map(|e| {
-            let file = Path::new(e["file"].as_str()?);
-            let dir = Path::new(e["directory"].as_str().unwrap_or("."));
-            Some(dir.join(file))
-        })
-        .collect();
-    files.sort();
-    files.dedup();
-    Ok(files)
+    Ok(runner::database_entries(&db)?
+        .into_iter()
+        .map(|e| e.file)
+        .collect())
 }
 
 /// Runs `foe check --format json` on each file (with `extra_args`), at most `limit` per file, and prints the
@@ -67,32 +51,26 @@ pub fn run(
     extra_args: &[String],
     reports: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let exe = std::env::current_exe()?;
-    let root = if corpus.is_dir() {
-        corpus.to_path_buf()
+    let root = std::path::absolute(if corpus.is_dir() {
+        corpus
     } else {
-        corpus.parent().unwrap_or(Path::new(".")).to_path_buf()
-    };
+        corpus.parent().unwrap_or(Path::new("."))
+    })?;
     if let Some(dir) = reports {
         std::fs::create_dir_all(dir)?;
     }
     let mut runs = Vec::new();
     for (i, file) in files.iter().enumerate() {
-        let dir = file.parent().unwrap_or(Path::new("."));
-        let mut cmd = process::command(&exe, dir);
-        cmd.args(["check", "--format", "json"])
-            .args(extra_args)
-            .arg(file);
-        let started = Instant::now();
-        let out = process::run_tool(cmd, None, limit)?;
-        let seconds = started.elapsed().as_secs_f64();
-        if let Some(dir) = reports {
-            let rel = file.strip_prefix(&root).unwrap_or(file);
+        let file = std::path::absolute(file)?;
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        let run = runner::check_in_child(&file, dir, "json", extra_args, limit)?;
+        if let (Some(dir), Some(report)) = (reports, &run.output) {
+            let rel = file.strip_prefix(&root).unwrap_or(&file);
             let name = rel.to_string_lossy().replace('/', "_");
-            std::fs::write(dir.join(format!("{name}.json")), &out.stdout)?;
+            std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(report)?)?;
         }
-        let report: Option<Value> = serde_json::from_slice(&out.stdout).ok();
-        let functions = report
+        let functions = run
+            .output
             .as_ref()
             .and_then(|r| r["functions"].as_array())
             .map(|fs| {
@@ -115,20 +93,13 @@ pub fn run(
                     .collect()
             })
             .unwrap_or_default();
-        let exit = if out.timed_out { None } else { out.status };
-        let error = if matches!(exit, Some(0) | Some(1)) {
-            String::new()
-        } else if out.timed_out {
-            format!("killed after {} s", limit.as_secs())
-        } else {
-            out.stderr.lines().next().unwrap_or("").to_string()
-        };
+        let error = run.failure(limit).unwrap_or_default();
         eprintln!(
             "[{}/{}] {} {:.1} s{}",
             i + 1,
             files.len(),
             file.display(),
-            seconds,
+            run.seconds,
             if error.is_empty() {
                 String::new()
             } else {
@@ -137,8 +108,8 @@ pub fn run(
         );
         runs.push(FileRun {
             file: file.display().to_string(),
-            seconds,
-            exit,
+            seconds: run.seconds,
+            exit: run.exit,
             functions,
             error,
         });

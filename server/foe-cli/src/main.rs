@@ -6,6 +6,10 @@
 mod bench;
 mod corpus;
 mod output;
+mod project_mode;
+mod project_report;
+mod result_cache;
+mod runner;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -30,14 +34,40 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Analyse a file: report inputs where P and P' raise different exception traces.
+    /// Analyse a file: report inputs where P and P' raise different exception traces. With `-p BUILD_DIR`, every
+    /// file of that compilation database (or the named ones), one report for all.
     Check {
-        file: PathBuf,
+        /// The file; with -p, the files of the database to analyse (default all of them).
+        #[arg(required_unless_present = "build_dir")]
+        files: Vec<PathBuf>,
+        /// Project mode: the directory holding `compile_commands.json` (or the file itself); each file is analysed
+        /// with its own entry's flags, in a child process of its own.
+        #[arg(short = 'p', long = "build-dir", value_name = "BUILD_DIR")]
+        build_dir: Option<PathBuf>,
         /// Analyse only this function.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "build_dir")]
         function: Option<String>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// With -p: files analysed at once (default: the number of cores).
+        #[arg(short = 'j', long, requires = "build_dir")]
+        jobs: Option<usize>,
+        /// With -p: analyse only part K of N of the files (sorted by path, every N-th from the K-th), so that a
+        /// CI matrix of N machines covers each file once.
+        #[arg(long, value_name = "K/N", requires = "build_dir")]
+        shard: Option<project_mode::Shard>,
+        /// With -p: where results are cached (default $FOE_CACHE_DIR, else ~/.cache/foe/results).
+        #[arg(long, value_name = "DIR", requires = "build_dir")]
+        cache_dir: Option<PathBuf>,
+        /// With -p: neither read nor store cached results.
+        #[arg(long, requires = "build_dir")]
+        no_cache: bool,
+        /// With -p: kill the analysis of one file after this many seconds (the file is reported as failed).
+        #[arg(long, default_value_t = 600, requires = "build_dir")]
+        file_limit_s: u64,
+        /// The compilation database to take the file's entry from (what -p gives each file's analysis).
+        #[arg(long, value_name = "DB", hide = true, conflicts_with = "build_dir")]
+        compile_commands: Option<PathBuf>,
         #[command(flatten)]
         settings: Settings,
     },
@@ -91,10 +121,14 @@ enum Command {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Text,
     Json,
     Sarif,
+    /// The JSON report, the text and the SARIF together (`{"report", "text", "sarif"}`): what each file's child
+    /// gives `foe check -p`.
+    #[value(hide = true)]
+    Bundle,
 }
 
 /// Settings shared by the analysing commands; unset ones keep the defaults. Each flag is a shorthand for a key
@@ -208,6 +242,15 @@ impl Settings {
     fn finding_options(&self) -> anyhow::Result<FindingOptions> {
         Ok(self.resolve()?.findings)
     }
+
+    /// These settings as `--set KEY=VALUE` arguments, for a child `foe check`.
+    fn as_set_args(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self
+            .pairs()?
+            .into_iter()
+            .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
+            .collect())
+    }
 }
 
 fn main() -> ExitCode {
@@ -296,16 +339,61 @@ fn engine_error(e: AnalysisError) -> anyhow::Result<ExitCode> {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Check {
-            file,
+            build_dir: Some(build_dir),
+            files,
+            format,
+            jobs,
+            shard,
+            cache_dir,
+            no_cache,
+            file_limit_s,
+            settings,
+            ..
+        } => {
+            let cache_dir = if no_cache {
+                None
+            } else {
+                Some(
+                    cache_dir
+                        .or_else(result_cache::default_dir)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "no cache directory: set HOME, FOE_CACHE_DIR or --cache-dir"
+                            )
+                        })?,
+                )
+            };
+            project_mode::run(project_mode::ProjectOptions {
+                build_dir,
+                files,
+                jobs: jobs
+                    .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+                shard,
+                cache_dir,
+                file_limit: std::time::Duration::from_secs(file_limit_s),
+                format,
+                child_args: settings.as_set_args()?,
+                config: settings.config()?,
+                findings_key: serde_json::to_string(&settings.finding_options()?)?,
+            })
+        }
+        Command::Check {
+            files,
             function,
             format,
+            compile_commands,
             settings,
+            ..
         } => {
-            let config = settings.config()?;
+            let [file] = files.as_slice() else {
+                anyhow::bail!("foe check takes one file; to analyse several, give their compilation database with -p");
+            };
+            let mut config = settings.config()?;
+            config.compile_commands = compile_commands;
             let options = settings.finding_options()?;
-            let text = read_source(&file)?;
+            let text = read_source(file)?;
             let request = AnalysisRequest {
-                path: &file,
+                path: file,
                 text: &text,
                 config: &config,
                 only_function: function.as_deref(),
@@ -331,6 +419,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Format::Sarif => emit(format!(
                     "{}\n",
                     serde_json::to_string_pretty(&output::sarif(&report, &shown))?
+                )),
+                Format::Bundle => emit(format!(
+                    "{}\n",
+                    serde_json::json!({
+                        "report": output::json_report(&report, &shown),
+                        "text": output::text_report(&report, &shown),
+                        "sarif": output::sarif(&report, &shown),
+                    })
                 )),
             }
             Ok(ExitCode::from(if report.divergence_count() > 0 {
@@ -367,7 +463,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Err(e) => return engine_error(e),
             };
             match format {
-                Format::Json | Format::Sarif => {
+                Format::Json | Format::Sarif | Format::Bundle => {
                     emit(format!("{}\n", serde_json::to_string_pretty(&replayed)?))
                 }
                 Format::Text => emit(output::text_replay(&replayed, &file)),
@@ -518,6 +614,21 @@ mod tests {
         );
         assert!(s.analysis.report_plain_exceptions);
         assert_eq!(s.findings.extreme_inputs_severity, findings::ShownAs::Off);
+        // Project mode hands each child the same settings.
+        let mut child = vec!["foe".to_string(), "check".into(), "f.c".into()];
+        child.extend(settings.as_set_args().expect("settings forward"));
+        let Command::Check {
+            settings: forwarded,
+            ..
+        } = Cli::parse_from(child).command
+        else {
+            panic!("parsed as another command")
+        };
+        assert_eq!(
+            forwarded.resolve().expect("forwarded settings resolve"),
+            s,
+            "a child resolves the settings its parent did"
+        );
         let bad = Settings {
             set: vec!["pFlags=-O1".into()],
             ..Settings::default()

@@ -109,6 +109,7 @@ impl Engine for Scripted {
             flags_p: request.config.flags_p.clone(),
             flags_p_prime: request.config.flags_p_prime.clone(),
             ftz_p_prime: false,
+            linked_units: vec![],
         })
     }
 }

@@ -57,6 +57,7 @@ fn report(functions: Vec<FunctionReport>) -> FileReport {
         flags_p: vec!["-O0".into()],
         flags_p_prime: vec!["-O2".into(), "-ffast-math".into()],
         ftz_p_prime: true,
+        linked_units: vec![],
     }
 }
 

@@ -168,6 +168,34 @@ impl MathFn {
             | MathFn::Tanh => &[],
         }
     }
+
+    /// Whether this function raises `kind` on the finite arguments `args`, whose IEEE result (the C library's,
+    /// [`ieee_math`]) is `r`; `min_normal` is the format's smallest normal number. C Annex F: a pole is
+    /// divide-by-zero, an argument outside the domain invalid, an infinite result of a finite argument overflow, a
+    /// tiny nonzero-argument result underflow. Must agree with [`MathFn::exception_kinds`] (a test checks it).
+    pub fn ieee_raises(self, kind: ExceptionKind, args: &[f64], r: f64, min_normal: f64) -> bool {
+        use ExceptionKind::*;
+        let x = args.first().copied().unwrap_or(0.0);
+        let y = args.get(1).copied().unwrap_or(0.0);
+        let tiny = r.abs() < min_normal;
+        match (self, kind) {
+            (MathFn::Sqrt, Invalid) => x < 0.0,
+            (MathFn::Fmod, Invalid) => y == 0.0,
+            (MathFn::Exp | MathFn::Exp2, Overflow) => r.is_infinite(),
+            (MathFn::Exp | MathFn::Exp2, Underflow) => tiny && x != 0.0,
+            (MathFn::Log | MathFn::Log2 | MathFn::Log10, Invalid) => x < 0.0,
+            (MathFn::Log | MathFn::Log2 | MathFn::Log10, DivideByZero) => x == 0.0,
+            (MathFn::Pow, Invalid) => x < 0.0 && y.fract() != 0.0,
+            (MathFn::Pow, DivideByZero) => x == 0.0 && y < 0.0,
+            (MathFn::Pow, Overflow) => x != 0.0 && r.is_infinite(),
+            (MathFn::Pow, Underflow) => tiny && x != 0.0 && y != 0.0 && r.is_finite(),
+            (MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1, Overflow) => r.is_infinite(),
+            (MathFn::Log1p, Invalid) => x < -1.0,
+            (MathFn::Log1p, DivideByZero) => x == -1.0,
+            (MathFn::Asin | MathFn::Acos, Invalid) => x.abs() > 1.0,
+            _ => false,
+        }
+    }
 }
 
 /// Rounding of a real to an integral value (C `floor`, `ceil`, `trunc`, `round`).

@@ -262,22 +262,8 @@ fn raises(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<bool> {
             kind == Invalid && (t < lo || t > hi)
         }
         SiteOp::Math(func) => {
-            let y = args.get(1).copied().unwrap_or(0.0);
             let r = sym::ieee_math(func, fmt, args);
-            let tiny = r.abs() < min_normal(fmt);
-            match (func, kind) {
-                (MathFn::Sqrt, Invalid) => x < 0.0,
-                (MathFn::Fmod, Invalid) => y == 0.0,
-                (MathFn::Exp | MathFn::Exp2, Overflow) => r.is_infinite(),
-                (MathFn::Exp | MathFn::Exp2, Underflow) => tiny && x != 0.0,
-                (MathFn::Log | MathFn::Log2 | MathFn::Log10, Invalid) => x < 0.0,
-                (MathFn::Log | MathFn::Log2 | MathFn::Log10, DivideByZero) => x == 0.0,
-                (MathFn::Pow, Invalid) => x < 0.0 && y.fract() != 0.0,
-                (MathFn::Pow, DivideByZero) => x == 0.0 && y < 0.0,
-                (MathFn::Pow, Overflow) => x != 0.0 && r.is_infinite(),
-                (MathFn::Pow, Underflow) => tiny && x != 0.0 && y != 0.0 && r.is_finite(),
-                _ => false,
-            }
+            func.ieee_raises(kind, args, r, min_normal(fmt))
         }
     })
 }
@@ -301,5 +287,46 @@ mod tests {
         assert_eq!(holds(&overflow, &[ArgValue::F64(1e154)]), Some(false));
         assert_eq!(holds(&underflow, &[ArgValue::F64(1e-160)]), Some(true));
         assert_eq!(holds(&underflow, &[ArgValue::F64(0.0)]), Some(false));
+    }
+
+    /// Every function's IEEE check agrees with the kinds it declares: each declared kind is raised by some
+    /// argument and not by an ordinary one.
+    #[test]
+    fn every_math_function_raises_what_it_declares() {
+        use crate::sym::MathFn::*;
+        use ExceptionKind::*;
+        let cases: &[(crate::sym::MathFn, ExceptionKind, &[f64], &[f64])] = &[
+            (Sqrt, Invalid, &[-1.0], &[4.0]),
+            (Fmod, Invalid, &[1.0, 0.0], &[5.0, 3.0]),
+            (Exp, Overflow, &[710.0], &[1.0]),
+            (Exp, Underflow, &[-740.0], &[-1.0]),
+            (Exp2, Overflow, &[1024.0], &[3.0]),
+            (Exp2, Underflow, &[-1070.0], &[-3.0]),
+            (Log, Invalid, &[-1.0], &[2.0]),
+            (Log, DivideByZero, &[0.0], &[2.0]),
+            (Log2, DivideByZero, &[0.0], &[2.0]),
+            (Log10, Invalid, &[-2.0], &[10.0]),
+            (Pow, Invalid, &[-2.0, 0.5], &[2.0, 0.5]),
+            (Pow, DivideByZero, &[0.0, -1.0], &[0.0, 1.0]),
+            (Pow, Overflow, &[10.0, 400.0], &[10.0, 3.0]),
+            (Pow, Underflow, &[10.0, -320.0], &[10.0, -3.0]),
+            (Hypot, Overflow, &[1.5e308, 1.5e308], &[3.0, 4.0]),
+            (Sinh, Overflow, &[711.0], &[1.0]),
+            (Cosh, Overflow, &[-711.0], &[1.0]),
+            (Expm1, Overflow, &[710.0], &[1.0]),
+            (Log1p, Invalid, &[-2.0], &[-0.5]),
+            (Log1p, DivideByZero, &[-1.0], &[-0.5]),
+            (Asin, Invalid, &[1.5], &[0.5]),
+            (Acos, Invalid, &[-1.5], &[-0.5]),
+        ];
+        for &(func, kind, raising, ordinary) in cases {
+            assert!(func.exception_kinds().contains(&kind), "{} does not declare {kind:?}", func.name());
+            let check = |args: &[f64]| {
+                let r = sym::ieee_math(func, FloatFormat::Double, args);
+                func.ieee_raises(kind, args, r, f64::MIN_POSITIVE)
+            };
+            assert!(check(raising), "{}({raising:?}) should raise {kind:?}", func.name());
+            assert!(!check(ordinary), "{}({ordinary:?}) should not raise {kind:?}", func.name());
+        }
     }
 }

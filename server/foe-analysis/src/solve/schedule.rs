@@ -1,13 +1,14 @@
-//! Which queries are solved: the paths of each operation's exception in rounds, until one gives an input.
+//! Which queries are solved: the paths of each operation's exception in rounds, a few per operation.
 //!
 //! A loop unrolled by the model or a chain of branches asks the same question (can this operation raise this
 //! exception?) once per path, often hundreds of times. Solving them all in query order spends the budget on the
 //! deep paths of the first operations and leaves the later ones unasked. So queries are grouped by site (build,
-//! operation, source location, exception kind) and solved in rounds: round `r` solves the `r`-th path of every site
-//! that has no input yet. A site stops at its first input whose rounding raises the exception ([`Covered`]), or
-//! after [`PATHS_PER_SITE`] paths gave none, a path the solver gave up on counting twice ([`Capped`], reported as
-//! a cut). Each round is one deterministic batch,
-//! so the set of queries solved does not depend on thread timing.
+//! operation, source location, exception kind) and solved in rounds: round `r` solves the `r`-th path of every
+//! site. A site stops after [`PATHS_PER_SITE`] paths, a path the solver gave up on counting twice; its other paths
+//! are [`Covered`] when one of its paths gave an input whose rounding raises the exception (the question is
+//! answered; several paths still give the search several inputs, which a reordered sum needs), else [`Capped`]
+//! (reported as a cut). Each round is one deterministic batch, so the set of queries solved does not depend on
+//! thread timing.
 //!
 //! [`Covered`]: Skip::Covered
 //! [`Capped`]: Skip::Capped
@@ -15,7 +16,7 @@
 use crate::model::Query;
 use std::collections::{BTreeMap, VecDeque};
 
-/// At most this many paths of one site are solved while none gives an input.
+/// At most this many paths of one site are solved.
 pub const PATHS_PER_SITE: usize = 4;
 
 /// Why a query was not solved.
@@ -30,7 +31,7 @@ pub(super) enum Skip {
 /// How one solved query went, as far as its site is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Answer {
-    /// An input whose rounding raises the exception: the site is covered.
+    /// An input whose rounding raises the exception: the site's question is answered.
     Hit,
     /// Unsatisfiable, or an input that misses the exception.
     NoHit,
@@ -59,49 +60,51 @@ pub(super) fn in_rounds(
     }
     let mut skipped = Vec::new();
     // Sites in the order their first query comes, so rounds follow the function's text.
-    let mut open: Vec<(VecDeque<usize>, usize)> = Vec::new();
+    let mut open: Vec<Site> = Vec::new();
     for key in first_seen {
         let queue = sites.remove(&key).unwrap_or_default();
-        let same_site: Vec<usize> = jobs
+        let covered_before = jobs
             .iter()
             .enumerate()
-            .filter(|(_, q)| site_key(q) == key)
-            .map(|(i, _)| i)
-            .collect();
-        if same_site.iter().any(|&i| covered(i)) {
-            skipped.extend(queue.into_iter().map(|i| (i, Skip::Covered)));
-        } else {
-            open.push((queue, 0));
-        }
+            .any(|(i, q)| site_key(q) == key && covered(i));
+        open.push(Site {
+            queue,
+            tried: 0,
+            hit: covered_before,
+        });
     }
     loop {
-        let batch: Vec<usize> = open.iter().filter_map(|(q, _)| q.front().copied()).collect();
+        let batch: Vec<usize> = open.iter().filter_map(|s| s.queue.front().copied()).collect();
         if batch.is_empty() {
             break;
         }
         let answers = solve_round(&batch);
         let mut answered = answers.into_iter();
-        for (queue, tried) in open.iter_mut().filter(|(q, _)| !q.is_empty()) {
-            queue.pop_front();
-            *tried += 1;
-            let skip = match answered.next().unwrap_or(Answer::NoHit) {
-                Answer::Hit => Skip::Covered,
-                Answer::GaveUp => {
-                    *tried += 1;
-                    if *tried >= PATHS_PER_SITE {
-                        Skip::Capped
-                    } else {
-                        continue;
-                    }
+        for site in open.iter_mut().filter(|s| !s.queue.is_empty()) {
+            site.queue.pop_front();
+            site.tried += match answered.next().unwrap_or(Answer::NoHit) {
+                Answer::Hit => {
+                    site.hit = true;
+                    1
                 }
-                Answer::NoHit if *tried >= PATHS_PER_SITE => Skip::Capped,
-                Answer::NoHit => continue,
+                Answer::NoHit => 1,
+                Answer::GaveUp => 2,
             };
-            skipped.extend(queue.drain(..).map(|i| (i, skip)));
+            if site.tried >= PATHS_PER_SITE {
+                let skip = if site.hit { Skip::Covered } else { Skip::Capped };
+                skipped.extend(site.queue.drain(..).map(|i| (i, skip)));
+            }
         }
     }
     skipped.sort_unstable_by_key(|(i, _)| *i);
     skipped
+}
+
+/// One site's paths still to solve, how many count as tried, and whether one gave an input.
+struct Site {
+    queue: VecDeque<usize>,
+    tried: usize,
+    hit: bool,
 }
 
 /// What makes two queries ask the same question on different paths.
@@ -133,7 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn solves_paths_of_each_site_in_rounds_until_one_hits() {
+    fn solves_a_few_paths_of_each_site_in_rounds() {
         use ExceptionKind::Overflow;
         // Site 10 has six paths and hits on its second; site 20 has six paths and never hits.
         let queries: Vec<Query> = [10, 20, 10, 20, 10, 20, 10, 20, 10, 20, 10, 20]
@@ -150,36 +153,24 @@ mod tests {
                 .map(|&i| if i == 2 { Answer::Hit } else { Answer::NoHit })
                 .collect()
         });
-        assert_eq!(rounds, vec![vec![0, 1], vec![2, 3], vec![5], vec![7]]);
-        let capped: Vec<usize> = skipped
-            .iter()
-            .filter(|(_, s)| *s == Skip::Capped)
-            .map(|(i, _)| *i)
-            .collect();
-        let covered: Vec<usize> = skipped
-            .iter()
-            .filter(|(_, s)| *s == Skip::Covered)
-            .map(|(i, _)| *i)
-            .collect();
-        assert_eq!(capped, vec![9, 11]);
-        assert_eq!(covered, vec![4, 6, 8, 10]);
+        assert_eq!(rounds, vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
+        assert_eq!(
+            skipped,
+            vec![(8, Skip::Covered), (9, Skip::Capped), (10, Skip::Covered), (11, Skip::Capped)]
+        );
     }
 
     #[test]
-    fn a_site_covered_by_an_earlier_result_is_not_solved_again() {
-        let queries = [
-            query(10, ExceptionKind::Overflow),
-            query(10, ExceptionKind::Overflow),
-            query(10, ExceptionKind::Underflow),
-        ];
+    fn a_site_covered_by_an_earlier_result_is_covered_when_capped() {
+        let queries: Vec<Query> = (0..6).map(|_| query(10, ExceptionKind::Overflow)).collect();
         let jobs: Vec<&Query> = queries.iter().collect();
         let mut solved = Vec::new();
-        let skipped = in_rounds(&jobs, &[1, 2], |i| i == 0, |batch| {
+        let skipped = in_rounds(&jobs, &[1, 2, 3, 4, 5], |i| i == 0, |batch| {
             solved.extend_from_slice(batch);
             vec![Answer::NoHit; batch.len()]
         });
-        assert_eq!(solved, vec![2]);
-        assert_eq!(skipped, vec![(1, Skip::Covered)]);
+        assert_eq!(solved, vec![1, 2, 3, 4]);
+        assert_eq!(skipped, vec![(5, Skip::Covered)]);
     }
 
     #[test]

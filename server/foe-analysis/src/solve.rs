@@ -29,6 +29,11 @@ use std::time::Instant;
 use z3::ast::{Bool, Int, Real, BV};
 use z3::{SatResult, Solver};
 
+/// The full version of the libz3 this process loaded (`Z3_get_full_version`), e.g. "5.4.1.0".
+pub fn z3_version() -> &'static str {
+    z3::full_version()
+}
+
 /// An input the solver proposes for one exception condition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate {
@@ -1108,4 +1113,19 @@ fn is_float_param(sig: &FunctionSignature, i: usize) -> bool {
         .get(i)
         .and_then(|p| p.ty.float_format())
         .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The binaries load the Z3 that `.cargo/config.toml` names (FOE_Z3_PREFIX ends in its version), not
+    /// another libz3 that the linker or the loader found first.
+    #[test]
+    fn loads_the_z3_of_the_configured_prefix() {
+        let prefix = env!("FOE_Z3_PREFIX");
+        let version = super::z3_version();
+        assert!(
+            prefix.ends_with(&format!("/z3-{version}")),
+            "loaded Z3 {version}, but FOE_Z3_PREFIX is {prefix}"
+        );
+    }
 }

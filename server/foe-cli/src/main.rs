@@ -277,7 +277,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// The version and the sandbox layers the user's code gets on this machine.
+/// The version, the libz3 loaded and the sandbox layers the user's code gets on this machine.
 fn print_version() {
     let sandbox = match foe_analysis::sandbox::probe() {
         Ok(layers) => format!(
@@ -286,7 +286,11 @@ fn print_version() {
         ),
         Err(e) => format!("sandbox: cannot be checked: {e}\n"),
     };
-    emit(format!("foe {}\n{sandbox}", env!("CARGO_PKG_VERSION")));
+    emit(format!(
+        "foe {}\nsolver: Z3 {}\n{sandbox}",
+        env!("CARGO_PKG_VERSION"),
+        foe_analysis::solve::z3_version()
+    ));
 }
 
 /// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would

@@ -3,7 +3,7 @@
 //! query does not hold here is retried with Z3's floating-point theory.
 
 use crate::round::{f64_to_rational, FloatFormat};
-use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, MathFn, Site, SiteOp};
+use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, Site, SiteOp};
 use crate::types::{ArgValue, ExceptionKind};
 use num_bigint::BigInt;
 use num_rational::BigRational;

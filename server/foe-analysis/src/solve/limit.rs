@@ -102,7 +102,7 @@ impl Limiter<'_> {
             tracing::debug!(budget_ms, "query stopped by the wall-clock safety net");
         }
         let used = rlimit_count(solver).saturating_sub(before);
-        tracing::trace!(used, budget = units, ?result, ?took, "z3 check");
+        tracing::trace!(used, budget = units, ?result, ?took, reason = ?(result == SatResult::Unknown).then(|| solver.get_reason_unknown()), "z3 check");
         let spent = (used / RLIMIT_PER_MS).min(budget_ms as u64) as u32;
         self.last_spent_ms.set(spent);
         self.total_spent_ms

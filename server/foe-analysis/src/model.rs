@@ -34,6 +34,10 @@ pub struct Query {
     /// The LLVM opcode or callee (`fmul`, `call exp`, `fptosi`).
     pub operation: String,
     pub loc: Option<SourceLoc>,
+    /// Which instruction of the build's function raised it, numbered in the order the model first met it: the
+    /// lanes of a vector operation, or two calls inlined at one line, are different operations at one location.
+    #[serde(default)]
+    pub instruction: u32,
     /// Path condition ∧ assumptions ∧ the exception condition; the constant `false` when it cannot hold.
     pub formula: Formula,
 }

@@ -111,7 +111,10 @@ pub fn search(
     for c in candidates {
         match fits(sig, c) {
             Err(reason) => tracing::warn!(function = %sig.name, %reason, "candidate skipped"),
-            Ok(()) if seen.insert(c.key()) => cands.push(c),
+            Ok(()) if seen.insert(c.key()) => {
+                tracing::trace!(candidate = ?c.0, "candidate");
+                cands.push(c)
+            }
             Ok(()) => {}
         }
     }

@@ -8,6 +8,7 @@ mod check;
 pub mod child;
 mod fp;
 mod interval;
+mod invert;
 mod limit;
 mod real;
 mod schedule;
@@ -213,23 +214,31 @@ fn solve_reusing(
             limiter,
         )
     };
-    let hits_before: Vec<bool> = real.iter().map(|r| r.as_ref().is_some_and(RealResult::hits)).collect();
-    let skipped = schedule::in_rounds(&jobs, &todo, |i| hits_before[i], |batch| {
-        let results = limit::parallel(batch, cfg.threads, first_round);
-        batch
-            .iter()
-            .zip(results)
-            .map(|(&i, r)| {
-                let answer = match &r {
-                    Some(r) if r.hits() => schedule::Answer::Hit,
-                    Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
-                    _ => schedule::Answer::GaveUp,
-                };
-                real[i] = r;
-                answer
-            })
-            .collect()
-    });
+    let hits_before: Vec<bool> = real
+        .iter()
+        .map(|r| r.as_ref().is_some_and(RealResult::hits))
+        .collect();
+    let skipped = schedule::in_rounds(
+        &jobs,
+        &todo,
+        |i| hits_before[i],
+        |batch| {
+            let results = limit::parallel(batch, cfg.threads, first_round);
+            batch
+                .iter()
+                .zip(results)
+                .map(|(&i, r)| {
+                    let answer = match &r {
+                        Some(r) if r.hits() => schedule::Answer::Hit,
+                        Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
+                        _ => schedule::Answer::GaveUp,
+                    };
+                    real[i] = r;
+                    answer
+                })
+                .collect()
+        },
+    );
     let capped = skipped
         .iter()
         .filter(|(_, why)| *why == schedule::Skip::Capped)
@@ -395,6 +404,7 @@ fn solve_real(
     // The parts share the budget, counted in Z3's resource units (deterministic), not in time.
     let start = limiter.total_spent_ms();
     let mut values: HashMap<usize, ArgValue> = HashMap::new();
+    let mut inverted: HashMap<usize, ArgValue> = HashMap::new();
     for part in independent_parts(formula, &domain_params(domain)) {
         let spent = limiter.total_spent_ms() - start;
         let remaining = (timeout_ms as u64).saturating_sub(spent) as u32;
@@ -407,22 +417,29 @@ fn solve_real(
                 misses: false,
             };
         }
+        let (part_values, part_inverted) = part_values;
+        if let Some(alternative) = part_inverted {
+            inverted.extend(alternative);
+        }
         values.extend(part_values);
     }
-    let input = Input(
-        sig.params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                values.remove(&i).unwrap_or(match p.ty {
-                    ParamType::F64 => ArgValue::F64(0.0),
-                    ParamType::F32 => ArgValue::F32(0.0),
-                    ParamType::Int { .. } => ArgValue::Int(0),
-                    ParamType::OutPtr { .. } => ArgValue::OutPtr,
+    let input_of = |values: &HashMap<usize, ArgValue>| {
+        Input(
+            sig.params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    values.get(&i).copied().unwrap_or(match p.ty {
+                        ParamType::F64 => ArgValue::F64(0.0),
+                        ParamType::F32 => ArgValue::F32(0.0),
+                        ParamType::Int { .. } => ArgValue::Int(0),
+                        ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                    })
                 })
-            })
-            .collect(),
-    );
+                .collect(),
+        )
+    };
+    let input = input_of(&values);
     let verdict = Verdict::Sat;
     if check::holds(formula, &input.0) != Some(false) {
         return RealResult {
@@ -430,6 +447,22 @@ fn solve_real(
             input: Some(input),
             misses: false,
         };
+    }
+    if !inverted.is_empty() {
+        let mut alternative = values.clone();
+        alternative.extend(inverted);
+        let alternative = input_of(&alternative);
+        let found = std::iter::once(alternative.clone())
+            .filter(|a| check::holds(formula, &a.0) == Some(true))
+            .chain(repair(formula, &alternative))
+            .next();
+        if let Some(found) = found {
+            return RealResult {
+                verdict,
+                input: Some(found),
+                misses: false,
+            };
+        }
     }
     match repair(formula, &input) {
         // A neighbour of the rounded model raises it: Ariadne's findFloat step.
@@ -547,7 +580,7 @@ fn solve_part(
     timeout_ms: u32,
     approach: Approach<'_>,
     limiter: &limit::Limiter<'_>,
-) -> (Verdict, Vec<(usize, ArgValue)>) {
+) -> (Verdict, PartValues) {
     let floats: Vec<usize> = part
         .params
         .iter()
@@ -611,7 +644,7 @@ fn solve_part(
             return (verdict, values);
         }
     }
-    (Verdict::Unknown, vec![])
+    (Verdict::Unknown, Default::default())
 }
 
 /// Bindings of all float parameters but one tried per part that Z3 gives up on.
@@ -716,6 +749,10 @@ fn rational_degree(conjuncts: &[Expr]) -> u64 {
     worst
 }
 
+/// A part's model: the rounded parameter values, and the same with the bare arguments of elementary functions
+/// inverted at the functions' model values ([`invert::inverted`]), when any are.
+type PartValues = (Vec<(usize, ArgValue)>, Option<Vec<(usize, ArgValue)>>);
+
 /// One Z3 check of a part, with `bindings` fixing some float parameters to values.
 fn check_part(
     sig: &FunctionSignature,
@@ -724,12 +761,12 @@ fn check_part(
     bindings: &[(usize, f64)],
     timeout_ms: u32,
     limiter: &limit::Limiter<'_>,
-) -> (Verdict, Vec<(usize, ArgValue)>) {
+) -> (Verdict, PartValues) {
     let started = Instant::now();
     let degree = part.degree;
     if degree > MAX_DEGREE {
         tracing::debug!(degree, "query part too high a degree for Z3");
-        return (Verdict::Unknown, vec![]);
+        return (Verdict::Unknown, Default::default());
     }
     let mut encoder = real::RealEncoder::new();
     let goals: Vec<Bool> = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
@@ -760,7 +797,7 @@ fn check_part(
     if !reals_only && degree > MAX_INTEGER_DEGREE {
         // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
         tracing::debug!(degree, "integer query part too high a degree for Z3");
-        return (Verdict::Unknown, vec![]);
+        return (Verdict::Unknown, Default::default());
     }
     let solver = solver(reals_only);
     for goal in goals
@@ -789,10 +826,16 @@ fn check_part(
         _ => None,
     };
     match model {
-        Some(model) => (verdict, param_values(sig, &model, &part.params)),
+        Some(model) => {
+            let values = param_values(sig, &model, &part.params);
+            let inverted = invert::inverted(sig, &model, &part.conjuncts, &values);
+            (verdict, (values, inverted))
+        }
         // Unsat under bindings says nothing about the part.
-        None if verdict == Verdict::Sat || !bindings.is_empty() => (Verdict::Unknown, vec![]),
-        None => (verdict, vec![]),
+        None if verdict == Verdict::Sat || !bindings.is_empty() => {
+            (Verdict::Unknown, Default::default())
+        }
+        None => (verdict, Default::default()),
     }
 }
 

@@ -189,7 +189,9 @@ impl MathFn {
             (MathFn::Pow, DivideByZero) => x == 0.0 && y < 0.0,
             (MathFn::Pow, Overflow) => x != 0.0 && r.is_infinite(),
             (MathFn::Pow, Underflow) => tiny && x != 0.0 && y != 0.0 && r.is_finite(),
-            (MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1, Overflow) => r.is_infinite(),
+            (MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1, Overflow) => {
+                r.is_infinite()
+            }
             (MathFn::Log1p, Invalid) => x < -1.0,
             (MathFn::Log1p, DivideByZero) => x == -1.0,
             (MathFn::Asin | MathFn::Acos, Invalid) => x.abs() > 1.0,
@@ -854,6 +856,49 @@ pub fn unsigned(bits: u32, a: Expr) -> Expr {
     }
 }
 
+/// The name of the opaque integer `⌊x / 2^k⌋` (arguments `x` and the constant `k`), tied to `x` by
+/// [`side_constraints`]: what a mask of low bits needs (`x & -4` is `4⌊x/4⌋`, as a vectorised loop's trip count).
+pub const FLOOR_POW2: &str = "floor/2^k";
+
+/// `⌊x / 2^k⌋` of a `bits`-wide integer in signed form.
+pub fn floor_pow2(bits: u32, x: Expr, k: u32) -> Expr {
+    if let Some(v) = x.as_int() {
+        return int(v >> k as usize);
+    }
+    opaque(FLOOR_POW2, bits, vec![x, int_i(k as i64)])
+}
+
+/// `x & m` for a constant `m` whose unsigned form is one run of ones, bits `k` to `j - 1` (`-4`, `0x7ffffffc`,
+/// `3`): `2^k⌊x/2^k⌋ - 2^j⌊x/2^j⌋`, exact over the signed form (two's complement); `None` for other masks.
+pub fn and_mask(bits: u32, x: Expr, m: &BigInt) -> Option<Expr> {
+    let u = to_unsigned_value(m, bits);
+    if u.is_zero() {
+        return Some(int_i(0));
+    }
+    let k = u.trailing_zeros()? as u32;
+    let run = &u >> k as usize;
+    let ones = run.bits() as u32;
+    if run != (BigInt::one() << ones as usize) - 1 {
+        return None;
+    }
+    let j = k + ones;
+    let low = |x: Expr| {
+        let q = floor_pow2(bits, x, k);
+        int_arith(IntOp::Mul, bits, int(BigInt::one() << k as usize), q)
+    };
+    let kept = if k == 0 { x.clone() } else { low(x.clone()) };
+    if j >= bits {
+        return Some(kept);
+    }
+    let high = int_arith(
+        IntOp::Mul,
+        bits,
+        int(BigInt::one() << j as usize),
+        floor_pow2(bits, x, j),
+    );
+    Some(int_arith(IntOp::Sub, bits, kept, high))
+}
+
 pub fn opaque(op: &str, bits: u32, args: Vec<Expr>) -> Expr {
     mk(Kind::Opaque {
         op: op.to_string(),
@@ -1344,6 +1389,25 @@ pub fn side_constraints(e: &Expr) -> Vec<Formula> {
                     ]
                 }
             }
+        }
+        Kind::Opaque { op, args, .. } if op == FLOOR_POW2 => {
+            let (Some(x), Some(k)) = (args.first(), args.get(1).and_then(|k| k.as_int()?.to_u32()))
+            else {
+                return vec![];
+            };
+            // 2^k q <= x < 2^k q + 2^k
+            let scale = int(BigInt::one() << k as usize);
+            let scaled = mk(Kind::IntArith {
+                op: IntOp::Mul,
+                a: scale.clone(),
+                b: e.clone(),
+            });
+            let next = mk(Kind::IntArith {
+                op: IntOp::Add,
+                a: scaled.clone(),
+                b: scale,
+            });
+            vec![le(scaled, x.clone()), lt(x.clone(), next)]
         }
         Kind::Opaque { bits, .. } => {
             let half = BigInt::one() << (*bits as usize - 1);

@@ -257,11 +257,17 @@ fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
     };
     assert_eq!(judge(&[]), FixVerdict::Verified { build_only: 0 });
     assert_eq!(
-        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::FlushToZero)]),
+        judge(&[
+            with_cause(Cause::FlushToZero),
+            with_cause(Cause::FlushToZero)
+        ]),
         FixVerdict::Verified { build_only: 2 }
     );
     assert_eq!(
-        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::Reassociation)]),
+        judge(&[
+            with_cause(Cause::FlushToZero),
+            with_cause(Cause::Reassociation)
+        ]),
         FixVerdict::Remains { remaining: 1 }
     );
     // Nothing says a build change removes a divergence of undetermined cause.

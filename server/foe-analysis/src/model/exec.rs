@@ -78,6 +78,8 @@ pub(super) fn path_stop(reason: impl std::fmt::Display) -> String {
 pub(super) struct At {
     pub(super) operation: String,
     pub(super) loc: Option<SourceLoc>,
+    /// The instruction's number in the order the executor first met it (see [`Query::instruction`]).
+    pub(super) instruction: u32,
 }
 
 pub(super) struct Executor<'m> {
@@ -104,6 +106,8 @@ pub(super) struct Executor<'m> {
     pub(super) path_stops: BTreeMap<String, usize>,
     /// The inputs behind pointer parameters, shared with the other build's executor.
     pointees: super::memory::Pointees,
+    /// Each instruction met so far, numbered in the order it was first met (deterministic, as exploration is).
+    instruction_numbers: HashMap<Val<'m>, u32>,
 }
 
 impl<'m> Executor<'m> {
@@ -125,6 +129,7 @@ impl<'m> Executor<'m> {
             at: At {
                 operation: String::new(),
                 loc: None,
+                instruction: 0,
             },
             truncated: false,
             cut_short: false,
@@ -133,6 +138,7 @@ impl<'m> Executor<'m> {
             symbolic_index_stops: 0,
             path_stops: BTreeMap::new(),
             pointees,
+            instruction_numbers: HashMap::new(),
         }
     }
 
@@ -482,8 +488,11 @@ impl<'m> Executor<'m> {
         if uses_long_double(inst) {
             return Err(path_stop("`long double` arithmetic"));
         }
+        let next_number = self.instruction_numbers.len() as u32;
+        let instruction = *self.instruction_numbers.entry(inst).or_insert(next_number);
         self.at = At {
             operation: opcode_name(opcode).to_string(),
+            instruction,
             loc: inst
                 .debug_loc()
                 .filter(|(line, _)| *line > 0)
@@ -1000,6 +1009,7 @@ impl<'m> Executor<'m> {
                 kind,
                 operation: self.at.operation.clone(),
                 loc: self.at.loc,
+                instruction: self.at.instruction,
                 formula,
             });
         }
@@ -1454,6 +1464,12 @@ fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value, String> {
             Some(k) => sym::int_arith(IntOp::Mul, bits, x, sym::int(BigInt::one() << k as usize)),
             None => sym::opaque("shl", bits, vec![x, y]),
         },
+        LLVMAnd => match (x.as_int(), y.as_int()) {
+            (_, Some(m)) => sym::and_mask(bits, x.clone(), m),
+            (Some(m), _) => sym::and_mask(bits, y.clone(), m),
+            _ => None,
+        }
+        .unwrap_or_else(|| sym::opaque("and", bits, vec![x, y])),
         _ => sym::opaque(opcode_name(opcode), bits, vec![x, y]),
     };
     Ok(Value::Int { e, bits })

@@ -744,3 +744,51 @@ fn a_symbolic_index_stops_the_path_not_the_function() {
     assert!(m.signature.params.iter().any(|p| p.name == "v[0]"));
     assert!(!m.p.is_empty() && !m.pp.is_empty());
 }
+
+#[test]
+fn an_elementary_function_of_a_parameter_is_inverted_at_its_model_value() {
+    // The overflow of `pow(x, y) * 4` needs pow(x, y) within a factor of 4 of DBL_MAX: the model's fresh value of
+    // the power is there, and the candidate's `y` is chosen so the real `pow` is too.
+    let a = analyse(
+        "#include <math.h>\ndouble f(double x, double y) { return pow(x, y) * 4.0; }",
+        "f",
+    );
+    let product_overflows = a.outcome.candidates.iter().any(|c| {
+        let (x, y) = (f64_arg(&c.input.0[0]), f64_arg(&c.input.0[1]));
+        let p = x.powf(y);
+        p.is_finite() && (p * 4.0).is_infinite()
+    });
+    assert!(product_overflows, "{:?}", a.outcome.candidates);
+}
+
+#[test]
+fn a_masked_trip_count_ties_the_loop_to_its_bound() {
+    // The vectorised loop runs `n & -4` elements four at a time: candidates of its second round need n >= 8.
+    let a = analyse(
+        "double sum(const double *v, int n) { double s = 0; for (int i = 0; i < n; i++) s += v[i]; return s; }",
+        "sum",
+    );
+    let uses_fifth = a
+        .outcome
+        .candidates
+        .iter()
+        .filter(|c| c.build == Build::PPrime)
+        .filter(|c| {
+            // v[4] and later are inputs 6 onwards (after the pointer and n).
+            c.input
+                .0
+                .iter()
+                .skip(6)
+                .any(|v| matches!(v, ArgValue::F64(x) if *x != 0.0))
+        });
+    for c in uses_fifth {
+        let ArgValue::Int(n) = c.input.0[1] else {
+            panic!("n is an integer")
+        };
+        assert!(
+            n >= 8,
+            "a candidate reads v[4] or later with n = {n}: {:?}",
+            c.input
+        );
+    }
+}

@@ -275,6 +275,7 @@ mod tests {
             kind: crate::types::ExceptionKind::Overflow,
             operation: "fmul".into(),
             loc: None,
+            instruction: 0,
             formula: formula.clone(),
         };
         let request = Request {

@@ -25,7 +25,7 @@ mod cache_key;
 mod replay;
 mod settle;
 
-use budget::{ordinary_inputs, Budget, MODEL_SHARE, SOLVE_SHARE};
+use budget::{ordinary_inputs, Budget, MODEL_SHARE};
 use cache_key::cache_key;
 pub use replay::{parse_assignments, replay, ReplayReport};
 use settle::{
@@ -413,6 +413,8 @@ pub fn analyse(
         let started = Instant::now();
         let mut solved = Vec::new();
         let count = pending.len();
+        // The file's solver work so far, in milliseconds of budget (deterministic).
+        let mut file_work = 0u64;
         for (i, item) in pending.into_iter().enumerate() {
             cancel.check()?;
             progress.phase(
@@ -421,14 +423,17 @@ pub fn analyse(
             );
             let sig = &item.info.signature;
             let began = Instant::now();
-            let deadline = budget.deadline(SOLVE_SHARE, item.spent, count - i);
+            let limits = solve::SolveLimits {
+                work_ms: Some(budget.solve_work(file_work, count - i)),
+                deadline: Some(budget.solve_safety_net(item.spent, count - i)),
+            };
             let solution = solve::child::solve_function_isolated(
                 sig,
                 &item.queries_p,
                 &item.queries_pp,
                 &item.domain,
                 &config,
-                Some(deadline),
+                limits,
                 &|| cancel.is_cancelled(),
             );
             cancel.check()?;
@@ -441,7 +446,9 @@ pub fn analyse(
                 ));
                 solve::child::Solution::default()
             });
-            if Instant::now() > deadline && solution.timeouts > 0 {
+            file_work += solution.work_spent_ms;
+            let past_safety_net = limits.deadline.is_some_and(|d| Instant::now() > d);
+            if solution.work_exhausted || (past_safety_net && solution.timeouts > 0) {
                 item.notes.push((
                     Some(ReasonCode::Budget),
                     "solving ran out of its time budget".to_string(),

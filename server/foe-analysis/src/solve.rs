@@ -45,9 +45,65 @@ pub struct Candidate {
     pub loc: Option<SourceLoc>,
 }
 
+/// How much one solve may do. The work budget decides (Z3's resource units, counted in milliseconds at
+/// [`limit::RLIMIT_PER_MS`]): queries are started in fixed chunks and a chunk that would start after the budget is
+/// spent is given up, so where a solve stops does not depend on the machine's load. The deadline is a wall-clock
+/// safety net only (a query not started by then gives up).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SolveLimits {
+    pub work_ms: Option<u64>,
+    pub deadline: Option<Instant>,
+}
+
+/// Queries started together between two looks at the work budget.
+const CHUNK: usize = 8;
+
+/// The work a solve has done, and its budget ([`SolveLimits::work_ms`]).
+struct WorkMeter {
+    limit: Option<u64>,
+    spent: std::cell::Cell<u64>,
+    exhausted: std::cell::Cell<bool>,
+}
+
+impl WorkMeter {
+    /// Maps `f` over `items` on the solver threads in chunks of [`CHUNK`]; the items of chunks that would start
+    /// once the budget is spent get `None`, as do those whose worker panicked.
+    fn map<T: Sync, R: Send>(
+        &self,
+        items: &[T],
+        threads: usize,
+        f: impl Fn(&T, &limit::Limiter<'_>) -> R + Sync,
+    ) -> Vec<Option<R>> {
+        let mut out = Vec::with_capacity(items.len());
+        for chunk in items.chunks(CHUNK.max(threads)) {
+            if self.limit.is_some_and(|l| self.spent.get() >= l) {
+                self.exhausted.set(true);
+                out.extend(chunk.iter().map(|_| None));
+                continue;
+            }
+            let results = limit::parallel(chunk, threads, |item, limiter| {
+                let before = limiter.total_spent_ms();
+                let r = f(item, limiter);
+                (r, limiter.total_spent_ms() - before)
+            });
+            for r in results {
+                out.push(r.map(|(r, spent)| {
+                    self.spent.set(self.spent.get() + spent);
+                    r
+                }));
+            }
+        }
+        out
+    }
+}
+
 /// What solving one function's queries produced.
 #[derive(Debug, Clone, Default)]
 pub struct SolveOutcome {
+    /// The Z3 work done, in milliseconds of budget ([`SolveLimits::work_ms`]).
+    pub work_spent_ms: u64,
+    /// Whether queries were given up because the work budget was spent.
+    pub work_exhausted: bool,
     /// Formulae built from P, from P', and unique after syntactic deduplication.
     pub formulae: FormulaCounts,
     /// Unique formulae Z3 found satisfiable over the reals.
@@ -101,20 +157,27 @@ pub fn solve(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
 ) -> SolveOutcome {
-    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, None)
+    solve_reusing(
+        sig,
+        queries_p,
+        queries_pp,
+        domain,
+        None,
+        cfg,
+        SolveLimits::default(),
+    )
 }
 
-/// [`solve`] that gives up on the queries not started by `deadline` (the function's time budget); they count as
-/// time-outs.
+/// [`solve`] within `limits` (the function's budget); the queries given up on for it count as time-outs.
 pub fn solve_until(
     sig: &FunctionSignature,
     queries_p: &[Query],
     queries_pp: &[Query],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<Instant>,
+    limits: SolveLimits,
 ) -> SolveOutcome {
-    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, deadline)
+    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, limits)
 }
 
 /// [`solve`] within `domain` after `anywhere` solved the same queries without it: a formula unsatisfiable or
@@ -126,7 +189,7 @@ pub fn solve_within(
     domain: &Domain,
     anywhere: &SolveOutcome,
     cfg: &AnalysisConfig,
-    deadline: Option<Instant>,
+    limits: SolveLimits,
 ) -> SolveOutcome {
     solve_reusing(
         sig,
@@ -135,7 +198,7 @@ pub fn solve_within(
         Some(domain),
         Some(&anywhere.results),
         cfg,
-        deadline,
+        limits,
     )
 }
 
@@ -146,10 +209,15 @@ fn solve_reusing(
     domain: Option<&Domain>,
     prior: Option<&[RealResult]>,
     cfg: &AnalysisConfig,
-    deadline: Option<Instant>,
+    limits: SolveLimits,
 ) -> SolveOutcome {
     let started = Instant::now();
-    let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
+    let out_of_time = || limits.deadline.is_some_and(|d| Instant::now() >= d);
+    let meter = WorkMeter {
+        limit: limits.work_ms,
+        spent: Default::default(),
+        exhausted: Default::default(),
+    };
     let gave_up = || RealResult {
         verdict: Verdict::Unknown,
         input: None,
@@ -223,7 +291,7 @@ fn solve_reusing(
         &todo,
         |i| hits_before[i],
         |batch| {
-            let results = limit::parallel(batch, cfg.threads, first_round);
+            let results = meter.map(batch, cfg.threads, first_round);
             batch
                 .iter()
                 .zip(results)
@@ -262,7 +330,7 @@ fn solve_reusing(
             .enumerate()
             .filter_map(|(i, r)| Some((i, r.as_ref()?.input.clone()?)))
             .collect();
-        let retried = limit::parallel(&given_up, cfg.threads, |&i, limiter| {
+        let retried = meter.map(&given_up, cfg.threads, |&i, limiter| {
             if out_of_time() {
                 return gave_up();
             }
@@ -307,7 +375,7 @@ fn solve_reusing(
         let quarter = (timeout_ms / 4).max(10);
         let per_retry = (timeout_ms as usize * cfg.threads.max(1) / retries.len().max(1))
             .clamp(10, quarter as usize) as u32;
-        let found = limit::parallel(&retries, cfg.threads, |(_, q, input), limiter| {
+        let found = meter.map(&retries, cfg.threads, |(_, q, input), limiter| {
             if out_of_time() {
                 return None;
             }
@@ -328,6 +396,8 @@ fn solve_reusing(
             unique: unique.len(),
         },
         capped,
+        work_spent_ms: meter.spent.get(),
+        work_exhausted: meter.exhausted.get(),
         ..SolveOutcome::default()
     };
     let mut keys = HashSet::new();

@@ -224,7 +224,15 @@ fn turbine1_with_its_declared_domain_stays_inside_it() {
     // than the unrestricted solve found.
     let cfg = AnalysisConfig::default();
     let anywhere = solve(&a.sig, &a.p, &a.pp, None, &cfg);
-    let inside = crate::solve::solve_within(&a.sig, &a.p, &a.pp, &domain, &anywhere, &cfg, None);
+    let inside = crate::solve::solve_within(
+        &a.sig,
+        &a.p,
+        &a.pp,
+        &domain,
+        &anywhere,
+        &cfg,
+        Default::default(),
+    );
     assert!(!inside.candidates.is_empty());
     for c in &inside.candidates {
         assert!(

@@ -21,6 +21,9 @@ pub(super) const MODEL_SHARE: f64 = 0.25;
 pub(super) const SOLVE_SHARE: f64 = 0.75;
 /// The least time a function gets in a phase, however late it comes.
 const PHASE_FLOOR: Duration = Duration::from_millis(100);
+/// The solve phase's wall-clock deadlines are this many times its work budget: a safety net for queries whose
+/// resource units run slower than calibrated, not what decides where a solve stops.
+const SOLVE_SAFETY_FACTOR: f64 = 2.0;
 
 impl Budget {
     pub(super) fn new(config: &AnalysisConfig, start: Instant) -> Budget {
@@ -39,6 +42,30 @@ impl Budget {
         let fair = phase_end.saturating_duration_since(now) / waiting.max(1) as u32;
         let own = self.function.mul_f64(share).saturating_sub(spent);
         now + fair.min(own).max(PHASE_FLOOR)
+    }
+
+    /// The solve phase's work budget of a function (Z3 resource units in milliseconds of budget, deterministic):
+    /// its own share of the function budget (what the phases before the search may use), at most a fair share of what the file's solve phase has left after
+    /// `file_spent` (the work of the functions before it), with `waiting` functions (itself included) still to
+    /// solve.
+    pub(super) fn solve_work(&self, file_spent: u64, waiting: usize) -> u64 {
+        // Modelling takes milliseconds on all but pathological functions: the solver may use its share too.
+        let share = SOLVE_SHARE;
+        let own = self.function.mul_f64(share).as_millis() as u64;
+        let file = self.file.mul_f64(share).as_millis() as u64;
+        let fair = file.saturating_sub(file_spent) / waiting.max(1) as u64;
+        own.min(fair).max(PHASE_FLOOR.as_millis() as u64)
+    }
+
+    /// The solve phase's wall-clock safety net for a function: as [`Budget::deadline`] with every budget
+    /// [`SOLVE_SAFETY_FACTOR`] times longer.
+    pub(super) fn solve_safety_net(&self, spent: Duration, waiting: usize) -> Instant {
+        let wider = Budget {
+            start: self.start,
+            file: self.file.mul_f64(SOLVE_SAFETY_FACTOR),
+            function: self.function.mul_f64(SOLVE_SAFETY_FACTOR),
+        };
+        wider.deadline(SOLVE_SHARE, spent, waiting)
     }
 }
 

@@ -4,7 +4,7 @@
 //! killed. The `foe` binary serves as the child: it calls [`serve_if_child`] first thing in `main`. Where no
 //! binary registered itself so (the engine's unit tests), functions are solved in-process.
 
-use super::{solve_until, solve_within};
+use super::{solve_until, solve_within, SolveLimits};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::model::Query;
@@ -37,6 +37,11 @@ pub struct Solution {
     /// Queries not solved because enough paths of their site gave no input, in either solve.
     #[serde(default)]
     pub capped: usize,
+    /// The Z3 work done, in milliseconds of budget, and whether the work budget ran out (see [`SolveLimits`]).
+    #[serde(default)]
+    pub work_spent_ms: u64,
+    #[serde(default)]
+    pub work_exhausted: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -48,9 +53,12 @@ struct Request {
     queries_pp: Vec<Query>,
     domain: Domain,
     config: AnalysisConfig,
-    /// The function's time budget for solving, from the moment the child reads the request.
+    /// The function's wall-clock safety net for solving, from the moment the child reads the request.
     #[serde(default)]
     budget_ms: Option<u64>,
+    /// The function's work budget ([`SolveLimits::work_ms`]).
+    #[serde(default)]
+    work_ms: Option<u64>,
 }
 
 /// Solves one function in-process: over all inputs, then (with a domain) within it.
@@ -60,9 +68,9 @@ pub fn solve_function(
     queries_pp: &[Query],
     domain: &Domain,
     cfg: &AnalysisConfig,
-    deadline: Option<Instant>,
+    limits: SolveLimits,
 ) -> Solution {
-    let anywhere = solve_until(sig, queries_p, queries_pp, None, cfg, deadline);
+    let anywhere = solve_until(sig, queries_p, queries_pp, None, cfg, limits);
     let mut candidates: Vec<Input> = anywhere
         .candidates
         .iter()
@@ -70,10 +78,18 @@ pub fn solve_function(
         .collect();
     let mut timeouts = anywhere.timeouts;
     let mut capped = anywhere.capped;
+    let mut work_spent_ms = anywhere.work_spent_ms;
+    let mut work_exhausted = anywhere.work_exhausted;
     if !domain.is_empty() {
-        let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg, deadline);
+        let rest = SolveLimits {
+            work_ms: limits.work_ms.map(|w| w.saturating_sub(work_spent_ms)),
+            ..limits
+        };
+        let inside = solve_within(sig, queries_p, queries_pp, domain, &anywhere, cfg, rest);
         timeouts += inside.timeouts;
         capped += inside.capped;
+        work_spent_ms += inside.work_spent_ms;
+        work_exhausted |= inside.work_exhausted;
         let mut seen: HashSet<Vec<u64>> = candidates.iter().map(Input::key).collect();
         for c in inside.candidates {
             if seen.insert(c.input.key()) {
@@ -87,6 +103,8 @@ pub fn solve_function(
         candidates,
         timeouts,
         capped,
+        work_spent_ms,
+        work_exhausted,
     }
 }
 
@@ -99,15 +117,17 @@ pub fn solve_function_isolated(
     queries_pp: &[Query],
     domain: &Domain,
     cfg: &AnalysisConfig,
-    deadline: Option<Instant>,
+    limits: SolveLimits,
     stop: &dyn Fn() -> bool,
 ) -> Result<Solution, String> {
     if !CHILD_AVAILABLE.load(Ordering::Acquire) {
         return Ok(solve_function(
-            sig, queries_p, queries_pp, domain, cfg, deadline,
+            sig, queries_p, queries_pp, domain, cfg, limits,
         ));
     }
-    let budget = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    let budget = limits
+        .deadline
+        .map(|d| d.saturating_duration_since(Instant::now()));
     let request = Request {
         terms: terms_of(queries_p.iter().chain(queries_pp)),
         signature: sig.clone(),
@@ -116,6 +136,7 @@ pub fn solve_function_isolated(
         domain: domain.clone(),
         config: cfg.clone(),
         budget_ms: budget.map(|b| b.as_millis() as u64),
+        work_ms: limits.work_ms,
     };
     let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
         .map_err(|e| format!("cannot encode the solver request: {e}"))?;
@@ -231,16 +252,19 @@ fn serve() -> Result<(), String> {
         .map_err(|e| format!("cannot read the request: {e}"))?;
     let request: Request = sym::with_wire_tables(|| serde_json::from_slice(&body))
         .map_err(|e| format!("cannot decode the request: {e}"))?;
-    let deadline = request
-        .budget_ms
-        .map(|ms| Instant::now() + Duration::from_millis(ms));
+    let limits = SolveLimits {
+        work_ms: request.work_ms,
+        deadline: request
+            .budget_ms
+            .map(|ms| Instant::now() + Duration::from_millis(ms)),
+    };
     let solution = solve_function(
         &request.signature,
         &request.queries_p,
         &request.queries_pp,
         &request.domain,
         &request.config,
-        deadline,
+        limits,
     );
     let answer =
         serde_json::to_vec(&solution).map_err(|e| format!("cannot encode the answer: {e}"))?;
@@ -290,6 +314,7 @@ mod tests {
             domain: Domain::default(),
             config: AnalysisConfig::default(),
             budget_ms: None,
+            work_ms: None,
         };
         let body = sym::with_wire_tables(|| serde_json::to_vec(&request)).expect("encode");
         assert!(body.len() < 20_000, "{} bytes", body.len());

@@ -29,6 +29,8 @@ fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Diver
         confirmation: Default::default(),
         shipped_p: vec![],
         shipped_p_prime: vec![],
+        shipped_trace_p: vec![],
+        shipped_trace_p_prime: vec![],
         cause: Default::default(),
         candidates: 1,
     }
@@ -257,11 +259,17 @@ fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
     };
     assert_eq!(judge(&[]), FixVerdict::Verified { build_only: 0 });
     assert_eq!(
-        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::FlushToZero)]),
+        judge(&[
+            with_cause(Cause::FlushToZero),
+            with_cause(Cause::FlushToZero)
+        ]),
         FixVerdict::Verified { build_only: 2 }
     );
     assert_eq!(
-        judge(&[with_cause(Cause::FlushToZero), with_cause(Cause::Reassociation)]),
+        judge(&[
+            with_cause(Cause::FlushToZero),
+            with_cause(Cause::Reassociation)
+        ]),
         FixVerdict::Remains { remaining: 1 }
     );
     // Nothing says a build change removes a divergence of undetermined cause.

@@ -246,7 +246,7 @@ fn placed(run: &ShippedRun) -> Vec<String> {
 
 fn f64s(name: &str, n: usize) -> FunctionSignature {
     let params = (0..n)
-        .map(|i| Param::new(&format!("a{i}"), ParamType::F64))
+        .map(|i| Param::new(format!("a{i}"), ParamType::F64))
         .collect();
     sig(name, params, ReturnType::F64)
 }

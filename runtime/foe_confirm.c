@@ -12,8 +12,9 @@
  * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
  * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
  * frame in the executable less its load bias, minus one (`-` when the unwinder found none), NAME the library
- * symbol dladdr names, else the library's file name (`?` when neither). A last word `+N` says N more events were dropped (the trace holds
- * FOE_TRACE_CAP; after FOE_TRAP_CAP traps in one call trapping stops and N is a lower bound).
+ * symbol dladdr names, else the library's file name (`?` when neither). A last word `+N` says N more events were
+ * dropped, hexadecimal (the trace holds FOE_TRACE_CAP; after FOE_TRAP_CAP traps in one call trapping stops and
+ * N is a lower bound).
  *
  * Tracing: before each call the status flags are cleared and invalid, divide-by-zero, overflow and underflow
  * unmasked in MXCSR (denormal-operand and inexact stay masked). An SSE instruction that raises one of them

@@ -339,3 +339,21 @@ fn traces_that_differ_in_order_only_on_the_shipped_binaries_are_trace_only() {
     assert_eq!(d.shipped_trace_p_prime, pp.trace);
     assert_eq!(report.diff_producing, d.candidates);
 }
+
+#[test]
+fn a_long_trace_keeps_its_first_events_and_counts_the_rest() {
+    // 1000 underflows at -O0 (the product is subnormal and inexact each time); the sums that stay subnormal are
+    // exact, trap when underflow is unmasked, and are no event.
+    let src = "double loop(double x) {\n  double s = 0;\n  for (int i = 0; i < 1000; i++)\n    \
+               s += x * 1e-300;\n  return s;\n}\n";
+    let [p, _] = shipped_traces(
+        src,
+        "loop",
+        f64s("loop", 1),
+        Input(vec![ArgValue::F64(1e-10)]),
+    );
+    assert_eq!(p.end, ShippedEnd::Raised(8));
+    assert_eq!(p.trace.len(), 256);
+    assert_eq!(p.dropped, 1000 - 256);
+    assert!(p.trace.iter().all(|e| e.line == Some(4)));
+}

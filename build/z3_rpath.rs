@@ -10,9 +10,7 @@ fn main() {
     };
     let prefix = var("FOE_Z3_PREFIX");
     if prefix.is_empty() {
-        panic!(
-            "FOE_Z3_PREFIX is unset: build inside the workspace, whose .cargo/config.toml sets it"
-        );
+        panic!("FOE_Z3_PREFIX is unset: build inside the workspace, whose .cargo/config.toml sets it");
     }
     let lib = format!("{prefix}/lib");
     let header = format!("{prefix}/include/z3.h");

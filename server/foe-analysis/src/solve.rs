@@ -213,31 +213,23 @@ fn solve_reusing(
             limiter,
         )
     };
-    let hits_before: Vec<bool> = real
-        .iter()
-        .map(|r| r.as_ref().is_some_and(RealResult::hits))
-        .collect();
-    let skipped = schedule::in_rounds(
-        &jobs,
-        &todo,
-        |i| hits_before[i],
-        |batch| {
-            let results = limit::parallel(batch, cfg.threads, first_round);
-            batch
-                .iter()
-                .zip(results)
-                .map(|(&i, r)| {
-                    let answer = match &r {
-                        Some(r) if r.hits() => schedule::Answer::Hit,
-                        Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
-                        _ => schedule::Answer::GaveUp,
-                    };
-                    real[i] = r;
-                    answer
-                })
-                .collect()
-        },
-    );
+    let hits_before: Vec<bool> = real.iter().map(|r| r.as_ref().is_some_and(RealResult::hits)).collect();
+    let skipped = schedule::in_rounds(&jobs, &todo, |i| hits_before[i], |batch| {
+        let results = limit::parallel(batch, cfg.threads, first_round);
+        batch
+            .iter()
+            .zip(results)
+            .map(|(&i, r)| {
+                let answer = match &r {
+                    Some(r) if r.hits() => schedule::Answer::Hit,
+                    Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
+                    _ => schedule::Answer::GaveUp,
+                };
+                real[i] = r;
+                answer
+            })
+            .collect()
+    });
     let capped = skipped
         .iter()
         .filter(|(_, why)| *why == schedule::Skip::Capped)

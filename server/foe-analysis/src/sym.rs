@@ -189,9 +189,7 @@ impl MathFn {
             (MathFn::Pow, DivideByZero) => x == 0.0 && y < 0.0,
             (MathFn::Pow, Overflow) => x != 0.0 && r.is_infinite(),
             (MathFn::Pow, Underflow) => tiny && x != 0.0 && y != 0.0 && r.is_finite(),
-            (MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1, Overflow) => {
-                r.is_infinite()
-            }
+            (MathFn::Hypot | MathFn::Sinh | MathFn::Cosh | MathFn::Expm1, Overflow) => r.is_infinite(),
             (MathFn::Log1p, Invalid) => x < -1.0,
             (MathFn::Log1p, DivideByZero) => x == -1.0,
             (MathFn::Asin | MathFn::Acos, Invalid) => x.abs() > 1.0,

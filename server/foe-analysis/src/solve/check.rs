@@ -320,25 +320,13 @@ mod tests {
             (Acos, Invalid, &[-1.5], &[-0.5]),
         ];
         for &(func, kind, raising, ordinary) in cases {
-            assert!(
-                func.exception_kinds().contains(&kind),
-                "{} does not declare {kind:?}",
-                func.name()
-            );
+            assert!(func.exception_kinds().contains(&kind), "{} does not declare {kind:?}", func.name());
             let check = |args: &[f64]| {
                 let r = sym::ieee_math(func, FloatFormat::Double, args);
                 func.ieee_raises(kind, args, r, f64::MIN_POSITIVE)
             };
-            assert!(
-                check(raising),
-                "{}({raising:?}) should raise {kind:?}",
-                func.name()
-            );
-            assert!(
-                !check(ordinary),
-                "{}({ordinary:?}) should not raise {kind:?}",
-                func.name()
-            );
+            assert!(check(raising), "{}({raising:?}) should raise {kind:?}", func.name());
+            assert!(!check(ordinary), "{}({ordinary:?}) should not raise {kind:?}", func.name());
         }
     }
 }

@@ -74,10 +74,7 @@ pub(super) fn in_rounds(
         });
     }
     loop {
-        let batch: Vec<usize> = open
-            .iter()
-            .filter_map(|s| s.queue.front().copied())
-            .collect();
+        let batch: Vec<usize> = open.iter().filter_map(|s| s.queue.front().copied()).collect();
         if batch.is_empty() {
             break;
         }
@@ -94,11 +91,7 @@ pub(super) fn in_rounds(
                 Answer::GaveUp => 2,
             };
             if site.tried >= PATHS_PER_SITE {
-                let skip = if site.hit {
-                    Skip::Covered
-                } else {
-                    Skip::Capped
-                };
+                let skip = if site.hit { Skip::Covered } else { Skip::Capped };
                 skipped.extend(site.queue.drain(..).map(|i| (i, skip)));
             }
         }
@@ -153,27 +146,17 @@ mod tests {
         let jobs: Vec<&Query> = queries.iter().collect();
         let todo: Vec<usize> = (0..jobs.len()).collect();
         let mut rounds = Vec::new();
-        let skipped = in_rounds(
-            &jobs,
-            &todo,
-            |_| false,
-            |batch| {
-                rounds.push(batch.to_vec());
-                batch
-                    .iter()
-                    .map(|&i| if i == 2 { Answer::Hit } else { Answer::NoHit })
-                    .collect()
-            },
-        );
+        let skipped = in_rounds(&jobs, &todo, |_| false, |batch| {
+            rounds.push(batch.to_vec());
+            batch
+                .iter()
+                .map(|&i| if i == 2 { Answer::Hit } else { Answer::NoHit })
+                .collect()
+        });
         assert_eq!(rounds, vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
         assert_eq!(
             skipped,
-            vec![
-                (8, Skip::Covered),
-                (9, Skip::Capped),
-                (10, Skip::Covered),
-                (11, Skip::Capped)
-            ]
+            vec![(8, Skip::Covered), (9, Skip::Capped), (10, Skip::Covered), (11, Skip::Capped)]
         );
     }
 
@@ -182,15 +165,10 @@ mod tests {
         let queries: Vec<Query> = (0..6).map(|_| query(10, ExceptionKind::Overflow)).collect();
         let jobs: Vec<&Query> = queries.iter().collect();
         let mut solved = Vec::new();
-        let skipped = in_rounds(
-            &jobs,
-            &[1, 2, 3, 4, 5],
-            |i| i == 0,
-            |batch| {
-                solved.extend_from_slice(batch);
-                vec![Answer::NoHit; batch.len()]
-            },
-        );
+        let skipped = in_rounds(&jobs, &[1, 2, 3, 4, 5], |i| i == 0, |batch| {
+            solved.extend_from_slice(batch);
+            vec![Answer::NoHit; batch.len()]
+        });
         assert_eq!(solved, vec![1, 2, 3, 4]);
         assert_eq!(skipped, vec![(5, Skip::Covered)]);
     }
@@ -200,19 +178,11 @@ mod tests {
         let queries: Vec<Query> = (0..5).map(|_| query(10, ExceptionKind::Overflow)).collect();
         let jobs: Vec<&Query> = queries.iter().collect();
         let mut solved = Vec::new();
-        let skipped = in_rounds(
-            &jobs,
-            &[0, 1, 2, 3, 4],
-            |_| false,
-            |batch| {
-                solved.extend_from_slice(batch);
-                vec![Answer::GaveUp; batch.len()]
-            },
-        );
+        let skipped = in_rounds(&jobs, &[0, 1, 2, 3, 4], |_| false, |batch| {
+            solved.extend_from_slice(batch);
+            vec![Answer::GaveUp; batch.len()]
+        });
         assert_eq!(solved, vec![0, 1]);
-        assert_eq!(
-            skipped,
-            vec![(2, Skip::Capped), (3, Skip::Capped), (4, Skip::Capped)]
-        );
+        assert_eq!(skipped, vec![(2, Skip::Capped), (3, Skip::Capped), (4, Skip::Capped)]);
     }
 }

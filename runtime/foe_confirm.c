@@ -1,25 +1,49 @@
-/* foe_confirm.c: the driver of foe's confirmation harness (server/foe-analysis/src/confirm.rs). It is linked with
- * the analysed file compiled by clang exactly as a build ships it (no instrumentation) plus a generated table of
- * typed thunks, calls one function per request and replies with the sticky exception flags (fetestexcept).
+/* foe_confirm.c: the driver of foe's confirmation harness (server/foe-analysis/src/confirm/harness.rs). It is
+ * linked with the analysed file compiled by clang exactly as a build ships it (no instrumentation, `-g` added)
+ * plus a generated table of typed thunks, calls one function per request and replies with the sticky exception
+ * flags (fetestexcept) and the exception trace, recorded by trapping (FPSpy's method, inside the process).
  *
  * Protocol, one request per line on stdin: `INDEX W0 W1 ...` (the thunk index, then one hexadecimal 64-bit word
  * per parameter, as the instrumented runner encodes them). One reply per line on stdout, flushed:
- * `r FLAGS RESULT` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4, underflow 8, and the
- * result's bits, both hexadecimal) or `t` when the
- * call did not return within the time limit (argv[1], milliseconds); the process then exits. A crash ends the
- * process without a reply; the caller restarts it after that request.
+ * `r FLAGS RESULT EVENT...` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4, underflow 8,
+ * and the result's bits, both hexadecimal; then the trace in order) or `t` when the call did not return within
+ * the time limit (argv[1], milliseconds); the process then exits. A crash ends the process without a reply; the
+ * caller restarts it after that request. An event is `KINDS@OFFSET` (the kinds as FLAGS counts them, the
+ * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
+ * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
+ * frame in the executable less its load bias, minus one (`-` when the unwinder found none), NAME the library
+ * symbol dladdr names, else the library's file name (`?` when neither). A last word `+N` says N more events were
+ * dropped, hexadecimal (the trace holds FOE_TRACE_CAP; after FOE_TRAP_CAP traps in one call trapping stops and
+ * N is a lower bound).
+ *
+ * Tracing: before each call the status flags are cleared and invalid, divide-by-zero, overflow and underflow
+ * unmasked in MXCSR (denormal-operand and inexact stay masked). An SSE instruction that raises one of them
+ * faults (SIGFPE): the handler remembers its address and the mask bits, masks the four in the saved MXCSR,
+ * clears the status flags there and sets the trap flag, so the instruction runs again masked, producing its
+ * masked result (flush-to-zero included) and the flags a masked run sets, and the next instruction raises
+ * SIGTRAP. That handler records the event with the kinds the masked re-execution set (so an exact tiny result,
+ * which traps when underflow is unmasked but sets no flag when masked, is no event), clears the trap flag, puts
+ * back the status flags from before the fault plus the new ones (the sticky flags are what an untraced run
+ * leaves, and code that reads them sees the same) and restores the mask bits as they were at the fault: code
+ * that masked exceptions itself (feholdexcept in libm) stays masked, and what it raises then is no event.
+ * x87 instructions are not traced (their flags count in FLAGS only).
  *
  * Compiled without fast math; it does no floating-point work itself, so the floating-point environment the
  * build's start-up code set (flush-to-zero and denormals-are-zero when linked with -ffast-math) is the one the
  * function runs in. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <fenv.h>
+#include <link.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 typedef void (*foe_confirm_thunk)(const unsigned long long *words, unsigned long long *result);
@@ -28,8 +52,31 @@ extern const int foe_confirm_count;
 
 #define FOE_MAX_WORDS 256
 #define FOE_TRACKED (FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
+#define FOE_TRACE_CAP 256
+#define FOE_TRAP_CAP 4096
+#define FOE_FRAMES 64
+
+/* MXCSR: status flags (bits 0-5: IE DE ZE OE UE PE) and masks (bits 7-12: IM DM ZM OM UM PM). */
+#define MX_STATUS 0x3fu
+#define MX_TRACKED_STATUS 0x1du /* IE ZE OE UE */
+#define MX_TRACKED_MASKS 0xe80u /* IM ZM OM UM */
+#define EFLAGS_TF 0x100
+
+struct foe_event {
+    uintptr_t addr;   /* the faulting instruction (run-time address) */
+    uintptr_t caller; /* for an address outside the executable: the first return address inside it, or 0 */
+    unsigned kinds;
+};
 
 static int g_reply_fd = 1;
+static uintptr_t g_bias, g_exe_lo, g_exe_hi;
+static struct foe_event g_events[FOE_TRACE_CAP];
+static volatile int g_count, g_dropped, g_traps;
+static volatile int g_stepping;
+static uintptr_t g_fault_addr, g_fault_caller;
+static unsigned g_fault_masks, g_fault_status;
+/* The tracked status flags as the last SIGTRAP left them (0 at the start of a call): set before any later fault. */
+static unsigned g_known_status;
 
 static void on_alarm(int sig) {
     (void)sig;
@@ -37,6 +84,121 @@ static void on_alarm(int sig) {
     ssize_t n = write(g_reply_fd, reply, sizeof reply - 1);
     (void)n;
     _exit(0);
+}
+
+static int in_exe(uintptr_t a) { return a >= g_exe_lo && a < g_exe_hi; }
+
+/* MXCSR status bits to FLAGS bits. */
+static unsigned kinds_of(unsigned status) {
+    return (status & 0x01 ? 1u : 0u) | (status & 0x04 ? 2u : 0u) | (status & 0x08 ? 4u : 0u) |
+           (status & 0x10 ? 8u : 0u);
+}
+
+static void on_fpe(int sig, siginfo_t *info, void *ctx) {
+    (void)sig;
+    ucontext_t *uc = ctx;
+    unsigned mxcsr = uc->uc_mcontext.fpregs ? uc->uc_mcontext.fpregs->mxcsr : 0;
+    /* Integer division, or not an SSE exception this driver unmasked: what an untraced run does (a crash). */
+    if (info->si_code == FPE_INTDIV || info->si_code == FPE_INTOVF || !uc->uc_mcontext.fpregs ||
+        (mxcsr & MX_TRACKED_STATUS & ~(mxcsr >> 7)) == 0 || g_stepping)
+        _exit(128 + SIGFPE);
+    uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+    g_fault_addr = rip;
+    g_fault_caller = 0;
+    if (!in_exe(rip) && g_count < FOE_TRACE_CAP) {
+        /* In a shared library: the first frame in the executable after the faulting one is the call site. */
+        void *frames[FOE_FRAMES];
+        int n = backtrace(frames, FOE_FRAMES), i = 0;
+        while (i < n && (uintptr_t)frames[i] != rip)
+            i++;
+        for (i++; i < n; i++)
+            if (in_exe((uintptr_t)frames[i])) {
+                g_fault_caller = (uintptr_t)frames[i];
+                break;
+            }
+    }
+    g_fault_masks = mxcsr & MX_TRACKED_MASKS;
+    /* The flags from before the fault, without those the faulting attempt set (its unmasked exceptions not known
+     * to be set before): the re-execution decides them (a tiny exact result sets underflow only when unmasked). */
+    g_fault_status = mxcsr & MX_STATUS & ~(MX_TRACKED_STATUS & ~(mxcsr >> 7) & ~g_known_status);
+    uc->uc_mcontext.fpregs->mxcsr = (mxcsr & ~MX_STATUS) | MX_TRACKED_MASKS;
+    uc->uc_mcontext.gregs[REG_EFL] |= EFLAGS_TF;
+    g_stepping = 1;
+}
+
+static void on_trap(int sig, siginfo_t *info, void *ctx) {
+    (void)sig;
+    (void)info;
+    ucontext_t *uc = ctx;
+    if (!g_stepping || !uc->uc_mcontext.fpregs)
+        _exit(128 + SIGTRAP);
+    g_stepping = 0;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)EFLAGS_TF;
+    unsigned mxcsr = uc->uc_mcontext.fpregs->mxcsr;
+    unsigned raised = mxcsr & MX_STATUS;
+    unsigned kinds = kinds_of(raised);
+    if (kinds) {
+        if (g_count < FOE_TRACE_CAP) {
+            g_events[g_count].addr = g_fault_addr;
+            g_events[g_count].caller = g_fault_caller;
+            g_events[g_count].kinds = kinds;
+            g_count++;
+        } else {
+            g_dropped++;
+        }
+    }
+    unsigned masks = g_fault_masks;
+    if (++g_traps >= FOE_TRAP_CAP)
+        masks = MX_TRACKED_MASKS; /* enough: the rest of the call runs masked, untraced */
+    g_known_status = (g_fault_status | raised) & MX_TRACKED_STATUS;
+    uc->uc_mcontext.fpregs->mxcsr =
+        (mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)) | g_fault_status | raised | masks;
+}
+
+/* The executable's load bias and the extent of its loaded segments (the first object dl_iterate_phdr names). */
+static int find_exe(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    g_bias = info->dlpi_addr;
+    g_exe_lo = UINTPTR_MAX;
+    g_exe_hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (lo < g_exe_lo)
+            g_exe_lo = lo;
+        if (hi > g_exe_hi)
+            g_exe_hi = hi;
+    }
+    return 1;
+}
+
+static void put_events(FILE *out) {
+    for (int i = 0; i < g_count; i++) {
+        const struct foe_event *e = &g_events[i];
+        if (in_exe(e->addr)) {
+            fprintf(out, " %x@%lx", e->kinds, (unsigned long)(e->addr - g_bias));
+            continue;
+        }
+        Dl_info dl;
+        const char *name = "?";
+        if (dladdr((void *)e->addr, &dl)) {
+            /* The exported symbol around the address, else the library's file name (libm's own helpers, such as
+             * the one that raises exp's overflow, are hidden). */
+            if (dl.dli_sname)
+                name = dl.dli_sname;
+            else if (dl.dli_fname && *dl.dli_fname)
+                name = strrchr(dl.dli_fname, '/') ? strrchr(dl.dli_fname, '/') + 1 : dl.dli_fname;
+        }
+        if (e->caller)
+            fprintf(out, " %x@%lx@%s", e->kinds, (unsigned long)(e->caller - 1 - g_bias), name);
+        else
+            fprintf(out, " %x@-@%s", e->kinds, name);
+    }
+    if (g_dropped)
+        fprintf(out, " +%x", g_dropped);
 }
 
 int main(int argc, char **argv) {
@@ -47,6 +209,18 @@ int main(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fpe;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGFPE, &sa, NULL);
+    sa.sa_sigaction = on_trap;
+    sigaction(SIGTRAP, &sa, NULL);
+    dl_iterate_phdr(find_exe, NULL);
+    {
+        /* Loads the unwinder now (backtrace opens libgcc_s on first use), not inside a signal handler. */
+        void *frames[2];
+        (void)backtrace(frames, 2);
+    }
     /* Replies go to the original stdout; what the user's code prints goes nowhere. */
     g_reply_fd = dup(1);
     int devnull = open("/dev/null", O_WRONLY);
@@ -82,14 +256,22 @@ int main(int argc, char **argv) {
         timer.it_value.tv_sec = limit_ms / 1000;
         timer.it_value.tv_usec = (limit_ms % 1000) * 1000;
         setitimer(ITIMER_REAL, &timer, NULL);
+        g_count = g_dropped = g_traps = g_stepping = 0;
+        g_known_status = 0;
         feclearexcept(FE_ALL_EXCEPT);
+        unsigned mxcsr = __builtin_ia32_stmxcsr();
+        __builtin_ia32_ldmxcsr((mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)));
         foe_confirm_table[index](words, &result);
+        mxcsr = __builtin_ia32_stmxcsr();
+        __builtin_ia32_ldmxcsr(mxcsr | MX_TRACKED_MASKS);
         int raised = fetestexcept(FOE_TRACKED);
         unsigned flags = (raised & FE_INVALID ? 1u : 0u) | (raised & FE_DIVBYZERO ? 2u : 0u) |
                          (raised & FE_OVERFLOW ? 4u : 0u) | (raised & FE_UNDERFLOW ? 8u : 0u);
         memset(&timer, 0, sizeof timer);
         setitimer(ITIMER_REAL, &timer, NULL);
-        fprintf(replies, "r %x %llx\n", flags, result);
+        fprintf(replies, "r %x %llx", flags, result);
+        put_events(replies);
+        fputc('\n', replies);
         fflush(replies);
     }
     return 0;

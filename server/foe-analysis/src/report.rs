@@ -111,6 +111,13 @@ pub struct Divergence {
     pub shipped_p: Vec<ExceptionKind>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shipped_p_prime: Vec<ExceptionKind>,
+    /// The exceptions the shipped P and P' trapped on this input, in order, placed by their debug info (an event
+    /// in a shared library such as libm at the call that led there, its `operation` naming the library symbol);
+    /// empty when not run or when none was raised.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shipped_trace_p: Vec<TraceEvent>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shipped_trace_p_prime: Vec<TraceEvent>,
     /// Which single option of P' makes the difference, from re-running the input on builds that differ in one.
     #[serde(default)]
     pub cause: Cause,
@@ -438,7 +445,13 @@ impl FunctionReport {
             if let Some(l) = &mut d.location {
                 shift(&mut l.line);
             }
-            for e in d.trace_p.iter_mut().chain(d.trace_p_prime.iter_mut()) {
+            for e in d
+                .trace_p
+                .iter_mut()
+                .chain(d.trace_p_prime.iter_mut())
+                .chain(d.shipped_trace_p.iter_mut())
+                .chain(d.shipped_trace_p_prime.iter_mut())
+            {
                 shift_opt(&mut e.line);
             }
         }

@@ -667,6 +667,8 @@ fn divergence(
         confirmation: Default::default(),
         shipped_p: vec![],
         shipped_p_prime: vec![],
+        shipped_trace_p: vec![],
+        shipped_trace_p_prime: vec![],
         cause: Default::default(),
         candidates: 1,
     }

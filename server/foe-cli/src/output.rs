@@ -85,6 +85,9 @@ fn finding_text(out: &mut String, file: &str, f: &Finding, report: &FileReport) 
         run_ending(&best.result_p_prime)
     );
     let _ = writeln!(out, "    {}", best.confirmation.describe());
+    for line in &f.shipped {
+        let _ = writeln!(out, "    {line}");
+    }
     if let Some(change) = foe_analysis::fix::build_change(best.cause) {
         let _ = writeln!(out, "    fix: {change}");
     }
@@ -316,6 +319,9 @@ pub fn sarif(report: &FileReport, findings: &[Finding]) -> Value {
                     "inputs": f.best_inputs,
                     "tracePlain": best.map(|d| &d.trace_p),
                     "traceFastMath": best.map(|d| &d.trace_p_prime),
+                    "shipped": f.shipped,
+                    "shippedTracePlain": best.map(|d| &d.shipped_trace_p),
+                    "shippedTraceFastMath": best.map(|d| &d.shipped_trace_p_prime),
                     "resultPlain": best.map(|d| &d.result_p),
                     "resultFastMath": best.map(|d| &d.result_p_prime),
                 }

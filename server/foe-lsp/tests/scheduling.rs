@@ -99,6 +99,8 @@ impl Engine for Scripted {
             confirmation: Default::default(),
             shipped_p: vec![],
             shipped_p_prime: vec![],
+            shipped_trace_p: vec![],
+            shipped_trace_p_prime: vec![],
             cause: Default::default(),
             candidates: 1,
         });

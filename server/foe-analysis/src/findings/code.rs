@@ -212,6 +212,8 @@ mod tests {
             confirmation: Default::default(),
             shipped_p: vec![],
             shipped_p_prime: vec![],
+            shipped_trace_p: vec![],
+            shipped_trace_p_prime: vec![],
             cause: Default::default(),
             candidates: 1,
         }

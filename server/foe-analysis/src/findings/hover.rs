@@ -124,6 +124,12 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
         report.flags_p_prime.join(" "),
         run_line(&best.trace_p_prime, &best.result_p_prime, HOVER_EVENTS)
     );
+    for line in &finding.shipped {
+        let _ = writeln!(md, "{line}  ");
+    }
+    if !finding.shipped.is_empty() {
+        md.push('\n');
+    }
     let file = std::path::Path::new(&report.file)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -169,6 +175,9 @@ pub fn trace_markdown(report: &FileReport, findings: &[&Finding]) -> String {
                 report.flags_p_prime.join(" "),
                 run_line(&d.trace_p_prime, &d.result_p_prime, usize::MAX)
             );
+            for line in super::message::shipped_lines(d, usize::MAX) {
+                let _ = writeln!(md, "{line}  ");
+            }
             let _ = writeln!(md, "First difference at event {}  ", d.first_divergence + 1);
             let _ = writeln!(md, "Replay: `{}`\n", replay_command(&file, &f.name, d));
         }

@@ -248,3 +248,41 @@ pub fn related(
         ),
     })
 }
+
+/// One event of a shipped trace: `overflow at 5:9`, `overflow in libm.so.6 (called at 3:10)`.
+fn shipped_event(e: &TraceEvent) -> String {
+    let at = match (e.line, e.column) {
+        (Some(l), Some(c)) => Some(format!("{l}:{c}")),
+        (Some(l), None) => Some(format!("line {l}")),
+        _ => None,
+    };
+    match (e.operation.strip_prefix("in "), at) {
+        (Some(library), Some(at)) => format!("{} in {library} (called at {at})", e.kind),
+        (Some(library), None) => format!("{} in {library}", e.kind),
+        (None, Some(at)) => format!("{} at {at}", e.kind),
+        (None, None) => format!("{} (no line)", e.kind),
+    }
+}
+
+/// The shipped traces of a divergence, one line per build, at most `limit` events each: `P as shipped: overflow
+/// at 4:18` and `P' as shipped: no exception`; none when the shipped binaries did not run it.
+pub fn shipped_lines(d: &Divergence, limit: usize) -> Vec<String> {
+    if d.confirmation == crate::report::Confirmation::NotRun
+        || d.shipped_trace_p.is_empty() && d.shipped_trace_p_prime.is_empty()
+    {
+        return vec![];
+    }
+    [("P", &d.shipped_trace_p), ("P'", &d.shipped_trace_p_prime)]
+        .into_iter()
+        .map(|(build, trace)| {
+            let mut events: Vec<String> = trace.iter().take(limit).map(shipped_event).collect();
+            if trace.len() > limit {
+                events.push(format!("… {} more", trace.len() - limit));
+            }
+            if events.is_empty() {
+                events.push("no exception".into());
+            }
+            format!("{build} as shipped: {}", events.join(", "))
+        })
+        .collect()
+}

@@ -112,6 +112,10 @@ pub struct Finding {
     pub best_inputs: Vec<NamedValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related: Option<Related>,
+    /// The best input's exception traces on the binaries clang ships, one line per build
+    /// (`P' as shipped: underflow at 4:18, overflow at 5:9`); empty when they did not run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shipped: Vec<String>,
     /// Markdown for an editor's hover: short, no tables.
     pub hover: String,
     /// Stable across edits elsewhere in the file: function, code, cause and the flagged line's text.
@@ -142,6 +146,7 @@ impl Finding {
             inputs: 0,
             best_inputs: vec![],
             related: None,
+            shipped: vec![],
             fingerprint: String::new(),
             divergences: vec![],
         }
@@ -254,10 +259,14 @@ fn note(
         inputs: 0,
         best_inputs: vec![],
         related: None,
+        shipped: vec![],
         fingerprint: String::new(),
         divergences: vec![],
     }
 }
+
+/// Most events of one shipped trace listed in a finding.
+const SHIPPED_EVENTS: usize = 6;
 
 /// One finding per flagged location and cause of one function.
 fn divergence_findings(
@@ -330,6 +339,7 @@ fn divergence_findings(
             inputs: members.len(),
             best_inputs: message::shown_inputs(f, best),
             related,
+            shipped: message::shipped_lines(best, SHIPPED_EVENTS),
             hover: String::new(),
             fingerprint: String::new(),
             divergences: members,

@@ -29,6 +29,8 @@ fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Diver
         confirmation: Default::default(),
         shipped_p: vec![],
         shipped_p_prime: vec![],
+        shipped_trace_p: vec![],
+        shipped_trace_p_prime: vec![],
         cause: Default::default(),
         candidates: 1,
     }
@@ -275,4 +277,32 @@ fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
         judge(&[with_cause(Cause::Undetermined)]),
         FixVerdict::Remains { remaining: 1 }
     );
+}
+
+#[test]
+fn the_shipped_traces_are_shown_once_for_every_front_end() {
+    use ExceptionKind::*;
+    let mut d = div(1e-310, vec![], vec![ev(Overflow, 4, 9)], false);
+    d.confirmation = crate::report::Confirmation::Confirmed;
+    d.shipped_trace_p_prime = vec![
+        ev(Underflow, 3, 13),
+        TraceEvent {
+            operation: "in libm.so.6".into(),
+            ..ev(Overflow, 4, 9)
+        },
+    ];
+    let r = report(vec![function(vec![d], vec![])]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    let lines = vec![
+        "P as shipped: no exception".to_string(),
+        "P' as shipped: underflow at 3:13, overflow in libm.so.6 (called at 4:9)".to_string(),
+    ];
+    assert_eq!(all[0].shipped, lines);
+    assert!(all[0].hover.contains(&lines[1]), "{}", all[0].hover);
+    // Not run on the shipped binaries: nothing shown.
+    let r = report(vec![function(
+        vec![div(1e-310, vec![], vec![ev(Overflow, 4, 9)], false)],
+        vec![],
+    )]);
+    assert!(findings(&r, SOURCE, &FindingOptions::default())[0].shipped.is_empty());
 }

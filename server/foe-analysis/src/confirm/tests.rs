@@ -1,0 +1,359 @@
+//! Tests of the shipped-binary confirmation: real clang, real binaries.
+
+use super::*;
+use crate::config::AnalysisConfig;
+use crate::types::{Param, ReturnType};
+
+/// How each run ended.
+fn ends(runs: Vec<ShippedRun>) -> Vec<ShippedEnd> {
+    runs.into_iter().map(|r| r.end).collect()
+}
+
+fn sig(name: &str, params: Vec<Param>, ret: ReturnType) -> FunctionSignature {
+    FunctionSignature {
+        name: name.into(),
+        params,
+        ret,
+    }
+}
+
+#[test]
+fn shipped_builds_raise_what_clang_s_code_raises() {
+    // `pick` at odd = 0: the select of the IR is a branch in clang's code, the division never runs.
+    let src = "double pick(double x, int odd) { double r = x * 3.0; return odd ? -1.0 / r : r; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pick.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig(
+        "pick",
+        vec![
+            Param::new("x", ParamType::F64),
+            Param::new(
+                "odd",
+                ParamType::Int {
+                    bits: 32,
+                    signed: true,
+                },
+            ),
+        ],
+        ReturnType::F64,
+    );
+    let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+    let inputs = [
+        Input(vec![ArgValue::F64(0.0), ArgValue::Int(0)]),
+        Input(vec![ArgValue::F64(0.0), ArgValue::Int(1)]),
+        Input(vec![ArgValue::F64(1e308), ArgValue::Int(0)]),
+    ];
+    let p = ends(h.run(Probe::Reference, "pick", &inputs).unwrap());
+    let pp = ends(h.run(Probe::Shipped, "pick", &inputs).unwrap());
+    assert_eq!(p[0], ShippedEnd::Raised(0));
+    assert_eq!(pp[0], ShippedEnd::Raised(0), "no division at odd = 0");
+    assert_eq!(p[1], ShippedEnd::Raised(2), "divide-by-zero");
+    assert_eq!(pp[1], ShippedEnd::Raised(2));
+    assert_eq!(p[2], ShippedEnd::Raised(4), "overflow");
+}
+
+#[test]
+fn start_up_code_of_the_file_does_not_run_in_the_shipped_builds() {
+    // A constructor and an init-array entry that would trap at start-up: removed before linking, so the
+    // function runs and raises what it raises.
+    let src = "static void boom(void) { __builtin_trap(); }\n\
+               __attribute__((used, section(\".init_array\"))) static void (*p)(void) = boom;\n\
+               __attribute__((constructor)) static void boom2(void) { __builtin_trap(); }\n\
+               double twice(double x) { return x * 2.0; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ctor.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig(
+        "twice",
+        vec![Param::new("x", ParamType::F64)],
+        ReturnType::F64,
+    );
+    let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+    let inputs = [Input(vec![ArgValue::F64(1e308)])];
+    for probe in [Probe::Reference, Probe::Shipped] {
+        let ends = ends(h.run(probe, "twice", &inputs).unwrap());
+        assert_eq!(
+            ends[0],
+            ShippedEnd::Raised(4),
+            "{probe:?}: overflow, no trap at start-up"
+        );
+    }
+}
+
+/// Searches exactly `input` (radius 0) on the instrumented builds, then confirms the result.
+fn search_and_confirm(src: &str, name: &str, input: Input) -> (usize, FunctionReport) {
+    let config = AnalysisConfig {
+        radius: 0,
+        ..AnalysisConfig::default()
+    };
+    let (mut runner, sigs) = crate::exec::testutil::runner(src, &config);
+    let sig = sigs.iter().find(|s| s.name == name).unwrap().clone();
+    let found = crate::search::search(&mut runner, &sig, &[input], None, &config, None).unwrap();
+    let instrumented = found.divergences.len();
+    let mut report = FunctionReport::skipped(name, "");
+    report.divergences = found.divergences;
+    report.diff_producing = found.diff_producing;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.c");
+    std::fs::write(&file, src).unwrap();
+    let mut h = Harness::new(&config, &file, src, &sigs);
+    confirm_function(&mut h, &sig, &mut report);
+    (instrumented, report)
+}
+
+#[test]
+fn a_select_that_ships_as_a_branch_is_not_reported() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/trust/pick.c"
+    ))
+    .unwrap();
+    let (instrumented, report) = search_and_confirm(
+        &src,
+        "pick",
+        Input(vec![ArgValue::F64(0.0), ArgValue::Int(0)]),
+    );
+    assert_eq!(
+        instrumented, 1,
+        "the instrumented P' divides by zero at odd = 0"
+    );
+    assert!(report.divergences.is_empty(), "{:?}", report.divergences);
+    assert_eq!(report.not_reproduced, 1);
+    assert_eq!(report.diff_producing, 0);
+}
+
+#[test]
+fn machine_combiner_reassociation_is_judged_on_the_shipped_code() {
+    // turbine1 at this input: the plain build overflows; foe's P' (llc -O0) does not, the shipped P' does,
+    // because the x86 MachineCombiner re-associates the fmul chain.
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/trust/machine_combiner.c"
+    ))
+    .unwrap();
+    let input = Input(vec![
+        ArgValue::F64(-f64::from_bits(1)),
+        ArgValue::F64(f64::from_bits(0x5fef_ffff_ffff_ffff)),
+        ArgValue::F64(f64::from_bits(0x3ff0_0000_0000_0001)),
+    ]);
+    let (instrumented, report) = search_and_confirm(&src, "turbine1", input);
+    assert_eq!(instrumented, 1);
+    assert!(report.divergences.is_empty(), "{:?}", report.divergences);
+    assert_eq!(report.not_reproduced, 1);
+}
+
+#[test]
+fn a_confirmed_divergence_gets_its_cause() {
+    // A subnormal input: the shipped P' (linked with -ffast-math) flushes it to zero and divides by zero.
+    let src = "double inv(double x) { return 1.0 / x; }\n";
+    let (_, report) = search_and_confirm(src, "inv", Input(vec![ArgValue::F64(f64::from_bits(1))]));
+    let d = &report.divergences[0];
+    assert_eq!(d.confirmation, Confirmation::Confirmed);
+    assert_eq!(d.shipped_p, vec![ExceptionKind::Overflow]);
+    assert_eq!(d.shipped_p_prime, vec![ExceptionKind::DivideByZero]);
+    assert_eq!(d.cause, Cause::FlushToZero);
+}
+
+#[test]
+fn functions_of_other_files_are_stubbed() {
+    let src = "double helper(double);\ndouble f(double x) { return x > 0 ? helper(x) : x * 2; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+    let inputs: Vec<Input> = [1.0, -1e308]
+        .iter()
+        .map(|&x| Input(vec![ArgValue::F64(x)]))
+        .collect();
+    let ends = ends(h.run(Probe::Shipped, "f", &inputs).unwrap());
+    assert_eq!(ends, vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)]);
+}
+
+#[test]
+fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
+    let src =
+        "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let config = AnalysisConfig {
+        exec_timeout_ms: 100,
+        ..AnalysisConfig::default()
+    };
+    let mut h = Harness::new(&config, &file, src, &[s]);
+    let inputs: Vec<Input> = [1.0, 2.0, 1e308]
+        .iter()
+        .map(|&x| Input(vec![ArgValue::F64(x)]))
+        .collect();
+    let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
+    assert_eq!(
+        ends,
+        vec![
+            ShippedEnd::Crashed,
+            ShippedEnd::TimedOut,
+            ShippedEnd::Raised(4)
+        ]
+    );
+}
+
+#[test]
+fn the_cause_is_the_first_option_whose_removal_gives_p_s_exceptions() {
+    let ends = |ftz: u8, plain: u8| {
+        move |probe: Probe| {
+            Some(ShippedEnd::Raised(match probe {
+                Probe::Without(Cause::FlushToZero) => ftz,
+                Probe::Without(Cause::Optimisation) => plain,
+                _ => 2,
+            }))
+        }
+    };
+    assert_eq!(decide(0, ends(0, 0)), Cause::FlushToZero);
+    assert_eq!(decide(0, ends(2, 2)), Cause::Optimisation);
+    assert_eq!(decide(0, ends(2, 0)), Cause::Combined);
+    assert_eq!(decide(0, |_| None), Cause::Undetermined);
+}
+
+/// The shipped traces of `name` in `src` on `input`, for P and P'.
+fn shipped_traces(src: &str, name: &str, s: FunctionSignature, input: Input) -> [ShippedRun; 2] {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.c");
+    std::fs::write(&file, src).unwrap();
+    let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+    [Probe::Reference, Probe::Shipped].map(|probe| {
+        h.run(probe, name, std::slice::from_ref(&input))
+            .unwrap()
+            .remove(0)
+    })
+}
+
+/// A trace as `kind@line:column` words.
+fn placed(run: &ShippedRun) -> Vec<String> {
+    run.trace
+        .iter()
+        .map(|e| {
+            format!(
+                "{}@{}:{}",
+                e.kind,
+                e.line.map_or("?".into(), |l| l.to_string()),
+                e.column.map_or("?".into(), |c| c.to_string())
+            )
+        })
+        .collect()
+}
+
+fn f64s(name: &str, n: usize) -> FunctionSignature {
+    let params = (0..n)
+        .map(|i| Param::new(format!("a{i}"), ParamType::F64))
+        .collect();
+    sig(name, params, ReturnType::F64)
+}
+
+#[test]
+fn shipped_traces_place_each_event_on_its_line_in_order() {
+    // Underflow at line 2, then divide-by-zero at line 3 (the product is 0), in both builds.
+    let src = "double two(double x, double y) {\n  double u = x * y;\n  return 1.0 / u;\n}\n";
+    let input = Input(vec![ArgValue::F64(1e-200), ArgValue::F64(1e-200)]);
+    for (run, build) in shipped_traces(src, "two", f64s("two", 2), input)
+        .iter()
+        .zip(["P", "P'"])
+    {
+        assert_eq!(run.end, ShippedEnd::Raised(0b1010), "{build}");
+        assert_eq!(
+            placed(run),
+            ["underflow@2:16", "divide-by-zero@3:14"],
+            "{build}"
+        );
+        assert_eq!(run.dropped, 0);
+    }
+}
+
+#[test]
+fn an_event_in_an_inlined_helper_is_at_the_helper_s_line() {
+    let src = "static double sq(double a) {\n  return a * a;\n}\n\
+               double f(double x) {\n  return sq(x) + 1.0;\n}\n";
+    let input = Input(vec![ArgValue::F64(1e200)]);
+    let [p, pp] = shipped_traces(src, "f", f64s("f", 1), input);
+    assert_eq!(placed(&p), ["overflow@2:12"], "P calls the helper");
+    assert_eq!(placed(&pp), ["overflow@2:12"], "P' inlines it");
+}
+
+#[test]
+fn a_libm_overflow_is_an_event_at_the_call() {
+    let src = "#include <math.h>\ndouble e(double x) {\n  return exp(x);\n}\n";
+    let input = Input(vec![ArgValue::F64(800.0)]);
+    for run in shipped_traces(src, "e", f64s("e", 1), input) {
+        assert_eq!(run.end, ShippedEnd::Raised(4));
+        assert_eq!(run.trace.len(), 1, "{:?}", run.trace);
+        let e = &run.trace[0];
+        assert_eq!(
+            (e.kind, e.line),
+            (ExceptionKind::Overflow, Some(3)),
+            "{e:?}"
+        );
+        assert!(e.operation.starts_with("in "), "names the library: {e:?}");
+    }
+}
+
+#[test]
+fn what_code_raises_under_feholdexcept_is_no_event() {
+    // The overflow at line 5 happens with exceptions held (masked, then discarded by fesetenv); the one at line
+    // 7 is after the environment came back, with the driver's traps.
+    let src =
+        "#include <fenv.h>\ndouble held(double x) {\n  fenv_t env;\n  feholdexcept(&env);\n  \
+               volatile double r = x * x;\n  fesetenv(&env);\n  return x * 1e150 + r;\n}\n";
+    let input = Input(vec![ArgValue::F64(1e200)]);
+    for run in shipped_traces(src, "held", f64s("held", 1), input) {
+        assert_eq!(run.end, ShippedEnd::Raised(4));
+        assert_eq!(placed(&run), ["overflow@7:12"]);
+    }
+}
+
+#[test]
+fn traces_that_differ_in_order_only_on_the_shipped_binaries_are_trace_only() {
+    // x subnormal: P takes the first branch (overflow, then underflow); P', linked with -ffast-math, reads x as
+    // 0 (denormals-are-zero) and takes the second (underflow, then overflow).
+    let src = "double ord(double x, double y, double z, double w) {\n  double r;\n  if (x > 0) {\n    \
+               r = y * y;\n    r += z / w;\n  } else {\n    r = z / w;\n    r -= y * y;\n  }\n  return r;\n}\n";
+    let input = Input(vec![
+        ArgValue::F64(f64::from_bits(1)),
+        ArgValue::F64(1e200),
+        ArgValue::F64(1e-200),
+        ArgValue::F64(1e200),
+    ]);
+    let [p, pp] = shipped_traces(src, "ord", f64s("ord", 4), input.clone());
+    assert_eq!(placed(&p), ["overflow@4:11", "underflow@5:12"]);
+    assert_eq!(
+        p.trace.iter().map(|e| e.kind).collect::<Vec<_>>(),
+        pp.trace.iter().rev().map(|e| e.kind).collect::<Vec<_>>(),
+        "{:?}",
+        placed(&pp)
+    );
+    let (instrumented, report) = search_and_confirm(src, "ord", input);
+    assert_eq!(instrumented, 1);
+    let d = &report.divergences[0];
+    assert_eq!(d.confirmation, Confirmation::TraceOnly);
+    assert_eq!(d.shipped_trace_p, p.trace);
+    assert_eq!(d.shipped_trace_p_prime, pp.trace);
+    assert_eq!(report.diff_producing, d.candidates);
+}
+
+#[test]
+fn a_long_trace_keeps_its_first_events_and_counts_the_rest() {
+    // 1000 underflows at -O0 (the product is subnormal and inexact each time); the sums that stay subnormal are
+    // exact, trap when underflow is unmasked, and are no event.
+    let src = "double loop(double x) {\n  double s = 0;\n  for (int i = 0; i < 1000; i++)\n    \
+               s += x * 1e-300;\n  return s;\n}\n";
+    let [p, _] = shipped_traces(
+        src,
+        "loop",
+        f64s("loop", 1),
+        Input(vec![ArgValue::F64(1e-10)]),
+    );
+    assert_eq!(p.end, ShippedEnd::Raised(8));
+    assert_eq!(p.trace.len(), 256);
+    assert_eq!(p.dropped, 1000 - 256);
+    assert!(p.trace.iter().all(|e| e.line == Some(4)));
+}

@@ -67,7 +67,10 @@ pub fn run(
         if let (Some(dir), Some(report)) = (reports, &run.output) {
             let rel = file.strip_prefix(&root).unwrap_or(&file);
             let name = rel.to_string_lossy().replace('/', "_");
-            std::fs::write(dir.join(format!("{name}.json")), serde_json::to_vec(report)?)?;
+            std::fs::write(
+                dir.join(format!("{name}.json")),
+                serde_json::to_vec(report)?,
+            )?;
         }
         let functions = run
             .output

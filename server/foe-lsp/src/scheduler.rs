@@ -425,7 +425,9 @@ impl Scheduler {
         match result {
             Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
                 Some(f) if f.status.ran() => match fix::judge(&f.divergences) {
-                    fix::FixVerdict::Verified { build_only } => FixCheck::Verified { edit, build_only },
+                    fix::FixVerdict::Verified { build_only } => {
+                        FixCheck::Verified { edit, build_only }
+                    }
                     fix::FixVerdict::Remains { remaining } => FixCheck::Remains { edit, remaining },
                 },
                 Some(f) => unchecked(format!("the edited function was skipped: {}", f.reason)),

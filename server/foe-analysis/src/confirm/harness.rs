@@ -502,7 +502,8 @@ fn undefined_symbols(stderr: &str) -> Vec<String> {
 /// Compiles the driver (without fast math) into `dir`.
 fn compile_driver(clang: &Path, dir: &Path) -> Result<PathBuf, String> {
     let src = dir.join("foe_confirm.c");
-    std::fs::write(&src, CONFIRM_C).map_err(|e| format!("cannot write the driver: {e}"))?;
+    std::fs::write(&src, format!("{CONFIRM_C}\n{}", crate::exec::LIBC_EXTRAS_C))
+        .map_err(|e| format!("cannot write the driver: {e}"))?;
     let obj = dir.join("foe_confirm.o");
     let mut cmd = process::command(clang, dir);
     cmd.args(["-c", "-O2", "-fno-fast-math", "-w"])

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 /// The runtime sources, embedded so foe works from any directory.
 pub const RUNTIME_C: &str = include_str!("../../../../runtime/foe_runtime.c");
+/// Classification functions glibc has only as macros, appended to the runtime and the shipped-binary driver.
+pub const LIBC_EXTRAS_C: &str = include_str!("../../../../runtime/foe_libc_extras.c");
 pub const RUNTIME_H: &str = include_str!("../../../../runtime/foe_runtime.h");
 
 const RUNTIME_FLAGS: &[&str] = &[
@@ -34,6 +36,7 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
     let key = {
         let mut h = blake3::Hasher::new();
         h.update(RUNTIME_C.as_bytes());
+        h.update(LIBC_EXTRAS_C.as_bytes());
         h.update(RUNTIME_H.as_bytes());
         h.update(clang.as_os_str().as_encoded_bytes());
         h.update(RUNTIME_FLAGS.join(" ").as_bytes());
@@ -65,7 +68,10 @@ fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<()
     let tmp = tempfile::Builder::new()
         .prefix("foe-runtime-build")
         .tempdir_in(dir)?;
-    std::fs::write(tmp.path().join("foe_runtime.c"), RUNTIME_C)?;
+    std::fs::write(
+        tmp.path().join("foe_runtime.c"),
+        format!("{RUNTIME_C}\n{LIBC_EXTRAS_C}"),
+    )?;
     std::fs::write(tmp.path().join("foe_runtime.h"), RUNTIME_H)?;
     let out = tmp.path().join(format!("foe-runtime-{key}.o"));
     let mut cmd = process::command(clang, tmp.path());

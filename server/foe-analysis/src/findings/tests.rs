@@ -304,5 +304,7 @@ fn the_shipped_traces_are_shown_once_for_every_front_end() {
         vec![div(1e-310, vec![], vec![ev(Overflow, 4, 9)], false)],
         vec![],
     )]);
-    assert!(findings(&r, SOURCE, &FindingOptions::default())[0].shipped.is_empty());
+    assert!(findings(&r, SOURCE, &FindingOptions::default())[0]
+        .shipped
+        .is_empty());
 }

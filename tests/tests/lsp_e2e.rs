@@ -355,6 +355,62 @@ fn diagnostics_hover_replay_and_verified_fix() {
     s.finish();
 }
 
+/// Issue 8's editor check: on turbine1, once the preferred (verified) fix is applied, every diagnostic left names
+/// flush-to-zero/denormals-are-zero as its cause (which only the link reaches), or none is left.
+#[test]
+fn after_turbine1_s_verified_fix_only_flush_to_zero_is_left() {
+    let text =
+        std::fs::read_to_string(foe_e2e::repo_root().join("fixtures/bench/turbine1.c")).unwrap();
+    let mut s = Session::start(json!({}));
+    let (uri, diags) = s.open("turbine1.c", &text);
+    let flagged = diags
+        .iter()
+        .find(|d| {
+            d["data"]["function"] == "turbine1"
+                && !d["message"].as_str().unwrap().contains("flush-to-zero")
+        })
+        .unwrap_or_else(|| panic!("no turbine1 finding a source edit reaches: {diags:#?}"))
+        .clone();
+    let deadline = std::time::Instant::now() + ANALYSIS;
+    let action = loop {
+        let actions = s.request(
+            "textDocument/codeAction",
+            json!({ "textDocument": { "uri": uri }, "range": flagged["range"], "context": { "diagnostics": [flagged] } }),
+        );
+        if let Some(a) = actions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["isPreferred"] == true)
+        {
+            break a.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fix was never verified: {actions:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        action["title"].as_str().unwrap().contains("verified"),
+        "{action}"
+    );
+    let edits = action["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .unwrap();
+    let fixed = apply_text_edits(&text, edits);
+    s.client.did_change(&uri, 2, &fixed).unwrap();
+    let after = s.diagnostics(&uri, 2);
+    for d in after.iter().filter(|d| d["data"]["function"] == "turbine1") {
+        let message = d["message"].as_str().unwrap();
+        assert!(
+            message.contains("flush-to-zero"),
+            "a finding left after the verified fix names another cause: {message}"
+        );
+    }
+    s.finish();
+}
+
 #[test]
 fn editing_one_function_keeps_the_others_cached() {
     let mut s = Session::start(json!({}));

@@ -411,6 +411,122 @@ fn after_turbine1_s_verified_fix_only_flush_to_zero_is_left() {
     s.finish();
 }
 
+/// Asks for code actions on `diagnostics` until the one editing `function` is preferred (verified), checking that
+/// every answer comes at once.
+fn verified_action(s: &mut Session, uri: &str, diagnostics: &[Value], function: &str) -> Value {
+    let names = format!("`{function}`");
+    let deadline = std::time::Instant::now() + ANALYSIS;
+    loop {
+        let sent = std::time::Instant::now();
+        let actions = s.request(
+            "textDocument/codeAction",
+            json!({ "textDocument": { "uri": uri }, "range": diagnostics[0]["range"], "context": { "diagnostics": diagnostics } }),
+        );
+        assert!(
+            sent.elapsed() < Duration::from_secs(2),
+            "a code action took {:?}",
+            sent.elapsed()
+        );
+        let actions = actions.as_array().unwrap().clone();
+        let mine = actions
+            .iter()
+            .find(|a| a["title"].as_str().unwrap().contains(&names))
+            .unwrap_or_else(|| panic!("no action editing {function}: {actions:#?}"))
+            .clone();
+        if mine["isPreferred"] == true {
+            return mine;
+        }
+        assert!(
+            mine["title"].as_str().unwrap().contains("verifying"),
+            "the fix of {function} is not verified: {mine:#?}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fix of {function} was never verified"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn the_fix_of_an_inlined_helper_goes_into_the_helper_and_is_verified() {
+    const HELPERS: &str = include_str!("../../fixtures/editors/helpers.c");
+    let mut s = Session::start(json!({}));
+    let (uri, diags) = s.open("helpers.c", HELPERS);
+    check_expectations(HELPERS, &diags);
+    // Flagged at the helper's line, found in the callers that -O2 inlined it into.
+    let scale = on_line(&diags, HELPERS, "x * 4.0 / 4.0").clone();
+    assert_ne!(scale["data"]["function"], "scale", "{scale}");
+
+    // The diagnostics `g` reported come from two helpers: one action for each.
+    let of_g: Vec<Value> = diags
+        .iter()
+        .filter(|d| d["data"]["function"] == "g")
+        .cloned()
+        .collect();
+    let actions = s.request(
+        "textDocument/codeAction",
+        json!({ "textDocument": { "uri": uri }, "range": of_g[0]["range"], "context": { "diagnostics": of_g } }),
+    );
+    let actions = actions.as_array().unwrap();
+    for helper in ["`scale`", "`half`"] {
+        assert_eq!(
+            actions
+                .iter()
+                .filter(|a| a["title"].as_str().unwrap().contains(helper))
+                .count(),
+            1,
+            "one action editing {helper}: {actions:#?}"
+        );
+    }
+    assert!(
+        actions
+            .iter()
+            .all(|a| !a["title"].as_str().unwrap().contains("`g`")),
+        "g's own body holds no flagged operation: {actions:#?}"
+    );
+
+    // The fix on scale's diagnostic puts the pragmas in scale's body, and is verified on the callers.
+    let action = verified_action(&mut s, &uri, std::slice::from_ref(&scale), "scale");
+    let title = action["title"].as_str().unwrap();
+    assert!(
+        title.contains("Turn off fast-math in `scale` (verified"),
+        "{title}"
+    );
+    assert_eq!(action["diagnostics"][0]["code"], scale["code"]);
+    let doc_edit = &action["edit"]["documentChanges"][0];
+    let fixed = apply_text_edits(HELPERS, doc_edit["edits"].as_array().unwrap());
+    let lines: Vec<&str> = fixed.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("static double scale("))
+        .unwrap();
+    assert!(
+        lines[head + 1].trim() == "#pragma float_control(precise, on)"
+            && lines[head + 2].trim() == "#pragma clang fp contract(off)",
+        "the pragmas do not open scale's body:\n{fixed}"
+    );
+    assert_eq!(
+        fixed.matches("#pragma").count(),
+        2,
+        "the callers are not edited:\n{fixed}"
+    );
+
+    // Applied, scale's line is clean; half's finding stays.
+    s.client.did_change(&uri, 2, &fixed).unwrap();
+    let after = s.diagnostics(&uri, 2);
+    let scale_line = lines
+        .iter()
+        .position(|l| l.contains("x * 4.0 / 4.0"))
+        .unwrap() as u64;
+    assert!(
+        after.iter().all(|d| line_of(d) != scale_line),
+        "scale's line still flagged: {after:#?}"
+    );
+    on_line(&after, &fixed, "x * 2.0 * 0.5");
+    s.finish();
+}
+
 #[test]
 fn editing_one_function_keeps_the_others_cached() {
     let mut s = Session::start(json!({}));

@@ -1,4 +1,6 @@
-//! The quick fix that turns fast-math off for one function, as plain text edits (no LSP types).
+//! The quick fix that turns fast-math off for one function, as plain text edits (no LSP types), and where it goes:
+//! the function whose body holds the flagged operation ([`target`]), which is a helper when the fast-math build
+//! inlined it into the analysed function, since the pragmas apply to the operations written in their block.
 //!
 //! Measured with clang 19: `#pragma float_control(precise, on)` is accepted at the start of a compound
 //! statement and restores plain semantics in that block; `precise` turns contraction back on, so
@@ -15,7 +17,8 @@
 //! flush-to-zero/denormals-are-zero, which `crtfastmath.o` sets for the whole process when linking with
 //! `-ffast-math`: no pragma reaches it; [`build_change`] names the link flag that does.
 
-use crate::report::{Cause, Divergence, FunctionSpan};
+use crate::findings::code::flagged_location;
+use crate::report::{Cause, Divergence, FileReport, FunctionReport, FunctionSpan, ReasonCode};
 
 /// The build change that removes a divergence of this cause, for causes no source edit can reach.
 pub fn build_change(cause: Cause) -> Option<&'static str> {
@@ -55,6 +58,112 @@ pub fn judge(left: &[Divergence]) -> FixVerdict {
     } else {
         FixVerdict::Remains { remaining }
     }
+}
+
+/// Where the fast-math-off edit for flagged operations goes, and which analysed functions ran them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixTarget {
+    /// The function whose body gets the pragmas: the one whose span holds the flagged operations (a helper
+    /// inlined into its callers, or the analysed function itself).
+    pub function: String,
+    pub span: FunctionSpan,
+    /// The analysed functions that flagged operations in it, the ones to re-analyse on the edited text.
+    pub reporters: Vec<String>,
+}
+
+/// The target of what the analysed function `function` flagged at `line`: the function of the report with the
+/// narrowest span holding the line, else (no line, or a line in no span) `function` itself. None when the chosen
+/// function has no span.
+pub fn target(report: &FileReport, function: &str, line: Option<u32>) -> Option<FixTarget> {
+    let (f, span) = holder(report, function, line)?;
+    Some(FixTarget {
+        function: f.name.clone(),
+        span: span.clone(),
+        reporters: vec![function.to_string()],
+    })
+}
+
+/// The function [`target`] picks, with its span.
+fn holder<'r>(
+    report: &'r FileReport,
+    function: &str,
+    line: Option<u32>,
+) -> Option<(&'r FunctionReport, &'r FunctionSpan)> {
+    let spans = || {
+        report
+            .functions
+            .iter()
+            .filter_map(|f| Some((f, f.span.as_ref()?)))
+    };
+    let inside = line.and_then(|line| {
+        spans()
+            .filter(|(_, s)| s.line <= line && line <= s.end_line)
+            .min_by_key(|(_, s)| s.end_line - s.line)
+    });
+    inside.or_else(|| spans().find(|(f, _)| f.name == function))
+}
+
+/// The line a divergence is flagged at.
+fn flagged_line(d: &Divergence) -> Option<u32> {
+    flagged_location(d).map(|l| l.line)
+}
+
+/// The targets of every divergence of the functions that ran, one per function to edit (in the order first
+/// flagged), each with every analysed function that flagged something in it.
+pub fn targets(report: &FileReport) -> Vec<FixTarget> {
+    let mut out: Vec<FixTarget> = vec![];
+    for f in report.functions.iter().filter(|f| f.status.ran()) {
+        for d in &f.divergences {
+            let Some(t) = target(report, &f.name, flagged_line(d)) else {
+                continue;
+            };
+            match out.iter_mut().find(|o| o.function == t.function) {
+                Some(o) if !o.reporters.contains(&f.name) => o.reporters.push(f.name.clone()),
+                Some(_) => {}
+                None => out.push(t),
+            }
+        }
+    }
+    out
+}
+
+/// Judges the edit of `target` by the re-analysis of its reporters on the edited text (`edited`: one report, or
+/// one per reporter): only the divergences whose [`target`] in the edited text is the edited function count, and
+/// of those, as in [`judge`], the ones a source edit reaches. Err says why it cannot be judged (a reporter was not
+/// analysed).
+pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerdict, String> {
+    let mut aimed = vec![];
+    for name in &target.reporters {
+        let ran = edited.iter().find_map(|r| {
+            let f = r
+                .functions
+                .iter()
+                .find(|f| f.name == *name && f.status.ran())?;
+            Some((r, f))
+        });
+        let Some((report, f)) = ran else {
+            // Why it did not run, from the run that selected it.
+            let found = edited
+                .iter()
+                .flat_map(|r| &r.functions)
+                .filter(|f| f.name == *name)
+                .min_by_key(|f| f.reason_codes.contains(&ReasonCode::NotSelected));
+            return Err(match found {
+                Some(f) => format!("`{name}` was skipped on the edited text: {}", f.reason),
+                None => format!("`{name}` was not found in the edited text"),
+            });
+        };
+        aimed.extend(
+            f.divergences
+                .iter()
+                .filter(|d| {
+                    holder(report, name, flagged_line(d))
+                        .is_some_and(|(h, _)| h.name == target.function)
+                })
+                .cloned(),
+        );
+    }
+    Ok(judge(&aimed))
 }
 
 /// Inserts `text` before the byte at (line, column), both 1-based; column counts bytes.
@@ -144,6 +253,155 @@ pub fn byte_offset(text: &str, line: u32, column: u32) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{DivergenceClass, FunctionStatus};
+    use crate::types::SourceLoc;
+
+    fn span(line: u32, end_line: u32) -> FunctionSpan {
+        FunctionSpan {
+            line,
+            body_line: line,
+            end_line,
+        }
+    }
+
+    fn div(line: u32, cause: Cause) -> Divergence {
+        Divergence {
+            inputs: vec![],
+            trace_p: vec![],
+            trace_p_prime: vec![],
+            first_divergence: 0,
+            class: DivergenceClass::Appears,
+            result_p: String::new(),
+            result_p_prime: String::new(),
+            in_domain: true,
+            location: Some(SourceLoc { line, column: 3 }),
+            summary: String::new(),
+            confirmation: Default::default(),
+            shipped_p: vec![],
+            shipped_p_prime: vec![],
+            shipped_trace_p: vec![],
+            shipped_trace_p_prime: vec![],
+            cause,
+            candidates: 1,
+        }
+    }
+
+    fn function(
+        name: &str,
+        status: FunctionStatus,
+        span: FunctionSpan,
+        divergences: Vec<Divergence>,
+    ) -> FunctionReport {
+        FunctionReport {
+            status,
+            span: Some(span),
+            divergences,
+            ..FunctionReport::skipped(name, "")
+        }
+    }
+
+    fn report(functions: Vec<FunctionReport>) -> FileReport {
+        FileReport {
+            file: "helpers.c".into(),
+            functions,
+            timings_ms: Default::default(),
+            flags_p: vec![],
+            flags_p_prime: vec![],
+            ftz_p_prime: false,
+            linked_units: vec![],
+        }
+    }
+
+    /// `sq` (lines 3-5) is inlined into `f` and `g`, `half` (7-9) into `g`; `g` (15-17) also diverges itself.
+    fn helpers(sq_end: u32, f_divs: Vec<Divergence>, g_divs: Vec<Divergence>) -> FileReport {
+        use FunctionStatus::*;
+        let shift = sq_end - 5;
+        report(vec![
+            function("sq", ThroughCallers, span(3, sq_end), vec![]),
+            function("half", ThroughCallers, span(7 + shift, 9 + shift), vec![]),
+            function("f", Analysed, span(11 + shift, 13 + shift), f_divs),
+            function("g", Analysed, span(15 + shift, 17 + shift), g_divs),
+        ])
+    }
+
+    #[test]
+    fn the_fix_targets_the_helper_whose_body_holds_the_flagged_operation() {
+        use Cause::*;
+        let r = helpers(
+            5,
+            vec![div(4, Reassociation)],
+            vec![
+                div(8, Reassociation),
+                div(4, Reassociation),
+                div(16, Contraction),
+            ],
+        );
+        let t = target(&r, "f", Some(4)).unwrap();
+        assert_eq!((t.function.as_str(), t.span.clone()), ("sq", span(3, 5)));
+        assert_eq!(target(&r, "g", Some(16)).unwrap().function, "g");
+        // No line, or one in no span: the analysed function itself.
+        assert_eq!(target(&r, "g", None).unwrap().function, "g");
+        assert_eq!(target(&r, "f", Some(40)).unwrap().function, "f");
+
+        let all: Vec<(String, Vec<String>)> = targets(&r)
+            .into_iter()
+            .map(|t| (t.function, t.reporters))
+            .collect();
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            all,
+            vec![
+                ("sq".into(), names(&["f", "g"])),
+                ("half".into(), names(&["g"])),
+                ("g".into(), names(&["g"])),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_fix_is_judged_by_what_it_aims_at_in_the_edited_text() {
+        use Cause::*;
+        let sq = targets(&helpers(
+            5,
+            vec![div(4, Reassociation)],
+            vec![div(4, Reassociation), div(8, Reassociation)],
+        ))
+        .into_iter()
+        .find(|t| t.function == "sq")
+        .unwrap();
+        // The pragmas moved everything after sq's body down two lines: what is left lies in `half` and `g`.
+        let gone = helpers(
+            7,
+            vec![],
+            vec![div(10, Reassociation), div(18, Contraction)],
+        );
+        assert_eq!(
+            judge_target(&[gone], &sq),
+            Ok(FixVerdict::Verified { build_only: 0 })
+        );
+        // In sq's edited body: one the edit should have removed, one only the link reaches.
+        let left = helpers(7, vec![div(6, Reassociation)], vec![div(6, FlushToZero)]);
+        assert_eq!(
+            judge_target(&[left], &sq),
+            Ok(FixVerdict::Remains { remaining: 1 })
+        );
+        let ftz = helpers(7, vec![], vec![div(6, FlushToZero)]);
+        assert_eq!(
+            judge_target(&[ftz], &sq),
+            Ok(FixVerdict::Verified { build_only: 1 })
+        );
+        // Each reporter may come from a report of its own (`only_function`); one that did not run is no verdict.
+        let mut only_f = helpers(7, vec![], vec![]);
+        only_f.functions[3] = FunctionReport::skipped("g", "not selected");
+        let only_g = helpers(7, vec![], vec![]);
+        assert_eq!(
+            judge_target(&[only_f.clone(), only_g], &sq),
+            Ok(FixVerdict::Verified { build_only: 0 })
+        );
+        assert!(judge_target(&[only_f], &sq)
+            .unwrap_err()
+            .contains("`g` was skipped"));
+    }
 
     #[test]
     fn inserts_after_the_opening_brace() {

@@ -1,7 +1,8 @@
 //! Conversions of LSP values to what the server looks up: file paths, 1-based lines, the functions a code
-//! action is about.
+//! action would edit.
 
 use crate::state::Analysis;
+use foe_analysis::fix;
 use std::path::PathBuf;
 use tower_lsp::lsp_types::{CodeActionParams, Diagnostic, NumberOrString, Position, Url};
 
@@ -30,9 +31,10 @@ pub fn diagnostic_function(d: &Diagnostic) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The functions a code-action request is about, each with the request's diagnostics that belong to it: the
-/// functions of the foe divergence diagnostics in the context, and the diverging function whose body holds
-/// the cursor.
+/// The functions a code-action request would edit (the fixes' targets, `fix::target`: a helper the fast-math
+/// build inlined where its operation is flagged), each with the request's diagnostics it aims at: the targets of
+/// the foe divergence diagnostics in the context, and the targets whose body holds the cursor or whose flagged
+/// operations are on its line.
 pub fn code_action_functions(
     analysis: &Analysis,
     params: &CodeActionParams,
@@ -48,6 +50,12 @@ pub fn code_action_functions(
         };
         out[i].1.extend(d);
     };
+    let report = analysis.report();
+    let target_of = |function: &str, at: u32| {
+        report
+            .and_then(|r| fix::target(r, function, Some(at)))
+            .map_or_else(|| function.to_string(), |t| t.function)
+    };
     for d in params
         .context
         .diagnostics
@@ -55,28 +63,19 @@ pub fn code_action_functions(
         .filter(|d| is_divergence(d))
     {
         if let Some(name) = diagnostic_function(d) {
-            add(name, Some(d.clone()));
+            add(target_of(&name, line(d.range.start)), Some(d.clone()));
         }
     }
     let cursor = line(params.range.start);
-    if let Some(report) = analysis.report() {
-        let diverging = report
-            .functions
-            .iter()
-            .filter(|f| f.status.ran() && !f.divergences.is_empty());
-        for f in diverging {
-            let inside = f
-                .span
-                .as_ref()
-                .is_some_and(|s| s.line <= cursor && cursor <= s.end_line);
-            let flagged_here = analysis
-                .shown
-                .findings
-                .iter()
-                .any(|x| x.function == f.name && x.line == cursor && x.code.is_divergence());
-            if inside || flagged_here {
-                add(f.name.clone(), None);
-            }
+    for t in report.map(fix::targets).unwrap_or_default() {
+        let inside = t.span.line <= cursor && cursor <= t.span.end_line;
+        let flagged_here = analysis.shown.findings.iter().any(|x| {
+            x.line == cursor
+                && x.code.is_divergence()
+                && target_of(&x.function, x.line) == t.function
+        });
+        if inside || flagged_here {
+            add(t.function, None);
         }
     }
     out

@@ -260,21 +260,30 @@ impl Scheduler {
             .await;
     }
 
-    /// Starts verifying the quick fix of every function with a divergence, so code actions answer at once.
+    /// Starts verifying the quick fix of every function a shown divergence would edit (`fix::target`: the helper
+    /// that holds an inlined operation), so code actions answer at once.
     fn prefetch_fixes(&self, analysis: &Arc<Analysis>) {
-        if analysis.shown.stale || analysis.report().is_none() {
+        if analysis.shown.stale {
             return;
         }
-        let mut functions: Vec<&str> = analysis
+        let Some(report) = analysis.report() else {
+            return;
+        };
+        let mut functions: Vec<String> = vec![];
+        for f in analysis
             .shown
             .findings
             .iter()
             .filter(|f| f.code.is_divergence())
-            .map(|f| f.function.as_str())
-            .collect();
-        functions.dedup();
+        {
+            if let Some(t) = fix::target(report, &f.function, Some(f.line)) {
+                if !functions.contains(&t.function) {
+                    functions.push(t.function);
+                }
+            }
+        }
         for f in functions {
-            let _ = self.fix_check(analysis, f);
+            let _ = self.fix_check(analysis, &f);
         }
     }
 
@@ -335,13 +344,13 @@ impl Scheduler {
         (Arc::new(ChannelProgress(tx)), forwarder)
     }
 
-    /// The verdict on the fast-math-off fix of `function` in `analysis` as known now: the background check
+    /// The verdict on the fast-math-off fix that edits `function` in `analysis` as known now: the background check
     /// (started here if it was not) is [`FixCheck::Pending`] until it ends.
     pub fn fix_check(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
-        let Some(span) = analysis.function(function).and_then(|f| f.span.clone()) else {
+        let Some(target) = analysis.fix_target(function) else {
             return FixCheck::Unavailable;
         };
-        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else {
+        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &target.span) else {
             return FixCheck::Unavailable;
         };
         let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
@@ -388,11 +397,13 @@ impl Scheduler {
         done.unwrap_or(check)
     }
 
+    /// Re-analyses the functions that ran the target's code (the target itself, or the callers a helper was
+    /// inlined into) on the edited text, and judges the divergences the edit aims at (`fix::judge_target`).
     async fn verify(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
-        let Some(span) = analysis.function(function).and_then(|f| f.span.clone()) else {
+        let Some(target) = analysis.fix_target(function) else {
             return FixCheck::Unavailable;
         };
-        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &span) else {
+        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &target.span) else {
             return FixCheck::Unavailable;
         };
         let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&edit));
@@ -402,20 +413,26 @@ impl Scheduler {
         if analysis.cancel.is_cancelled() {
             return FixCheck::Unavailable;
         }
-        let (a, engine, cache, name) = (
+        let (a, engine, cache, reporters) = (
             analysis.clone(),
             self.inner.engine.clone(),
             self.inner.state.cache.clone(),
-            function.to_string(),
+            target.reporters.clone(),
         );
+        // One run per reporter (usually one), in one blocking task under the permit.
         let result = blocking(move || {
-            let request = AnalysisRequest {
-                path: &a.path,
-                text: &fixed,
-                config: a.config.analysis(),
-                only_function: Some(&name),
-            };
-            engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
+            reporters
+                .iter()
+                .map(|name| {
+                    let request = AnalysisRequest {
+                        path: &a.path,
+                        text: &fixed,
+                        config: a.config.analysis(),
+                        only_function: Some(name),
+                    };
+                    engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
+                })
+                .collect::<Result<Vec<_>, _>>()
         })
         .await;
         let unchecked = |why: String| FixCheck::Unchecked {
@@ -423,15 +440,12 @@ impl Scheduler {
             why,
         };
         match result {
-            Ok(Ok(report)) => match report.functions.iter().find(|f| f.name == function) {
-                Some(f) if f.status.ran() => match fix::judge(&f.divergences) {
-                    fix::FixVerdict::Verified { build_only } => {
-                        FixCheck::Verified { edit, build_only }
-                    }
-                    fix::FixVerdict::Remains { remaining } => FixCheck::Remains { edit, remaining },
-                },
-                Some(f) => unchecked(format!("the edited function was skipped: {}", f.reason)),
-                None => unchecked("the edited function was not found".into()),
+            Ok(Ok(reports)) => match fix::judge_target(&reports, &target) {
+                Ok(fix::FixVerdict::Verified { build_only }) => {
+                    FixCheck::Verified { edit, build_only }
+                }
+                Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains { edit, remaining },
+                Err(why) => unchecked(why),
             },
             Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,
             Ok(Err(AnalysisError::Compile { message, .. })) => {

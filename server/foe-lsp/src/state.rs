@@ -7,7 +7,7 @@
 use crate::config::ServerConfig;
 use dashmap::DashMap;
 use foe_analysis::findings::Finding;
-use foe_analysis::fix::SourceEdit;
+use foe_analysis::fix::{self, FixTarget, SourceEdit};
 use foe_analysis::pipeline::{CancelToken, FunctionCache};
 use foe_analysis::report::{FileReport, FunctionReport};
 use std::collections::HashMap;
@@ -79,7 +79,7 @@ pub struct Analysis {
     pub elapsed: Duration,
     /// What is shown for it: its own findings, or, while it does not compile, the last ones that did (stale).
     pub shown: Shown,
-    /// Verification of the fast-math-off fix, per function, started in the background after the analysis.
+    /// Verification of the fast-math-off fix, per edited function, started in the background after the analysis.
     pub fixes: Mutex<HashMap<String, watch::Receiver<Option<FixCheck>>>>,
 }
 
@@ -106,17 +106,24 @@ impl Analysis {
     pub fn function(&self, name: &str) -> Option<&FunctionReport> {
         self.report()?.functions.iter().find(|f| f.name == name)
     }
+
+    /// The fast-math-off fix that edits `function`, with the analysed functions to re-analyse (`fix::targets`).
+    pub fn fix_target(&self, function: &str) -> Option<FixTarget> {
+        fix::targets(self.report()?)
+            .into_iter()
+            .find(|t| t.function == function)
+    }
 }
 
-/// The verdict on the fast-math-off fix of one function.
+/// The verdict on the fast-math-off fix of one function (the body the pragmas go in).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FixCheck {
     /// Re-analysing the edited function found no divergence the edit targets; `build_only` are left that only a
     /// build change removes (flush-to-zero at link).
     Verified { edit: SourceEdit, build_only: usize },
-    /// The edited function still diverges on `remaining` inputs.
+    /// `remaining` divergences the edit aims at are still there on the edited text.
     Remains { edit: SourceEdit, remaining: usize },
-    /// The edit could not be checked (the edited file failed to analyse, or the function was skipped).
+    /// The edit could not be checked (the edited file failed to analyse, or a function to re-analyse was skipped).
     Unchecked { edit: SourceEdit, why: String },
     /// The check is still running in the background.
     Pending(SourceEdit),

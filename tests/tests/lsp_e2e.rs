@@ -356,9 +356,10 @@ fn diagnostics_hover_replay_and_verified_fix() {
 }
 
 /// Issue 8's editor check: on turbine1, once the preferred (verified) fix is applied, every diagnostic left names
-/// flush-to-zero/denormals-are-zero as its cause (which only the link reaches), or none is left.
+/// a cause that turning fast-math off cannot reach: flush-to-zero/denormals-are-zero (only the link reaches it),
+/// or the order in which `-O2` without fast-math schedules the operations.
 #[test]
-fn after_turbine1_s_verified_fix_only_flush_to_zero_is_left() {
+fn after_turbine1_s_verified_fix_only_causes_it_cannot_reach_are_left() {
     let text =
         std::fs::read_to_string(foe_e2e::repo_root().join("fixtures/bench/turbine1.c")).unwrap();
     let mut s = Session::start(json!({}));
@@ -404,7 +405,8 @@ fn after_turbine1_s_verified_fix_only_flush_to_zero_is_left() {
     for d in after.iter().filter(|d| d["data"]["function"] == "turbine1") {
         let message = d["message"].as_str().unwrap();
         assert!(
-            message.contains("flush-to-zero"),
+            message.contains("cause: flush-to-zero")
+                || message.contains("cause: optimisation that happens without fast-math too"),
             "a finding left after the verified fix names another cause: {message}"
         );
     }

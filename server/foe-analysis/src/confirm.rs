@@ -123,7 +123,8 @@ pub fn confirm_function(
     let mut kept = Vec::new();
     let mut dropped = 0;
     let mut kept_unconfirmed = 0;
-    let mut to_explain: Vec<(usize, Input, u8)> = Vec::new();
+    // Divergences whose cause is looked for: (index in `kept`, input, P's shipped run, whether sets differ).
+    let mut to_explain: Vec<(usize, Input, ShippedRun, bool)> = Vec::new();
     for ((mut d, runs), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
         let Some((rp, rpp)) = runs else {
             d.confirmation = Confirmation::NotRun;
@@ -138,16 +139,21 @@ pub fn confirm_function(
         d.shipped_p = kinds(a);
         d.shipped_p_prime = kinds(b);
         let differ = sequences_differ(&rp, &rpp);
+        let p_run = rp.clone();
         d.shipped_trace_p = rp.trace;
         d.shipped_trace_p_prime = rpp.trace;
         if a != b {
             d.confirmation = Confirmation::Confirmed;
-            to_explain.push((kept.len(), input.expect("ran"), a));
+            to_explain.push((kept.len(), input.expect("ran"), p_run, true));
         } else if differ.unwrap_or(
             // Incomplete shipped traces: the instrumented ones decide whether only order or count differ.
             d.class != DivergenceClass::Appears && bits_of(&d.trace_p) == bits_of(&d.trace_p_prime),
         ) {
             d.confirmation = Confirmation::TraceOnly;
+            if differ.is_some() {
+                // The shipped traces differ in order or count: the probes' traces tell why.
+                to_explain.push((kept.len(), input.expect("ran"), p_run, false));
+            }
         } else {
             let inputs: Vec<String> = d
                 .inputs
@@ -185,42 +191,49 @@ pub fn confirm_function(
     if to_explain.is_empty() {
         return;
     }
-    let witnesses: Vec<Input> = to_explain.iter().map(|(_, i, _)| i.clone()).collect();
+    let witnesses: Vec<Input> = to_explain.iter().map(|(_, i, _, _)| i.clone()).collect();
     let mut probes: Vec<Probe> = PROBES.iter().map(|(c, _)| Probe::Without(*c)).collect();
     probes.push(Probe::Without(Cause::Optimisation));
     harness.prepare(&probes);
-    let results: Vec<(Probe, Option<Vec<ShippedEnd>>)> = probes
+    let results: Vec<(Probe, Option<Vec<ShippedRun>>)> = probes
         .iter()
-        .map(|&probe| {
-            let runs = harness.run(probe, &sig.name, &witnesses).ok();
-            (probe, runs.map(|r| r.into_iter().map(|r| r.end).collect()))
-        })
+        .map(|&probe| (probe, harness.run(probe, &sig.name, &witnesses).ok()))
         .collect();
-    for (w, (at, _, p_bits)) in to_explain.iter().enumerate() {
-        let end = |probe: Probe| {
-            results
+    for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
+        // Whether a probe's run on this witness raised what P raised: the same set for a set difference, the
+        // same sequence of kinds for an order or count difference; `None` when it did not return.
+        let same_as_p = |probe: Probe| {
+            let run = results
                 .iter()
                 .find(|(p, _)| *p == probe)
-                .and_then(|(_, r)| r.as_ref()?.get(w).copied())
+                .and_then(|(_, r)| r.as_ref()?.get(w))?;
+            match (p_run.end, run.end) {
+                (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) if *sets_differ => Some(a == b),
+                (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) => {
+                    sequences_differ(p_run, run).map(|differ| !differ)
+                }
+                _ => None,
+            }
         };
-        report.divergences[*at].cause = decide(*p_bits, end);
+        report.divergences[*at].cause = decide(same_as_p);
     }
 }
 
-/// The cause of a divergence from the shipped ends of the probes: the first single option whose removal gives
-/// P's exceptions; else optimisation when plain `-O2` diverges too; else several options together.
-pub fn decide(p_bits: u8, end: impl Fn(Probe) -> Option<ShippedEnd>) -> Cause {
+/// The cause of a divergence from whether each probe's shipped run raised what P raised: the first single option
+/// whose removal gives P's exceptions; else optimisation when plain `-O2` differs from P too; else several
+/// options together.
+pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
     let mut all_ran = true;
     for (cause, _) in PROBES {
-        match end(Probe::Without(cause)) {
-            Some(ShippedEnd::Raised(b)) if b == p_bits => return cause,
-            Some(ShippedEnd::Raised(_)) => {}
-            _ => all_ran = false,
+        match same_as_p(Probe::Without(cause)) {
+            Some(true) => return cause,
+            Some(false) => {}
+            None => all_ran = false,
         }
     }
-    match end(Probe::Without(Cause::Optimisation)) {
-        Some(ShippedEnd::Raised(b)) if b != p_bits => Cause::Optimisation,
-        Some(ShippedEnd::Raised(_)) if all_ran => Cause::Combined,
+    match same_as_p(Probe::Without(Cause::Optimisation)) {
+        Some(false) => Cause::Optimisation,
+        Some(true) if all_ran => Cause::Combined,
         _ => Cause::Undetermined,
     }
 }

@@ -31,9 +31,10 @@ pub fn build_change(cause: Cause) -> Option<&'static str> {
     }
 }
 
-/// Whether the precise pragmas can remove a divergence of this cause (everything but what the link sets).
+/// Whether the precise pragmas can remove a divergence of this cause: not what the link sets, nor what `-O2`
+/// does without fast-math too (turning fast-math off leaves the optimisation).
 pub fn source_edit_reaches(cause: Cause) -> bool {
-    build_change(cause).is_none()
+    build_change(cause).is_none() && cause != Cause::Optimisation
 }
 
 /// What re-analysing a function after its fast-math-off edit says of the edit, which targets every divergence a

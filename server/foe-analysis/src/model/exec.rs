@@ -232,7 +232,7 @@ impl<'m> Executor<'m> {
                     self.cut_short = true;
                     return Ok(());
                 }
-                if self.steps % 256 == 0
+                if self.steps.is_multiple_of(256)
                     && self
                         .deadline
                         .is_some_and(|d| std::time::Instant::now() >= d)

@@ -52,7 +52,7 @@ pub(super) fn in_rounds(
     let mut first_seen: Vec<SiteKey<'_>> = Vec::new();
     for &i in todo {
         let key = site_key(jobs[i]);
-        let queue = sites.entry(key.clone()).or_default();
+        let queue = sites.entry(key).or_default();
         if queue.is_empty() {
             first_seen.push(key);
         }

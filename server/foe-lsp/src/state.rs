@@ -103,10 +103,6 @@ impl Analysis {
         }
     }
 
-    pub fn function(&self, name: &str) -> Option<&FunctionReport> {
-        self.report()?.functions.iter().find(|f| f.name == name)
-    }
-
     /// The fast-math-off fix that edits `function`, with the analysed functions to re-analyse (`fix::targets`).
     pub fn fix_target(&self, function: &str) -> Option<FixTarget> {
         fix::targets(self.report()?)

@@ -254,7 +254,7 @@ pub fn byte_offset(text: &str, line: u32, column: u32) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{DivergenceClass, FunctionStatus};
+    use crate::report::FunctionStatus;
     use crate::types::SourceLoc;
 
     fn span(line: u32, end_line: u32) -> FunctionSpan {
@@ -267,23 +267,9 @@ mod tests {
 
     fn div(line: u32, cause: Cause) -> Divergence {
         Divergence {
-            inputs: vec![],
-            trace_p: vec![],
-            trace_p_prime: vec![],
-            first_divergence: 0,
-            class: DivergenceClass::Appears,
-            result_p: String::new(),
-            result_p_prime: String::new(),
-            in_domain: true,
             location: Some(SourceLoc { line, column: 3 }),
-            summary: String::new(),
-            confirmation: Default::default(),
-            shipped_p: vec![],
-            shipped_p_prime: vec![],
-            shipped_trace_p: vec![],
-            shipped_trace_p_prime: vec![],
             cause,
-            candidates: 1,
+            ..Divergence::default()
         }
     }
 

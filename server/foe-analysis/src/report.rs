@@ -51,10 +51,13 @@ impl TraceEvent {
 }
 
 /// How two exception traces differ, best-ranked first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum DivergenceClass {
     /// An exception kind occurs in one build and never in the other.
+    #[default]
     Appears,
     /// The same kinds occur, but a different number of times.
     Count,
@@ -128,6 +131,32 @@ pub struct Divergence {
 
 fn one() -> usize {
     1
+}
+
+/// An empty divergence (no inputs, no events, inside the domain, one candidate), for filling in the fields that
+/// matter with `..Divergence::default()`.
+impl Default for Divergence {
+    fn default() -> Divergence {
+        Divergence {
+            inputs: vec![],
+            trace_p: vec![],
+            trace_p_prime: vec![],
+            first_divergence: 0,
+            class: DivergenceClass::default(),
+            result_p: String::new(),
+            result_p_prime: String::new(),
+            in_domain: true,
+            location: None,
+            summary: String::new(),
+            confirmation: Confirmation::default(),
+            shipped_p: vec![],
+            shipped_p_prime: vec![],
+            shipped_trace_p: vec![],
+            shipped_trace_p_prime: vec![],
+            cause: Cause::default(),
+            candidates: one(),
+        }
+    }
 }
 
 /// What the independent harness (the file built by clang as shipped, the sticky flags read) says of a divergence.

@@ -7,8 +7,7 @@ use foe_analysis::pipeline::{
     AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress,
 };
 use foe_analysis::report::{
-    Divergence, DivergenceClass, FileReport, FunctionReport, FunctionSpan, FunctionStatus,
-    TraceEvent,
+    Divergence, FileReport, FunctionReport, FunctionSpan, FunctionStatus, TraceEvent,
 };
 use foe_analysis::types::{ExceptionKind, SourceLoc};
 use foe_lsp::client::LspClient;
@@ -86,23 +85,11 @@ impl Engine for Scripted {
             end_line: 1,
         });
         f.divergences.push(Divergence {
-            inputs: vec![],
-            trace_p: vec![],
             trace_p_prime: vec![event],
-            first_divergence: 0,
-            class: DivergenceClass::Appears,
             result_p: "1".into(),
             result_p_prime: "inf".into(),
-            in_domain: true,
             location: Some(SourceLoc { line: 1, column: 1 }),
-            summary: String::new(),
-            confirmation: Default::default(),
-            shipped_p: vec![],
-            shipped_p_prime: vec![],
-            shipped_trace_p: vec![],
-            shipped_trace_p_prime: vec![],
-            cause: Default::default(),
-            candidates: 1,
+            ..Divergence::default()
         });
         Ok(FileReport {
             file: request.path.display().to_string(),

@@ -199,23 +199,10 @@ mod tests {
 
     fn div(p: Vec<TraceEvent>, q: Vec<TraceEvent>, class: DivergenceClass) -> Divergence {
         Divergence {
-            inputs: vec![],
             trace_p: p,
             trace_p_prime: q,
-            first_divergence: 0,
             class,
-            result_p: String::new(),
-            result_p_prime: String::new(),
-            in_domain: true,
-            location: None,
-            summary: String::new(),
-            confirmation: Default::default(),
-            shipped_p: vec![],
-            shipped_p_prime: vec![],
-            shipped_trace_p: vec![],
-            shipped_trace_p_prime: vec![],
-            cause: Default::default(),
-            candidates: 1,
+            ..Divergence::default()
         }
     }
 

@@ -1,7 +1,7 @@
 //! Findings from hand-made reports: grouping, ranking, severities, messages, hovers, fingerprints.
 
 use super::*;
-use crate::report::{DivergenceClass, FormulaCounts, FunctionSpan, TraceEvent};
+use crate::report::{FormulaCounts, FunctionSpan, TraceEvent};
 use crate::types::{ArgValue, ExceptionKind};
 
 fn ev(kind: ExceptionKind, line: u32, column: u32) -> TraceEvent {
@@ -19,20 +19,11 @@ fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Diver
         inputs: vec![NamedValue::new("x", ArgValue::F64(x))],
         trace_p: p,
         trace_p_prime: q,
-        first_divergence: 0,
-        class: DivergenceClass::Appears,
         result_p: "nan (nan)".into(),
         result_p_prime: "-0x0p+0 (-0)".into(),
         in_domain,
         location,
-        summary: String::new(),
-        confirmation: Default::default(),
-        shipped_p: vec![],
-        shipped_p_prime: vec![],
-        shipped_trace_p: vec![],
-        shipped_trace_p_prime: vec![],
-        cause: Default::default(),
-        candidates: 1,
+        ..Divergence::default()
     }
 }
 

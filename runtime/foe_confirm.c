@@ -6,8 +6,11 @@
  * Protocol, one request per line on stdin: `INDEX W0 W1 ...` (the thunk index, then one hexadecimal 64-bit word
  * per parameter, as the instrumented runner encodes them). One reply per line on stdout, flushed:
  * `r FLAGS RESULT EVENT...` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4, underflow 8,
- * and the result's bits, both hexadecimal; then the trace in order) or `t` when the call did not return within
- * the time limit (argv[1], milliseconds); the process then exits. A crash ends the process without a reply; the
+ * and the result's bits, both hexadecimal; then the trace in order), `s FLAGS NAME EVENT...` when the call
+ * reached a function no file of the project defines (the harness links a stub for it that calls
+ * foe_confirm_stop: the call is left there, as the instrumented worker stops its run at it, and nothing of the
+ * callee runs), or `t` when the call did not return within the time limit (argv[1], milliseconds); the process
+ * then exits. A crash ends the process without a reply; the
  * caller restarts it after that request. An event is `KINDS@OFFSET` (the kinds as FLAGS counts them, the
  * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
  * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
@@ -37,6 +40,7 @@
 #include <fcntl.h>
 #include <fenv.h>
 #include <link.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,6 +81,16 @@ static uintptr_t g_fault_addr, g_fault_caller;
 static unsigned g_fault_masks, g_fault_status;
 /* The tracked status flags as the last SIGTRAP left them (0 at the start of a call): set before any later fault. */
 static unsigned g_known_status;
+
+/* Where a call of the user's code returns to when it reaches a stub (foe_confirm_stop), and the stub's name. */
+static sigjmp_buf g_call;
+static const char *volatile g_stopped_at;
+
+/* Called by the stubs the harness links for functions no file defines: ends the current call there. */
+void foe_confirm_stop(const char *name) {
+    g_stopped_at = name;
+    siglongjmp(g_call, 1);
+}
 
 static void on_alarm(int sig) {
     (void)sig;
@@ -261,7 +275,9 @@ int main(int argc, char **argv) {
         feclearexcept(FE_ALL_EXCEPT);
         unsigned mxcsr = __builtin_ia32_stmxcsr();
         __builtin_ia32_ldmxcsr((mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)));
-        foe_confirm_table[index](words, &result);
+        g_stopped_at = NULL;
+        if (sigsetjmp(g_call, 0) == 0)
+            foe_confirm_table[index](words, &result);
         mxcsr = __builtin_ia32_stmxcsr();
         __builtin_ia32_ldmxcsr(mxcsr | MX_TRACKED_MASKS);
         int raised = fetestexcept(FOE_TRACKED);
@@ -269,7 +285,10 @@ int main(int argc, char **argv) {
                          (raised & FE_OVERFLOW ? 4u : 0u) | (raised & FE_UNDERFLOW ? 8u : 0u);
         memset(&timer, 0, sizeof timer);
         setitimer(ITIMER_REAL, &timer, NULL);
-        fprintf(replies, "r %x %llx", flags, result);
+        if (g_stopped_at)
+            fprintf(replies, "s %x %s", flags, g_stopped_at);
+        else
+            fprintf(replies, "r %x %llx", flags, result);
         put_events(replies);
         fputc('\n', replies);
         fflush(replies);

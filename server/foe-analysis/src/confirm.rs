@@ -11,11 +11,16 @@
 //! (`confirm/trace.rs`). The verdict is decided on the shipped binaries: exception sets that differ there are
 //! [`Confirmation::Confirmed`]; equal sets whose shipped traces differ in order or count are
 //! [`Confirmation::TraceOnly`]; a divergence the shipped binaries do not show (equal sets and equal traces) is
-//! dropped and counted in [`FunctionReport::not_reproduced`].
+//! dropped and counted in [`FunctionReport::not_reproduced`]. The binaries link the project's other units the
+//! file uses (`confirm/build.rs`), as the program does; a call of a function no file defines ends the call there,
+//! as the instrumented worker stops its run at it, and two runs that stopped at the same call compare like two
+//! that returned.
 //!
 //! The cause of a confirmed divergence is found the same way: the input is run on builds of P' that differ in one
-//! option ([`PROBES`]); the first whose exceptions equal P's names the [`Cause`].
+//! option ([`PROBES`]); the first whose exceptions equal P's names the [`Cause`]. The probes are built and run
+//! in that order, two at a time, only for the divergences still unexplained.
 
+mod build;
 mod harness;
 mod trace;
 
@@ -23,6 +28,7 @@ pub use harness::{Harness, Probe, ShippedEnd, ShippedRun, CONFIRM_C, PROBES};
 
 use crate::report::{Cause, Confirmation, Divergence, DivergenceClass, FunctionReport, TraceEvent};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
+use std::collections::HashMap;
 
 /// The exceptions of a [`ShippedEnd::Raised`] bit set, in [`ExceptionKind::ALL`] order.
 pub fn kinds(bits: u8) -> Vec<ExceptionKind> {
@@ -131,7 +137,7 @@ pub fn confirm_function(
             kept.push(d);
             continue;
         };
-        let (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) = (rp.end, rpp.end) else {
+        let Some((a, b)) = rp.comparable(&rpp) else {
             d.confirmation = Confirmation::NotRun;
             kept.push(d);
             continue;
@@ -191,31 +197,53 @@ pub fn confirm_function(
     if to_explain.is_empty() {
         return;
     }
-    let witnesses: Vec<Input> = to_explain.iter().map(|(_, i, _, _)| i.clone()).collect();
-    let mut probes: Vec<Probe> = PROBES.iter().map(|(c, _)| Probe::Without(*c)).collect();
-    probes.push(Probe::Without(Cause::Optimisation));
-    harness.prepare(&probes);
-    let results: Vec<(Probe, Option<Vec<ShippedRun>>)> = probes
-        .iter()
-        .map(|&probe| (probe, harness.run(probe, &sig.name, &witnesses).ok()))
-        .collect();
-    for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
-        // Whether a probe's run on this witness raised what P raised: the same set for a set difference, the
-        // same sequence of kinds for an order or count difference; `None` when it did not return.
-        let same_as_p = |probe: Probe| {
-            let run = results
-                .iter()
-                .find(|(p, _)| *p == probe)
-                .and_then(|(_, r)| r.as_ref()?.get(w))?;
-            match (p_run.end, run.end) {
-                (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) if *sets_differ => Some(a == b),
-                (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) => {
-                    sequences_differ(p_run, run).map(|differ| !differ)
-                }
-                _ => None,
+    // The probes in the order `decide` asks them, two at a time (their builds run in parallel), each run only on
+    // the witnesses no earlier probe explained: a divergence is explained by the first probe that gives P's
+    // exceptions, so later probes would not change its cause.
+    let mut order: Vec<Probe> = PROBES.iter().map(|(c, _)| Probe::Without(*c)).collect();
+    order.push(Probe::Without(Cause::Optimisation));
+    // Per witness, each probe's run on it (`None`: not run, or did not return).
+    let mut runs: Vec<HashMap<Probe, ShippedRun>> = vec![HashMap::new(); to_explain.len()];
+    let mut explained = vec![false; to_explain.len()];
+    for pair in order.chunks(2) {
+        let open: Vec<usize> = (0..to_explain.len()).filter(|&w| !explained[w]).collect();
+        if open.is_empty() {
+            break;
+        }
+        harness.prepare(pair);
+        let witnesses: Vec<Input> = open.iter().map(|&w| to_explain[w].1.clone()).collect();
+        for &probe in pair {
+            let Ok(got) = harness.run(probe, &sig.name, &witnesses) else {
+                continue;
+            };
+            for (&w, run) in open.iter().zip(got) {
+                runs[w].insert(probe, run);
             }
-        };
+        }
+        for &w in &open {
+            let (_, _, p_run, sets_differ) = &to_explain[w];
+            explained[w] = PROBES.iter().any(|(cause, _)| {
+                runs[w]
+                    .get(&Probe::Without(*cause))
+                    .and_then(|run| same_as(p_run, run, *sets_differ))
+                    == Some(true)
+            });
+        }
+    }
+    for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
+        let same_as_p = |probe: Probe| same_as(p_run, runs[w].get(&probe)?, *sets_differ);
         report.divergences[*at].cause = decide(same_as_p);
+    }
+}
+
+/// Whether a probe's run raised what P's run raised: the same set for a set difference, the same sequence of
+/// kinds for an order or count difference; `None` when the two did not end alike.
+fn same_as(p_run: &ShippedRun, run: &ShippedRun, sets_differ: bool) -> Option<bool> {
+    let (a, b) = p_run.comparable(run)?;
+    if sets_differ {
+        Some(a == b)
+    } else {
+        sequences_differ(p_run, run).map(|differ| !differ)
     }
 }
 

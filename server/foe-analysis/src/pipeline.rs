@@ -495,7 +495,8 @@ pub fn analyse(
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
             let mut shipped =
-                confirm::Harness::new(&config, request.path, request.text, &signatures);
+                confirm::Harness::new(&config, request.path, request.text, &signatures)
+                    .with_units(&linked.units, &request.config.extra_flags);
             let mut confirm_ms = 0;
             let count = solved.len();
             for (i, (item, solution)) in solved.iter().enumerate() {

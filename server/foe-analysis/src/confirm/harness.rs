@@ -1,72 +1,21 @@
-//! The shipped binaries of a file: built by clang as a build ships them (`-g` added, which changes no code), run
-//! sandboxed by the driver `runtime/foe_confirm.c`, which replies with the sticky flags and the trapped trace.
+//! The shipped binaries of a file: built by clang as a build ships them (`-g` added, which changes no code), with
+//! the project's other units the file uses, run sandboxed by the driver `runtime/foe_confirm.c`, which replies
+//! with the sticky flags and the trapped trace.
 
+use super::build;
 use super::trace::{self, RawEvent};
 use crate::compile;
 use crate::config::{AnalysisConfig, FtzMode};
 use crate::process::{self, SandboxLimits};
 use crate::report::{Cause, TraceEvent};
-use crate::types::{ArgValue, FunctionSignature, Input, ParamType, ReturnType};
+use crate::types::{ArgValue, FunctionSignature, Input};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
-/// Sections whose code runs at start-up or exit (constructors, destructors, init and fini arrays, and their
-/// relocations): the analysis never asks for them, so they are removed from the user's object before the
-/// shipped binary is linked, as the worker's linking drops them.
-const START_UP_SECTIONS: &[&str] = &[
-    ".init_array*",
-    ".fini_array*",
-    ".preinit_array*",
-    ".ctors*",
-    ".dtors*",
-    ".rela.init_array*",
-    ".rela.fini_array*",
-    ".rela.preinit_array*",
-    ".rela.ctors*",
-    ".rela.dtors*",
-];
-
-/// Removes [`START_UP_SECTIONS`] from `obj` in place (LLVM's objcopy, else binutils'), and the debug info too
-/// when it refers to them.
-fn strip_start_up_code(obj: &Path, dir: &Path) -> Result<(), String> {
-    let tool = ["/usr/lib/llvm-19/bin/llvm-objcopy", "/usr/bin/objcopy"]
-        .into_iter()
-        .find(|t| Path::new(t).is_file())
-        .ok_or("no objcopy to remove start-up code from the shipped build")?;
-    let run = |strip_debug: bool| {
-        let mut cmd = process::command(tool, dir);
-        cmd.arg("--wildcard");
-        if strip_debug {
-            cmd.arg("--strip-debug");
-        }
-        for section in START_UP_SECTIONS {
-            cmd.arg(format!("--remove-section={section}"));
-        }
-        cmd.arg(obj);
-        process::run_tool(cmd, None, TOOL_TIMEOUT).map_err(|e| format!("cannot run {tool}: {e}"))
-    };
-    let mut out = run(false)?;
-    if out.status != Some(0) {
-        // The debug info refers to a start-up section (a global in `.init_array`): without it, this file's
-        // shipped traces have no lines.
-        tracing::debug!("removing the start-up code with the debug info");
-        out = run(true)?;
-    }
-    if out.status != Some(0) {
-        return Err(format!(
-            "cannot remove start-up code from the shipped build: {}",
-            crate::exec::first_error(&out.stderr, out.timed_out)
-        ));
-    }
-    Ok(())
-}
-
-/// The driver's source, embedded so foe works from any directory.
-pub const CONFIRM_C: &str = include_str!("../../../../runtime/foe_confirm.c");
-
-const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+pub use build::CONFIRM_C;
 
 /// One binary of the harness: the shipped P and P', or P' with one option changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,18 +43,34 @@ pub const PROBES: [(Cause, &str); 7] = [
 pub enum ShippedEnd {
     /// Returned; the exceptions raised, as bits (invalid 1, divide-by-zero 2, overflow 4, underflow 8).
     Raised(u8),
+    /// Stopped at a call of a function no file of the project defines (named in [`ShippedRun::stopped_at`]),
+    /// having raised these exceptions before it, as the instrumented worker stops its run there.
+    Stopped(u8),
     Crashed,
     TimedOut,
 }
 
-/// One call of a shipped binary: how it ended and, when it returned, the exceptions it trapped in order.
+impl ShippedEnd {
+    /// The exceptions raised, for a call that returned or stopped at a call foe does not run.
+    pub fn raised(self) -> Option<u8> {
+        match self {
+            ShippedEnd::Raised(bits) | ShippedEnd::Stopped(bits) => Some(bits),
+            ShippedEnd::Crashed | ShippedEnd::TimedOut => None,
+        }
+    }
+}
+
+/// One call of a shipped binary: how it ended and, when it returned or stopped, the exceptions it trapped in
+/// order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShippedRun {
     pub end: ShippedEnd,
-    /// The trapped events, placed by the binary's debug info (empty unless it returned).
+    /// The trapped events, placed by the binary's debug info (empty unless it returned or stopped).
     pub trace: Vec<TraceEvent>,
     /// Events the driver dropped past its capacity: the trace is then incomplete.
     pub dropped: usize,
+    /// The function the call stopped at ([`ShippedEnd::Stopped`]).
+    pub stopped_at: Option<String>,
 }
 
 impl ShippedRun {
@@ -114,8 +79,33 @@ impl ShippedRun {
             end,
             trace: Vec::new(),
             dropped: 0,
+            stopped_at: None,
         }
     }
+
+    /// The exceptions raised by two runs that ended alike (both returned, or both stopped at the same call),
+    /// whose traces can therefore be compared; `None` otherwise.
+    pub fn comparable(&self, other: &ShippedRun) -> Option<(u8, u8)> {
+        match (self.end, other.end) {
+            (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) => Some((a, b)),
+            (ShippedEnd::Stopped(a), ShippedEnd::Stopped(b))
+                if self.stopped_at == other.stopped_at =>
+            {
+                Some((a, b))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What one probe's binary is built from.
+#[derive(Clone, Copy)]
+struct BuildSpec<'a> {
+    probe: Probe,
+    compile_flags: &'a [String],
+    link_flags: &'a [String],
+    /// The units' objects; `None` when they could not all be compiled (or linked) for this build.
+    units: Option<&'a [PathBuf]>,
 }
 
 /// The shipped binaries of one file, built on first use.
@@ -124,14 +114,24 @@ pub struct Harness {
     file: PathBuf,
     text: String,
     functions: Vec<FunctionSignature>,
+    /// The project's other units the file uses, each with its own entry's preprocessor flags: linked into every
+    /// binary, as the program links them.
+    units: Vec<(PathBuf, Vec<String>)>,
     /// A temporary directory holding the objects and binaries, made on first use.
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
     binaries: HashMap<Probe, Result<PathBuf, String>>,
-    /// Symbols of other files that the shipped binaries got trapping stubs for: where there are any, the binaries
-    /// are not the program (a global's value, a callee's result are missing), so a difference they do not show
-    /// is not taken as evidence against the instrumented builds.
-    pub(super) stubbed: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The units' objects per compile flags (`Err` when one of them does not compile).
+    unit_objects: HashMap<Vec<String>, Result<Vec<PathBuf>, String>>,
+    /// The analysed file's objects per compile flags: probes that differ only at the link share one.
+    objects: Mutex<HashMap<Vec<String>, PathBuf>>,
+    /// The stubs an earlier link needed (names, object): linked into every later binary from the start.
+    stubs: Mutex<Option<(Vec<String>, PathBuf)>>,
+    /// Symbols stubbed although the instrumented builds ran a definition of them (the project's units could not
+    /// all be linked): where there are any, the binaries are not the program (a global's value, a callee's
+    /// result are missing), so a difference they do not show is not taken as evidence against the
+    /// instrumented builds.
+    pub(super) stubbed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Harness {
@@ -147,11 +147,35 @@ impl Harness {
             file: file.to_path_buf(),
             text: text.to_string(),
             functions: functions.to_vec(),
+            units: Vec::new(),
             dir: None,
             driver: None,
             binaries: HashMap::new(),
+            unit_objects: HashMap::new(),
+            objects: Mutex::new(HashMap::new()),
+            stubs: Mutex::new(None),
             stubbed: Default::default(),
         }
+    }
+
+    /// Links `units` of the project (as [`crate::project::Linked::units`] lists them) into every binary, each
+    /// compiled with its own compilation-database entry's preprocessor flags and `base_flags` (the user's extra
+    /// flags, without the analysed file's entry).
+    pub fn with_units(mut self, units: &[PathBuf], base_flags: &[String]) -> Harness {
+        self.units = units
+            .iter()
+            .map(|unit| {
+                let mut flags = base_flags.to_vec();
+                if let Some((_, own)) = compile::flags_from_compile_commands(
+                    unit,
+                    self.config.compile_commands.as_deref(),
+                ) {
+                    flags.extend(own);
+                }
+                (unit.clone(), flags)
+            })
+            .collect();
+        self
     }
 
     fn dir(&mut self) -> Result<PathBuf, String> {
@@ -200,6 +224,54 @@ impl Harness {
         }
     }
 
+    /// The compile flags of the units in a probe's binary: the probe's own for the reference, the shipped build
+    /// and plain optimisation; the shipped build's for the single-option probes, which change the analysed file
+    /// only.
+    fn unit_flags(&self, probe: Probe) -> Vec<String> {
+        match probe {
+            Probe::Reference | Probe::Shipped | Probe::Without(Cause::Optimisation) => {
+                self.flags(probe).0
+            }
+            Probe::Without(_) => self.flags(Probe::Shipped).0,
+        }
+    }
+
+    /// Compiles the units for each of `flag_sets` not compiled yet, the units of one set in parallel (as many at
+    /// once as the analysis has threads).
+    fn compile_units(&mut self, flag_sets: &[Vec<String>], dir: &Path) {
+        for flags in flag_sets {
+            if self.units.is_empty() || self.unit_objects.contains_key(flags) {
+                continue;
+            }
+            let clang = &self.config.clang;
+            let width = self.config.threads.max(1);
+            let mut objects = Vec::new();
+            for chunk in self.units.chunks(width) {
+                let built: Vec<Result<PathBuf, String>> = std::thread::scope(|scope| {
+                    let handles: Vec<_> = chunk
+                        .iter()
+                        .map(|(unit, own)| {
+                            scope.spawn(move || build::unit_object(clang, unit, own, flags, dir))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err("a unit build panicked".into()))
+                        })
+                        .collect()
+                });
+                objects.extend(built);
+            }
+            let objects: Result<Vec<PathBuf>, String> = objects.into_iter().collect();
+            if let Err(e) = &objects {
+                tracing::debug!("the shipped binaries are linked without the project's units: {e}");
+            }
+            self.unit_objects.insert(flags.clone(), objects);
+        }
+    }
+
     /// Builds the binaries of `probes` not built yet (in parallel); a failure is kept per probe.
     pub fn prepare(&mut self, probes: &[Probe]) {
         let todo: Vec<Probe> = probes
@@ -221,19 +293,32 @@ impl Harness {
         };
         let driver = self
             .driver
-            .get_or_insert_with(|| compile_driver(&self.config.clang, &dir))
+            .get_or_insert_with(|| build::driver_object(&self.config.clang, &dir))
             .clone();
-        let source = format!("{}\n{}", self.text, thunks(&self.functions));
+        let unit_sets: Vec<Vec<String>> = todo.iter().map(|&p| self.unit_flags(p)).collect();
+        self.compile_units(&unit_sets, &dir);
+        let source = format!("{}\n{}", self.text, build::thunks(&self.functions));
         let this = &*self;
         let built: Vec<(Probe, Result<PathBuf, String>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = todo
                 .iter()
                 .map(|&probe| {
                     let (compile_flags, link_flags) = this.flags(probe);
+                    let units = match this.unit_objects.get(&this.unit_flags(probe)) {
+                        Some(Ok(objects)) => Some(objects.as_slice()),
+                        Some(Err(_)) => None,
+                        None => Some(&[][..]),
+                    };
                     let (dir, driver, source) = (&dir, &driver, &source);
                     scope.spawn(move || {
                         let exe = driver.clone().and_then(|driver| {
-                            this.build(probe, dir, &driver, source, &compile_flags, &link_flags)
+                            let spec = BuildSpec {
+                                probe,
+                                compile_flags: &compile_flags,
+                                link_flags: &link_flags,
+                                units,
+                            };
+                            this.build(&spec, dir, &driver, source)
                         });
                         (probe, exe)
                     })
@@ -252,21 +337,22 @@ impl Harness {
         }
     }
 
-    fn build(
+    /// The analysed file's object for `compile_flags`: built by an earlier probe with the same flags, or now.
+    fn object(
         &self,
-        probe: Probe,
         dir: &Path,
-        driver: &Path,
         source: &str,
         compile_flags: &[String],
-        link_flags: &[String],
+        name: &str,
     ) -> Result<PathBuf, String> {
-        let clang = &self.config.clang;
-        let name = match probe {
-            Probe::Reference => "p".to_string(),
-            Probe::Shipped => "pp".to_string(),
-            Probe::Without(cause) => format!("pp-{cause:?}").to_lowercase(),
-        };
+        let known = self
+            .objects
+            .lock()
+            .ok()
+            .and_then(|o| o.get(compile_flags).cloned());
+        if let Some(obj) = known {
+            return Ok(obj);
+        }
         let obj = dir.join(format!("{name}.o"));
         let cwd = self
             .file
@@ -274,86 +360,99 @@ impl Harness {
             .filter(|d| d.is_dir())
             .map(Path::to_path_buf)
             .unwrap_or_else(std::env::temp_dir);
-        let mut cmd = process::command(clang, &cwd);
+        let mut flags = Vec::new();
         if let Some(parent) = self.file.parent().filter(|d| !d.as_os_str().is_empty()) {
-            cmd.arg("-iquote").arg(parent);
+            flags.push("-iquote".to_string());
+            flags.push(parent.display().to_string());
         }
-        cmd.args(&self.config.extra_flags)
-            .args(compile_flags)
-            .args([
-                "-w",
-                // Debug info for the trace's lines; it changes no instruction clang emits.
-                "-g",
-                "-Dmain=foe_confirm_user_main",
-                "-c",
-                "-x",
-                "c",
-                "-",
-                "-o",
-            ])
-            .arg(&obj);
-        let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
-            .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
-        if out.status != Some(0) || !obj.is_file() {
-            return Err(format!(
-                "cannot compile the shipped build ({}): {}",
-                compile_flags.join(" "),
-                crate::exec::first_error(&out.stderr, out.timed_out)
-            ));
+        flags.extend(self.config.extra_flags.iter().cloned());
+        flags.extend(compile_flags.iter().cloned());
+        build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
+        if let Ok(mut objects) = self.objects.lock() {
+            objects.insert(compile_flags.to_vec(), obj.clone());
         }
-        strip_start_up_code(&obj, dir)?;
-        let exe = dir.join(&name);
-        let link = |extra: Option<&Path>| {
-            let mut cmd = process::command(clang, dir);
-            cmd.args(link_flags)
-                .arg("-o")
-                .arg(&exe)
-                .arg(&obj)
-                .arg(driver)
-                .args(extra)
-                .arg("-lm");
-            process::run_tool(cmd, None, TOOL_TIMEOUT)
-                .map_err(|e| format!("cannot run {}: {e}", clang.display()))
+        Ok(obj)
+    }
+
+    /// Builds one probe's binary: the file's object, the driver, the units (`None` when they could not be
+    /// compiled), the stubs known so far; when the link still misses symbols, stubs for them too. A link that
+    /// fails with the units for another reason (a symbol defined twice) is tried again without them.
+    fn build(
+        &self,
+        spec: &BuildSpec<'_>,
+        dir: &Path,
+        driver: &Path,
+        source: &str,
+    ) -> Result<PathBuf, String> {
+        let clang = &self.config.clang;
+        let name = match spec.probe {
+            Probe::Reference => "p".to_string(),
+            Probe::Shipped => "pp".to_string(),
+            Probe::Without(cause) => format!("pp-{cause:?}").to_lowercase(),
         };
-        let out = link(None)?;
-        if out.status == Some(0) && exe.is_file() {
-            return Ok(exe);
-        }
-        // Functions of other files: stubs that trap, so only the inputs that reach them fail (they crash).
-        let missing = undefined_symbols(&out.stderr);
+        let obj = self.object(dir, source, spec.compile_flags, &name)?;
+        let exe = dir.join(&name);
+        let with = |stubs: Option<&Path>| {
+            let mut objects = vec![obj.clone(), driver.to_path_buf()];
+            objects.extend(spec.units.unwrap_or_default().iter().cloned());
+            objects.extend(stubs.map(Path::to_path_buf));
+            objects
+        };
+        let known = self.stubs.lock().ok().and_then(|s| s.clone());
+        let out = match build::link(
+            clang,
+            dir,
+            spec.link_flags,
+            &exe,
+            &with(known.as_ref().map(|k| k.1.as_path())),
+        )? {
+            Ok(()) => return Ok(exe),
+            Err(out) => out,
+        };
+        let missing = build::undefined_symbols(&out.stderr);
         if missing.is_empty() || out.timed_out {
+            if spec.units.is_some_and(|u| !u.is_empty()) {
+                tracing::debug!(
+                    "cannot link the shipped build with the project's units ({}): without them",
+                    crate::exec::first_error(&out.stderr, out.timed_out)
+                );
+                let alone = BuildSpec {
+                    units: None,
+                    ..*spec
+                };
+                return self.build(&alone, dir, driver, source);
+            }
             return Err(format!(
                 "cannot link the shipped build: {}",
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
-        if let Ok(mut stubbed) = self.stubbed.lock() {
-            stubbed.extend(missing.iter().cloned());
+        // Without all of the project's units, a stub may stand for code the instrumented builds ran.
+        if spec.units.is_none() {
+            if let Ok(mut stubbed) = self.stubbed.lock() {
+                stubbed.extend(missing.iter().cloned());
+            }
         }
+        let mut names: Vec<String> = known.map(|k| k.0).unwrap_or_default();
+        names.extend(missing);
+        names.sort();
+        names.dedup();
         let stubs = dir.join(format!("{name}-stubs.o"));
-        let source: String = missing
-            .iter()
-            .map(|m| format!("void {m}(void) {{ __builtin_trap(); }}\n"))
-            .collect();
-        let mut cmd = process::command(clang, dir);
-        cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(&stubs);
-        let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
-            .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
-        if out.status != Some(0) {
-            return Err(format!(
-                "cannot stub {}: {}",
-                missing.join(", "),
-                crate::exec::first_error(&out.stderr, out.timed_out)
-            ));
-        }
-        let out = link(Some(&stubs))?;
-        if out.status != Some(0) || !exe.is_file() {
-            return Err(format!(
+        build::compile_stubs(clang, dir, &names, &stubs)?;
+        match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&stubs)))? {
+            Ok(()) => {
+                if let Ok(mut known) = self.stubs.lock() {
+                    if known.as_ref().is_none_or(|k| k.0.len() < names.len()) {
+                        *known = Some((names, stubs));
+                    }
+                }
+                Ok(exe)
+            }
+            Err(out) => Err(format!(
                 "cannot link the shipped build: {}",
                 crate::exec::first_error(&out.stderr, out.timed_out)
-            ));
+            )),
         }
-        Ok(exe)
     }
 
     /// Runs `function` of a probe's binary on each input; `Err` when the binary cannot be built or the function
@@ -369,7 +468,7 @@ impl Harness {
             .iter()
             .position(|f| f.name == function)
             .ok_or_else(|| format!("`{function}` is not in the harness"))?;
-        c_prototype(&self.functions[index])?;
+        build::c_prototype(&self.functions[index])?;
         self.prepare(&[probe]);
         let exe = self.binaries[&probe].clone()?;
         let lines: Vec<String> = inputs
@@ -381,7 +480,7 @@ impl Harness {
             })
             .collect();
         let limit_ms = self.config.exec_timeout_ms.max(1);
-        let mut replies: Vec<(ShippedEnd, Vec<RawEvent>, usize)> = Vec::with_capacity(inputs.len());
+        let mut replies: Vec<Reply> = Vec::with_capacity(inputs.len());
         while replies.len() < inputs.len() {
             let rest = &lines[replies.len()..];
             let got = run_driver(&exe, rest, limit_ms, self.config.memory_limit_mib)?;
@@ -390,7 +489,7 @@ impl Harness {
             replies.extend(got);
             if n < rest.len() && !stopped {
                 // The process died on the next input without replying.
-                replies.push((ShippedEnd::Crashed, Vec::new(), 0));
+                replies.push((ShippedEnd::Crashed, Vec::new(), 0, None));
             }
         }
         replies.truncate(inputs.len());
@@ -402,17 +501,21 @@ impl Harness {
         let lines_in_file = self.text.lines().count() as u32;
         Ok(replies
             .into_iter()
-            .map(|(end, events, dropped)| match end {
-                ShippedEnd::Raised(_) => ShippedRun {
+            .map(|(end, events, dropped, stopped_at)| match end {
+                ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => ShippedRun {
                     end,
                     trace: trace::to_trace(debug_info.as_ref(), lines_in_file, &events),
                     dropped,
+                    stopped_at,
                 },
                 _ => ShippedRun::ended(end),
             })
             .collect())
     }
 }
+
+/// One reply of the driver: how the call ended, its events, how many it dropped, where it stopped.
+type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>);
 
 /// Runs the driver on `lines` until it exits; its replies in order (fewer than `lines` when it crashed or timed
 /// out), each with its events and how many it dropped.
@@ -421,7 +524,7 @@ fn run_driver(
     lines: &[String],
     limit_ms: u64,
     memory_mib: u64,
-) -> Result<Vec<(ShippedEnd, Vec<RawEvent>, usize)>, String> {
+) -> Result<Vec<Reply>, String> {
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let mut cmd = process::command(exe, dir);
     cmd.arg(limit_ms.to_string());
@@ -469,10 +572,19 @@ fn run_driver(
                     .unwrap_or(0);
                 let _result = words.next();
                 let (events, dropped) = trace::parse_events(words)?;
-                ends.push((ShippedEnd::Raised(bits & 0xf), events, dropped));
+                ends.push((ShippedEnd::Raised(bits & 0xf), events, dropped, None));
+            }
+            Some("s") => {
+                let bits = words
+                    .next()
+                    .and_then(|w| u8::from_str_radix(w, 16).ok())
+                    .unwrap_or(0);
+                let name = words.next().map(str::to_string);
+                let (events, dropped) = trace::parse_events(words)?;
+                ends.push((ShippedEnd::Stopped(bits & 0xf), events, dropped, name));
             }
             Some("t") => {
-                ends.push((ShippedEnd::TimedOut, Vec::new(), 0));
+                ends.push((ShippedEnd::TimedOut, Vec::new(), 0, None));
                 break;
             }
             _ => return Err(format!("the shipped binary replied `{line}`")),
@@ -484,176 +596,4 @@ fn run_driver(
 /// The word the driver reads for one value (as the instrumented runner encodes it).
 fn word(v: ArgValue) -> u64 {
     v.bits()
-}
-
-/// The symbols a failed link reports undefined, sorted and distinct (C identifiers only).
-fn undefined_symbols(stderr: &str) -> Vec<String> {
-    static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = UNDEFINED.get_or_init(|| {
-        regex::Regex::new(r"undefined reference to [`']([A-Za-z_][A-Za-z0-9_]*)'")
-            .expect("valid regex")
-    });
-    let mut out: Vec<String> = re.captures_iter(stderr).map(|c| c[1].to_string()).collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Compiles the driver (without fast math) into `dir`.
-fn compile_driver(clang: &Path, dir: &Path) -> Result<PathBuf, String> {
-    let src = dir.join("foe_confirm.c");
-    std::fs::write(&src, format!("{CONFIRM_C}\n{}", crate::exec::LIBC_EXTRAS_C))
-        .map_err(|e| format!("cannot write the driver: {e}"))?;
-    let obj = dir.join("foe_confirm.o");
-    let mut cmd = process::command(clang, dir);
-    cmd.args(["-c", "-O2", "-fno-fast-math", "-w"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj);
-    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
-        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
-    if out.status != Some(0) || !obj.is_file() {
-        return Err(format!(
-            "cannot compile the harness driver: {}",
-            crate::exec::first_error(&out.stderr, out.timed_out)
-        ));
-    }
-    Ok(obj)
-}
-
-fn c_int(bits: u32, signed: bool) -> Option<&'static str> {
-    Some(match (bits, signed) {
-        (1, _) => "_Bool",
-        (8, true) => "signed char",
-        (8, false) => "unsigned char",
-        (16, true) => "short",
-        (16, false) => "unsigned short",
-        (32, true) => "int",
-        (32, false) => "unsigned int",
-        (64, true) => "long long",
-        (64, false) => "unsigned long long",
-        _ => return None,
-    })
-}
-
-/// The C return type and parameter types of `sig` as the driver calls it, or why it cannot be called.
-fn c_prototype(sig: &FunctionSignature) -> Result<(String, Vec<String>), String> {
-    let ret = match sig.ret {
-        ReturnType::Void => "void",
-        ReturnType::F64 => "double",
-        ReturnType::F32 => "float",
-        ReturnType::Int { bits, signed } => {
-            c_int(bits, signed).ok_or_else(|| format!("returns a {bits}-bit integer"))?
-        }
-        ReturnType::Other => {
-            return Err(
-                "its return type (a pointer or an aggregate) cannot be called from the harness"
-                    .into(),
-            )
-        }
-    };
-    let mut params = Vec::new();
-    for p in sig.call_params() {
-        params.push(match p.ty {
-            ParamType::F64 => "double".to_string(),
-            ParamType::F32 => "float".to_string(),
-            ParamType::Int { bits, signed } => c_int(bits, signed)
-                .ok_or_else(|| format!("`{}` is a {bits}-bit integer", p.name))?
-                .to_string(),
-            ParamType::OutPtr { .. } => "void *".to_string(),
-        });
-    }
-    Ok((ret.to_string(), params))
-}
-
-/// The C appended to the file: a thunk per function that unpacks the words, calls the function through a
-/// volatile pointer (so it is emitted and called as it ships, not inlined into the thunk), and packs the
-/// result; and the table the driver calls through. Functions the driver cannot call get an empty thunk.
-fn thunks(functions: &[FunctionSignature]) -> String {
-    let mut out = String::from("\n/* foe confirmation harness */\n");
-    for (i, sig) in functions.iter().enumerate() {
-        out.push_str(&format!(
-            "static void foe_confirm_call_{i}(const unsigned long long *w, unsigned long long *r) {{\n"
-        ));
-        if let Ok((ret, params)) = c_prototype(sig) {
-            out.push_str(&format!(
-                "  static void *volatile fn = (void *)&{};\n",
-                sig.name
-            ));
-            let mut args = Vec::new();
-            let mut c_index = 0;
-            for (k, p) in sig.params.iter().enumerate() {
-                if p.pointee.is_some() {
-                    continue;
-                }
-                match p.ty {
-                    ParamType::OutPtr { bytes } => out.push_str(&format!(
-                        "  unsigned char a{k}[{}] __attribute__((aligned(16))) = {{0}};\n",
-                        bytes.max(1)
-                    )),
-                    ParamType::F64 | ParamType::F32 => out.push_str(&format!(
-                        "  {} a{k}; __builtin_memcpy(&a{k}, &w[{k}], sizeof a{k});\n",
-                        params[c_index]
-                    )),
-                    ParamType::Int { .. } => out.push_str(&format!(
-                        "  {} a{k} = ({})w[{k}];\n",
-                        params[c_index], params[c_index]
-                    )),
-                }
-                args.push(format!("a{k}"));
-                c_index += 1;
-            }
-            for (k, p) in sig.params.iter().enumerate() {
-                let Some(at) = p.pointee else { continue };
-                let size = match p.ty {
-                    ParamType::F64 => 8,
-                    ParamType::F32 => 4,
-                    ParamType::Int { bits, .. } => bits.div_ceil(8),
-                    ParamType::OutPtr { .. } => continue,
-                };
-                out.push_str(&format!(
-                    "  __builtin_memcpy(a{} + {}, &w[{k}], {size});\n",
-                    at.param, at.offset
-                ));
-            }
-            let call = format!(
-                "(({ret} (*)({}))fn)({})",
-                if params.is_empty() {
-                    "void".to_string()
-                } else {
-                    params.join(", ")
-                },
-                args.join(", ")
-            );
-            match sig.ret {
-                ReturnType::Void => out.push_str(&format!("  {call};\n  (void)r;\n")),
-                ReturnType::F64 | ReturnType::F32 => out.push_str(&format!(
-                    "  {ret} res = {call};\n  __builtin_memcpy(r, &res, sizeof res);\n"
-                )),
-                ReturnType::Int { signed: true, .. } => {
-                    out.push_str(&format!("  *r = (unsigned long long)(long long){call};\n"))
-                }
-                _ => out.push_str(&format!("  *r = (unsigned long long){call};\n")),
-            }
-        } else {
-            out.push_str("  (void)w; (void)r;\n");
-        }
-        out.push_str("}\n");
-    }
-    out.push_str(
-        "typedef void (*foe_confirm_thunk)(const unsigned long long *, unsigned long long *);\n",
-    );
-    let entries: Vec<String> = (0..functions.len())
-        .map(|i| format!("foe_confirm_call_{i}"))
-        .collect();
-    out.push_str(&format!(
-        "foe_confirm_thunk const foe_confirm_table[] = {{{}}};\nconst int foe_confirm_count = {};\n",
-        if entries.is_empty() {
-            "0".to_string()
-        } else {
-            entries.join(", ")
-        },
-        functions.len()
-    ));
-    out
 }

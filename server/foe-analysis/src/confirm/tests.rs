@@ -156,19 +156,81 @@ fn a_confirmed_divergence_gets_its_cause() {
 }
 
 #[test]
-fn functions_of_other_files_are_stubbed() {
-    let src = "double helper(double);\ndouble f(double x) { return x > 0 ? helper(x) : x * 2; }\n";
+fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
+    // As the instrumented worker stops its run at such a call: what was raised before it is the trace, and nothing
+    // of the callee runs.
+    let src = "double helper(double);\ndouble f(double x) { double y = x * x; return x > 0 ? helper(y) : y; }\n";
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f.c");
     std::fs::write(&file, src).unwrap();
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
     let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
-    let inputs: Vec<Input> = [1.0, -1e308]
+    let inputs: Vec<Input> = [1e300, -1e300]
         .iter()
         .map(|&x| Input(vec![ArgValue::F64(x)]))
         .collect();
-    let ends = ends(h.run(Probe::Shipped, "f", &inputs).unwrap());
-    assert_eq!(ends, vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)]);
+    let runs = h.run(Probe::Shipped, "f", &inputs).unwrap();
+    assert_eq!(
+        runs[0].end,
+        ShippedEnd::Stopped(4),
+        "overflow, then the call"
+    );
+    assert_eq!(runs[0].stopped_at.as_deref(), Some("helper"));
+    assert_eq!(runs[0].trace.len(), 1);
+    assert_eq!(runs[1].end, ShippedEnd::Raised(4));
+    let p = h.run(Probe::Reference, "f", &inputs).unwrap();
+    assert_eq!(p[0].comparable(&runs[0]), Some((4, 4)));
+    assert_eq!(
+        p[0].comparable(&runs[1]),
+        None,
+        "a stopped run and a returned one"
+    );
+    assert!(
+        h.stubbed.lock().unwrap().is_empty(),
+        "no file of the project defines `helper`"
+    );
+}
+
+#[test]
+fn the_project_s_other_units_are_linked_with_their_own_flags() {
+    // `scale` lives in another unit of the compilation database, whose entry defines FACTOR: the shipped binaries
+    // run it as the program does (an overflow inside it), not a stub.
+    let dir = tempfile::tempdir().unwrap();
+    let a = "double scale(double);\ndouble f(double x) { return scale(x) + 1; }\n";
+    let b = "double scale(double x) { return x * FACTOR; }\n";
+    std::fs::write(dir.path().join("a.c"), a).unwrap();
+    std::fs::write(dir.path().join("b.c"), b).unwrap();
+    let entries: Vec<String> = ["a.c", "b.c"]
+        .iter()
+        .map(|f| {
+            format!(
+                r#"{{"directory": "{}", "file": "{f}", "command": "cc -DFACTOR=1e300 -c {f}"}}"#,
+                dir.path().display()
+            )
+        })
+        .collect();
+    let db = dir.path().join("compile_commands.json");
+    std::fs::write(&db, format!("[{}]", entries.join(","))).unwrap();
+    let config = AnalysisConfig {
+        compile_commands: Some(db),
+        ..AnalysisConfig::default()
+    };
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let mut h = Harness::new(&config, &dir.path().join("a.c"), a, &[s])
+        .with_units(&[dir.path().join("b.c")], &[]);
+    let inputs = vec![
+        Input(vec![ArgValue::F64(1e10)]),
+        Input(vec![ArgValue::F64(1.0)]),
+    ];
+    for probe in [Probe::Reference, Probe::Shipped] {
+        let runs = h.run(probe, "f", &inputs).unwrap();
+        assert_eq!(
+            ends(runs),
+            vec![ShippedEnd::Raised(4), ShippedEnd::Raised(0)],
+            "{probe:?}"
+        );
+    }
+    assert!(h.stubbed.lock().unwrap().is_empty());
 }
 
 #[test]

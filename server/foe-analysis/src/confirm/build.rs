@@ -1,0 +1,412 @@
+//! Building the shipped binaries: the analysed file with the harness's thunks compiled as a build ships it, the
+//! project's other units compiled likewise (cached on disk), stubs for what no file of the project defines, the
+//! driver (cached on disk), and the link.
+
+use crate::process;
+use crate::types::{FunctionSignature, ParamType, ReturnType};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub(super) const TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The driver's source, embedded so foe works from any directory.
+pub const CONFIRM_C: &str = include_str!("../../../../runtime/foe_confirm.c");
+
+/// Flags of the driver: no fast math, so it leaves the floating-point environment as the build's start-up code
+/// set it.
+const DRIVER_FLAGS: &[&str] = &["-c", "-O2", "-fno-fast-math", "-w"];
+
+/// Sections whose code runs at start-up or exit (constructors, destructors, init and fini arrays, and their
+/// relocations): the analysis never asks for them, so they are removed from the user's objects before the
+/// shipped binary is linked, as the worker's linking drops them.
+const START_UP_SECTIONS: &[&str] = &[
+    ".init_array*",
+    ".fini_array*",
+    ".preinit_array*",
+    ".ctors*",
+    ".dtors*",
+    ".rela.init_array*",
+    ".rela.fini_array*",
+    ".rela.preinit_array*",
+    ".rela.ctors*",
+    ".rela.dtors*",
+];
+
+/// Where compiled objects are cached: `$XDG_CACHE_HOME/foe` or `~/.cache/foe`, made on first use.
+fn cache_dir(sub: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let dir = base.join("foe").join(sub);
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+/// Copies `built` to `cached` (under a unique temporary name, then renamed, so concurrent foes never see half a
+/// file) and returns the cached path; `built` itself when there is no cache or the copy fails.
+fn into_cache(built: PathBuf, cached: Option<PathBuf>) -> PathBuf {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let Some(cached) = cached else { return built };
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = cached.with_extension(format!("tmp{}-{n}", std::process::id()));
+    if std::fs::copy(&built, &tmp).is_ok() && std::fs::rename(&tmp, &cached).is_ok() {
+        return cached;
+    }
+    let _ = std::fs::remove_file(&tmp);
+    built
+}
+
+/// Removes [`START_UP_SECTIONS`] from `obj` in place (LLVM's objcopy, else binutils'), and the debug info too
+/// when it refers to them.
+pub(super) fn strip_start_up_code(obj: &Path, dir: &Path) -> Result<(), String> {
+    let tool = ["/usr/lib/llvm-19/bin/llvm-objcopy", "/usr/bin/objcopy"]
+        .into_iter()
+        .find(|t| Path::new(t).is_file())
+        .ok_or("no objcopy to remove start-up code from the shipped build")?;
+    let run = |strip_debug: bool| {
+        let mut cmd = process::command(tool, dir);
+        cmd.arg("--wildcard");
+        if strip_debug {
+            cmd.arg("--strip-debug");
+        }
+        for section in START_UP_SECTIONS {
+            cmd.arg(format!("--remove-section={section}"));
+        }
+        cmd.arg(obj);
+        process::run_tool(cmd, None, TOOL_TIMEOUT).map_err(|e| format!("cannot run {tool}: {e}"))
+    };
+    let mut out = run(false)?;
+    if out.status != Some(0) {
+        // The debug info refers to a start-up section (a global in `.init_array`): without it, this file's
+        // shipped traces have no lines.
+        tracing::debug!("removing the start-up code with the debug info");
+        out = run(true)?;
+    }
+    if out.status != Some(0) {
+        return Err(format!(
+            "cannot remove start-up code from the shipped build: {}",
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    Ok(())
+}
+
+/// The driver object for `clang`: from the on-disk cache, else compiled into `dir` (and cached).
+pub(super) fn driver_object(clang: &Path, dir: &Path) -> Result<PathBuf, String> {
+    let key = {
+        let mut h = blake3::Hasher::new();
+        h.update(CONFIRM_C.as_bytes());
+        h.update(crate::exec::LIBC_EXTRAS_C.as_bytes());
+        h.update(DRIVER_FLAGS.join(" ").as_bytes());
+        h.update(clang.as_os_str().as_encoded_bytes());
+        h.finalize().to_hex()[..16].to_string()
+    };
+    let cached = cache_dir("confirm").map(|d| d.join(format!("foe-confirm-{key}.o")));
+    if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+        return Ok(c.clone());
+    }
+    let src = dir.join("foe_confirm.c");
+    std::fs::write(&src, format!("{CONFIRM_C}\n{}", crate::exec::LIBC_EXTRAS_C))
+        .map_err(|e| format!("cannot write the driver: {e}"))?;
+    let obj = dir.join("foe_confirm.o");
+    let mut cmd = process::command(clang, dir);
+    cmd.args(DRIVER_FLAGS).arg(&src).arg("-o").arg(&obj);
+    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    if out.status != Some(0) || !obj.is_file() {
+        return Err(format!(
+            "cannot compile the harness driver: {}",
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    Ok(into_cache(obj, cached))
+}
+
+/// One of the project's other translation units compiled as the build ships it: its own entry's preprocessor
+/// flags (`unit_flags`), the build's `compile_flags`, `-g`; start-up code removed. Cached on disk by the unit's
+/// contents, flags and compiler.
+pub(super) fn unit_object(
+    clang: &Path,
+    unit: &Path,
+    unit_flags: &[String],
+    compile_flags: &[String],
+    dir: &Path,
+) -> Result<PathBuf, String> {
+    let text = std::fs::read(unit).map_err(|e| format!("cannot read {}: {e}", unit.display()))?;
+    let key = {
+        let mut h = blake3::Hasher::new();
+        h.update(&text);
+        h.update(unit.as_os_str().as_encoded_bytes());
+        h.update(unit_flags.join("\u{0}").as_bytes());
+        h.update(b"\x01");
+        h.update(compile_flags.join("\u{0}").as_bytes());
+        h.update(clang.as_os_str().as_encoded_bytes());
+        h.finalize().to_hex()[..24].to_string()
+    };
+    let cached = cache_dir("units").map(|d| d.join(format!("{key}.shipped.o")));
+    if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+        return Ok(c.clone());
+    }
+    let obj = dir.join(format!("unit-{key}.o"));
+    let cwd = unit
+        .parent()
+        .filter(|d| d.is_dir())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let mut cmd = process::command(clang, &cwd);
+    cmd.args(unit_flags)
+        .args(compile_flags)
+        .args(["-w", "-g", "-Dmain=foe_confirm_unit_main", "-c"])
+        .arg(unit)
+        .arg("-o")
+        .arg(&obj);
+    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    if out.status != Some(0) || !obj.is_file() {
+        return Err(format!(
+            "cannot compile {}: {}",
+            unit.display(),
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    strip_start_up_code(&obj, dir)?;
+    Ok(into_cache(obj, cached))
+}
+
+/// Compiles `source` (C, from standard input) with `flags` and `-g` into `obj`, start-up code removed.
+pub(super) fn compile_file(
+    clang: &Path,
+    cwd: &Path,
+    flags: &[String],
+    source: &str,
+    obj: &Path,
+    dir: &Path,
+) -> Result<(), String> {
+    let mut cmd = process::command(clang, cwd);
+    cmd.args(flags)
+        .args([
+            "-w",
+            // Debug info for the trace's lines; it changes no instruction clang emits.
+            "-g",
+            "-Dmain=foe_confirm_user_main",
+            "-c",
+            "-x",
+            "c",
+            "-",
+            "-o",
+        ])
+        .arg(obj);
+    let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    if out.status != Some(0) || !obj.is_file() {
+        return Err(format!(
+            "cannot compile the shipped build ({}): {}",
+            flags.join(" "),
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    strip_start_up_code(obj, dir)
+}
+
+/// Links `objects` with `link_flags` and libm into `exe`; `Err` with the linker's words when it fails.
+pub(super) fn link(
+    clang: &Path,
+    dir: &Path,
+    link_flags: &[String],
+    exe: &Path,
+    objects: &[PathBuf],
+) -> Result<Result<(), process::ToolOutput>, String> {
+    let mut cmd = process::command(clang, dir);
+    cmd.args(link_flags)
+        .arg("-o")
+        .arg(exe)
+        .args(objects)
+        .arg("-lm");
+    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    Ok(if out.status == Some(0) && exe.is_file() {
+        Ok(())
+    } else {
+        Err(out)
+    })
+}
+
+/// Compiles stubs for `names` into `obj`: weak definitions (so a real one always wins) that end the current call
+/// there through the driver's `foe_confirm_stop`, as the instrumented worker stops its run at a call of a
+/// function no file defines. Nothing of the callee runs.
+pub(super) fn compile_stubs(
+    clang: &Path,
+    dir: &Path,
+    names: &[String],
+    obj: &Path,
+) -> Result<(), String> {
+    let mut source = String::from("void foe_confirm_stop(const char *);\n");
+    for name in names {
+        source.push_str(&format!(
+            "__attribute__((weak)) void {name}(void) {{ foe_confirm_stop(\"{name}\"); }}\n"
+        ));
+    }
+    let mut cmd = process::command(clang, dir);
+    cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(obj);
+    let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    if out.status != Some(0) {
+        return Err(format!(
+            "cannot stub {}: {}",
+            names.join(", "),
+            crate::exec::first_error(&out.stderr, out.timed_out)
+        ));
+    }
+    Ok(())
+}
+
+/// The symbols a failed link reports undefined, sorted and distinct (C identifiers only).
+pub(super) fn undefined_symbols(stderr: &str) -> Vec<String> {
+    static UNDEFINED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = UNDEFINED.get_or_init(|| {
+        regex::Regex::new(r"undefined reference to [`']([A-Za-z_][A-Za-z0-9_]*)'")
+            .expect("valid regex")
+    });
+    let mut out: Vec<String> = re.captures_iter(stderr).map(|c| c[1].to_string()).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn c_int(bits: u32, signed: bool) -> Option<&'static str> {
+    Some(match (bits, signed) {
+        (1, _) => "_Bool",
+        (8, true) => "signed char",
+        (8, false) => "unsigned char",
+        (16, true) => "short",
+        (16, false) => "unsigned short",
+        (32, true) => "int",
+        (32, false) => "unsigned int",
+        (64, true) => "long long",
+        (64, false) => "unsigned long long",
+        _ => return None,
+    })
+}
+
+/// The C return type and parameter types of `sig` as the driver calls it, or why it cannot be called.
+pub(super) fn c_prototype(sig: &FunctionSignature) -> Result<(String, Vec<String>), String> {
+    let ret = match sig.ret {
+        ReturnType::Void => "void",
+        ReturnType::F64 => "double",
+        ReturnType::F32 => "float",
+        ReturnType::Int { bits, signed } => {
+            c_int(bits, signed).ok_or_else(|| format!("returns a {bits}-bit integer"))?
+        }
+        ReturnType::Other => {
+            return Err(
+                "its return type (a pointer or an aggregate) cannot be called from the harness"
+                    .into(),
+            )
+        }
+    };
+    let mut params = Vec::new();
+    for p in sig.call_params() {
+        params.push(match p.ty {
+            ParamType::F64 => "double".to_string(),
+            ParamType::F32 => "float".to_string(),
+            ParamType::Int { bits, signed } => c_int(bits, signed)
+                .ok_or_else(|| format!("`{}` is a {bits}-bit integer", p.name))?
+                .to_string(),
+            ParamType::OutPtr { .. } => "void *".to_string(),
+        });
+    }
+    Ok((ret.to_string(), params))
+}
+
+/// The C appended to the file: a thunk per function that unpacks the words, calls the function through a
+/// volatile pointer (so it is emitted and called as it ships, not inlined into the thunk), and packs the
+/// result; and the table the driver calls through. Functions the driver cannot call get an empty thunk.
+pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
+    let mut out = String::from("\n/* foe confirmation harness */\n");
+    for (i, sig) in functions.iter().enumerate() {
+        out.push_str(&format!(
+            "static void foe_confirm_call_{i}(const unsigned long long *w, unsigned long long *r) {{\n"
+        ));
+        if let Ok((ret, params)) = c_prototype(sig) {
+            out.push_str(&format!(
+                "  static void *volatile fn = (void *)&{};\n",
+                sig.name
+            ));
+            let mut args = Vec::new();
+            let mut c_index = 0;
+            for (k, p) in sig.params.iter().enumerate() {
+                if p.pointee.is_some() {
+                    continue;
+                }
+                match p.ty {
+                    ParamType::OutPtr { bytes } => out.push_str(&format!(
+                        "  unsigned char a{k}[{}] __attribute__((aligned(16))) = {{0}};\n",
+                        bytes.max(1)
+                    )),
+                    ParamType::F64 | ParamType::F32 => out.push_str(&format!(
+                        "  {} a{k}; __builtin_memcpy(&a{k}, &w[{k}], sizeof a{k});\n",
+                        params[c_index]
+                    )),
+                    ParamType::Int { .. } => out.push_str(&format!(
+                        "  {} a{k} = ({})w[{k}];\n",
+                        params[c_index], params[c_index]
+                    )),
+                }
+                args.push(format!("a{k}"));
+                c_index += 1;
+            }
+            for (k, p) in sig.params.iter().enumerate() {
+                let Some(at) = p.pointee else { continue };
+                let size = match p.ty {
+                    ParamType::F64 => 8,
+                    ParamType::F32 => 4,
+                    ParamType::Int { bits, .. } => bits.div_ceil(8),
+                    ParamType::OutPtr { .. } => continue,
+                };
+                out.push_str(&format!(
+                    "  __builtin_memcpy(a{} + {}, &w[{k}], {size});\n",
+                    at.param, at.offset
+                ));
+            }
+            let call = format!(
+                "(({ret} (*)({}))fn)({})",
+                if params.is_empty() {
+                    "void".to_string()
+                } else {
+                    params.join(", ")
+                },
+                args.join(", ")
+            );
+            match sig.ret {
+                ReturnType::Void => out.push_str(&format!("  {call};\n  (void)r;\n")),
+                ReturnType::F64 | ReturnType::F32 => out.push_str(&format!(
+                    "  {ret} res = {call};\n  __builtin_memcpy(r, &res, sizeof res);\n"
+                )),
+                ReturnType::Int { signed: true, .. } => {
+                    out.push_str(&format!("  *r = (unsigned long long)(long long){call};\n"))
+                }
+                _ => out.push_str(&format!("  *r = (unsigned long long){call};\n")),
+            }
+        } else {
+            out.push_str("  (void)w; (void)r;\n");
+        }
+        out.push_str("}\n");
+    }
+    out.push_str(
+        "typedef void (*foe_confirm_thunk)(const unsigned long long *, unsigned long long *);\n",
+    );
+    let entries: Vec<String> = (0..functions.len())
+        .map(|i| format!("foe_confirm_call_{i}"))
+        .collect();
+    out.push_str(&format!(
+        "foe_confirm_thunk const foe_confirm_table[] = {{{}}};\nconst int foe_confirm_count = {};\n",
+        if entries.is_empty() {
+            "0".to_string()
+        } else {
+            entries.join(", ")
+        },
+        functions.len()
+    ));
+    out
+}

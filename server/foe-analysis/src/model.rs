@@ -3,15 +3,18 @@
 //!
 //! Entry points: [`prepare_for_modelling`] (cleans a module copy up so that one IR operation stands for one C
 //! operator) and [`model_pair`] (both builds of a function over the same inputs, values read through pointers
-//! included). Submodules: [`llvm`] (read-only IR access), `memory` (values and
-//! memory), `exec` (the executor), `calls` (callees and elementary functions).
+//! included). Submodules, each using only those before it: [`llvm`] (read-only IR access), `memory` (values
+//! and memory), `state` (one path's state), `values` (pure value rules), `calls` (which callees the model
+//! understands), `exec` (the executor, with its instructions in `exec/`).
 
 mod calls;
 mod exec;
 mod llvm;
 mod memory;
+mod state;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
@@ -250,7 +253,7 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
                 } else if !SUPPORTED.contains(&opcode) {
                     return Err(format!(
                         "uses the `{}` instruction",
-                        exec::opcode_name(opcode)
+                        values::opcode_name(opcode)
                     ));
                 }
                 if matches!(opcode, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {

@@ -1,0 +1,209 @@
+//! Instructions whose results follow from the pure rules of `values.rs`: `fneg`, comparisons, integer
+//! arithmetic and casts, `bitcast`, `select`, and the vector and aggregate instructions. None emits a query or
+//! touches memory.
+
+use super::Executor;
+use crate::model::llvm::{LLVMOpcode, LLVMTypeKind, Val};
+use crate::model::memory::Value;
+use crate::model::state::State;
+use crate::model::values::{
+    bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
+    int_cast, int_to_fp, map1, non_finite_operand, scalar_bits, select,
+};
+use crate::sym;
+
+impl<'m> Executor<'m> {
+    pub(super) fn symex_fneg(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let a = self.operand(st, inst, 0)?;
+        map1(a, &mut |a| match a {
+            Value::Real { e, fmt } => Ok(Value::Real {
+                e: sym::neg(e),
+                fmt,
+            }),
+            other => Err(format!("internal: fneg of {other:?}")),
+        })
+    }
+
+    /// `fcmp` (lane by lane); a comparison with an infinite or NaN constant is decided without it.
+    pub(super) fn symex_fcmp(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let pred = inst.fcmp_predicate();
+        if let Some((side, c)) = non_finite_operand(inst) {
+            let other = self.operand(st, inst, 1 - side)?;
+            return map1(other, &mut |x| fcmp_non_finite(pred, x, side, c));
+        }
+        let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
+        self.lanes2(st, a, b, &mut |_, _, a, b| fcmp(pred, a, b))
+    }
+
+    pub(super) fn symex_icmp(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let pred = inst.icmp_predicate();
+        let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
+        self.lanes2(st, a, b, &mut |_, _, a, b| icmp(pred, a, b))
+    }
+
+    /// Integer arithmetic and bitwise operations (lane by lane).
+    pub(super) fn symex_int_binary(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        opcode: LLVMOpcode,
+    ) -> Result<Value, String> {
+        let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
+        self.lanes2(st, a, b, &mut |_, _, a, b| int_binary(opcode, a, b))
+    }
+
+    /// `trunc`, `zext`, `sext`.
+    pub(super) fn symex_int_cast(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        opcode: LLVMOpcode,
+    ) -> Result<Value, String> {
+        let to = scalar_bits(inst.ty())?;
+        let a = self.operand(st, inst, 0)?;
+        map1(a, &mut |a| int_cast(opcode, a, to))
+    }
+
+    /// `sitofp` (`signed`) and `uitofp`.
+    pub(super) fn symex_int_to_fp(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        signed: bool,
+    ) -> Result<Value, String> {
+        let fmt =
+            fp_format(inst.ty()).ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
+        let a = self.operand(st, inst, 0)?;
+        map1(a, &mut |a| int_to_fp(a, fmt, signed))
+    }
+
+    /// `bitcast` and `addrspacecast`: the value itself where only the pointer or type name changes.
+    pub(super) fn symex_bitcast(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let from = inst
+            .operand(0)
+            .ok_or("internal: cast without operand")?
+            .ty();
+        let to = inst.ty();
+        let a = self.operand(st, inst, 0)?;
+        if from == to
+            || (from.kind() == LLVMTypeKind::LLVMPointerTypeKind && to.kind() == from.kind())
+        {
+            Ok(a)
+        } else {
+            map1(a, &mut |a| bitcast(a, to))
+        }
+    }
+
+    pub(super) fn symex_select(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let c = self.operand(st, inst, 0)?;
+        let (a, b) = (self.operand(st, inst, 1)?, self.operand(st, inst, 2)?);
+        select(c, a, b)
+    }
+
+    pub(super) fn symex_extract_element(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let v = self.operand(st, inst, 0)?;
+        let i = const_index(&self.operand(st, inst, 1)?)?;
+        Ok(match v {
+            Value::Lanes(lanes) => lanes.get(i).cloned().unwrap_or(Value::Poison),
+            _ => Value::Poison,
+        })
+    }
+
+    pub(super) fn symex_insert_element(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let n = inst.ty().vector_len() as usize;
+        let v = self.operand(st, inst, 0)?;
+        let x = self.operand(st, inst, 1)?;
+        let i = const_index(&self.operand(st, inst, 2)?)?;
+        let mut lanes = match v {
+            Value::Lanes(l) => l,
+            _ => vec![Value::Poison; n],
+        };
+        if i < lanes.len() {
+            lanes[i] = x;
+        }
+        Ok(Value::Lanes(lanes))
+    }
+
+    pub(super) fn symex_shuffle_vector(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let a = self.operand(st, inst, 0)?;
+        let b = self.operand(st, inst, 1)?;
+        let width = inst
+            .operand(0)
+            .map(|o| o.ty().vector_len() as usize)
+            .unwrap_or(0);
+        let lanes_of = |v: Value| match v {
+            Value::Lanes(l) => l,
+            _ => vec![Value::Poison; width],
+        };
+        let (a, b) = (lanes_of(a), lanes_of(b));
+        Ok(Value::Lanes(
+            inst.shuffle_mask()
+                .into_iter()
+                .map(|m| match m {
+                    Some(m) if (m as usize) < width => {
+                        a.get(m as usize).cloned().unwrap_or(Value::Poison)
+                    }
+                    Some(m) => b.get(m as usize - width).cloned().unwrap_or(Value::Poison),
+                    None => Value::Poison,
+                })
+                .collect(),
+        ))
+    }
+
+    pub(super) fn symex_extract_value(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let mut v = self.operand(st, inst, 0)?;
+        for i in inst.indices() {
+            v = match v {
+                Value::Fields(f) => f.get(i as usize).cloned().unwrap_or(Value::Poison),
+                _ => Value::Poison,
+            };
+        }
+        Ok(v)
+    }
+
+    pub(super) fn symex_insert_value(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<Value, String> {
+        let agg = self.operand(st, inst, 0)?;
+        let x = self.operand(st, inst, 1)?;
+        insert_value(agg, inst.ty(), &inst.indices(), x, self.layout)
+    }
+}

@@ -1,0 +1,78 @@
+//! Path state: one path's call stack, memory and path condition, what executing an instruction does to the
+//! path, and how a path stops early. Plain data; the executor (`exec.rs`) drives it.
+
+use super::llvm::{Block, Val};
+use super::memory::{Memory, Pointer, Value};
+use crate::sym::Expr;
+use crate::types::SourceLoc;
+use std::collections::HashMap;
+
+/// One activation of a function on a path.
+#[derive(Clone)]
+pub(super) struct Frame<'m> {
+    /// The next instruction to execute.
+    pub(super) next: Option<Val<'m>>,
+    pub(super) env: HashMap<usize, Value>,
+    /// Times each block was entered in this activation.
+    pub(super) visits: HashMap<usize, u32>,
+    /// The call instruction in the caller that receives the return value.
+    pub(super) call_site: Option<Val<'m>>,
+}
+
+/// One path: the call stack, memory and the path condition.
+#[derive(Clone)]
+pub(super) struct State<'m> {
+    pub(super) frames: Vec<Frame<'m>>,
+    pub(super) memory: Memory,
+    pub(super) globals: HashMap<usize, Pointer>,
+    /// Conjuncts of the path condition, including assumptions (divisors ≠ 0, ...).
+    pub(super) pc: Vec<Expr>,
+}
+
+/// What executing one instruction did to the path.
+pub(super) enum Flow<'m> {
+    Next,
+    /// Continue at one of these blocks, each under its condition (the first is taken by this state).
+    Branch {
+        from: Block<'m>,
+        targets: Vec<(Expr, Block<'m>)>,
+    },
+    End,
+}
+
+/// Why an address could not be computed: an index that is not a constant on this path.
+pub(super) const SYMBOLIC_INDEX: &str = "indexes memory with a symbolic index";
+
+/// Marks an error that ends the path, not the function: what the path did before is modelled.
+pub(super) const PATH_STOP: &str = "\u{0}stop:";
+
+/// An error that stops the current path for `reason` (counted in `Executor::path_stops`).
+pub(super) fn path_stop(reason: impl std::fmt::Display) -> String {
+    format!("{PATH_STOP}{reason}")
+}
+
+/// The operation and source location queries of the current instruction are attributed to.
+#[derive(Clone)]
+pub(super) struct At {
+    pub(super) operation: String,
+    pub(super) loc: Option<SourceLoc>,
+    /// The instruction's number in the order the executor first met it (see
+    /// [`Query::instruction`](super::Query::instruction)).
+    pub(super) instruction: u32,
+}
+
+impl<'m> State<'m> {
+    /// The function the innermost inlined call (if any) executes.
+    pub(super) fn callee_name(&self) -> Option<String> {
+        let site = self.frames.last()?.call_site?;
+        site.called_value().map(|f| f.name())
+    }
+
+    /// Adds an assumption to the path condition (constants are dropped: a constant-false assumption, such as
+    /// a division by the constant zero, would make every later query false).
+    pub(super) fn assume(&mut self, c: Expr) {
+        if !c.is_const() {
+            self.pc.push(c);
+        }
+    }
+}

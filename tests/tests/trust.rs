@@ -155,3 +155,41 @@ fn three_runs_give_the_same_findings_on_a_loaded_machine() {
 fn jetengine_gives_the_same_findings_three_times() {
     assert_stable("fixtures/bench/jetengine.c");
 }
+
+#[test]
+fn a_wrapper_takes_over_the_verdicts_of_the_function_it_calls_and_finds_the_same() {
+    // `f` inlines `f_e` and so asks Z3 the same questions: it takes over `f_e`'s verdicts (a formula is asked once
+    // per file), says so, and its search still runs on the same candidates.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("wrapper.c");
+    std::fs::write(
+        &file,
+        "double f_e(double x, double y) {\n  double a = x * y;\n  double b = a / y;\n  return b * 3.0 + x * 0.5;\n}\n\n\
+         double f(double x, double y) { return f_e(x, y); }\n",
+    )
+    .unwrap();
+    let report = check_json(file.to_str().unwrap());
+    let functions = report["functions"].as_array().unwrap();
+    let (inner, outer) = (&functions[0], &functions[1]);
+    assert_eq!(inner["name"], "f_e");
+    assert!(
+        !inner["reason"].as_str().unwrap().contains("taken over"),
+        "{}",
+        inner["reason"]
+    );
+    let unique = outer["formulae"]["unique"].as_u64().unwrap();
+    assert!(unique > 0);
+    assert!(
+        outer["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{unique} solver verdicts taken over")),
+        "{}",
+        outer["reason"]
+    );
+    assert_eq!(inner["satisfiable"], outer["satisfiable"]);
+    let count = |f: &Value| f["divergences"].as_array().unwrap().len();
+    assert!(count(inner) > 0);
+    assert_eq!(count(inner), count(outer));
+    assert_trustworthy(&report);
+}

@@ -415,6 +415,8 @@ pub fn analyse(
         let count = pending.len();
         // The file's solver work so far, in milliseconds of budget (deterministic).
         let mut file_work = 0u64;
+        // Verdicts of the functions solved so far: a formula is asked at most once per file.
+        let mut known = solve::KnownVerdicts::new();
         for (i, item) in pending.into_iter().enumerate() {
             cancel.check()?;
             progress.phase(
@@ -432,13 +434,14 @@ pub fn analyse(
                 &item.queries_p,
                 &item.queries_pp,
                 &item.domain,
+                &known,
                 &config,
                 limits,
                 &|| cancel.is_cancelled(),
             );
             cancel.check()?;
             let mut item = item;
-            let solution = solution.unwrap_or_else(|e| {
+            let mut solution = solution.unwrap_or_else(|e| {
                 tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
                 item.notes.push((
                     Some(ReasonCode::SolverFailed),
@@ -447,6 +450,7 @@ pub fn analyse(
                 solve::child::Solution::default()
             });
             file_work += solution.work_spent_ms;
+            solve::remember(&mut known, std::mem::take(&mut solution.learned));
             let past_safety_net = limits.deadline.is_some_and(|d| Instant::now() > d);
             if solution.work_exhausted || (past_safety_net && solution.timeouts > 0) {
                 item.notes.push((

@@ -9,9 +9,11 @@ pub mod child;
 mod fp;
 mod interval;
 mod invert;
+mod known;
 mod limit;
 mod real;
 mod schedule;
+pub use known::{remember, KnownVerdict, KnownVerdicts};
 pub use schedule::PATHS_PER_SITE;
 
 use crate::config::AnalysisConfig;
@@ -116,10 +118,14 @@ pub struct SolveOutcome {
     pub candidates: Vec<Candidate>,
     /// What the real phases gave for each satisfiable-looking unique formula, for [`solve_within`].
     results: Vec<RealResult>,
+    /// Unique formulae whose verdict an earlier function of the file reached ([`KnownVerdicts`]).
+    pub known: usize,
+    /// The verdicts this solve reached, for the functions solved after it (without a domain only).
+    pub learned: Vec<(String, KnownVerdict)>,
 }
 
 /// The verdict on one unique formula.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Verdict {
     Sat,
     Unsat,
@@ -162,22 +168,42 @@ pub fn solve(
         queries_p,
         queries_pp,
         domain,
-        None,
+        Prior::None,
         cfg,
         SolveLimits::default(),
     )
 }
 
-/// [`solve`] within `limits` (the function's budget); the queries given up on for it count as time-outs.
+/// [`solve`] (over all inputs) within `limits` (the function's budget), taking over the verdicts `known` from
+/// the file's earlier functions; the queries given up on for it, or for the function whose verdict it took,
+/// count as time-outs.
 pub fn solve_until(
     sig: &FunctionSignature,
     queries_p: &[Query],
     queries_pp: &[Query],
-    domain: Option<&Domain>,
+    known: &KnownVerdicts,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> SolveOutcome {
-    solve_reusing(sig, queries_p, queries_pp, domain, None, cfg, limits)
+    solve_reusing(
+        sig,
+        queries_p,
+        queries_pp,
+        None,
+        Prior::Known(known),
+        cfg,
+        limits,
+    )
+}
+
+/// What a solve takes over instead of asking Z3.
+#[derive(Clone, Copy)]
+enum Prior<'a> {
+    None,
+    /// The same formulae's results without the domain ([`solve_within`]).
+    Anywhere(&'a [RealResult]),
+    /// Verdicts of the file's earlier functions.
+    Known(&'a KnownVerdicts),
 }
 
 /// [`solve`] within `domain` after `anywhere` solved the same queries without it: a formula unsatisfiable or
@@ -196,7 +222,7 @@ pub fn solve_within(
         queries_p,
         queries_pp,
         Some(domain),
-        Some(&anywhere.results),
+        Prior::Anywhere(&anywhere.results),
         cfg,
         limits,
     )
@@ -207,7 +233,7 @@ fn solve_reusing(
     queries_p: &[Query],
     queries_pp: &[Query],
     domain: Option<&Domain>,
-    prior: Option<&[RealResult]>,
+    prior: Prior<'_>,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> SolveOutcome {
@@ -236,8 +262,22 @@ fn solve_reusing(
         .collect();
     let timeout_ms = cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32;
 
+    let known: Vec<Option<RealResult>> = match prior {
+        Prior::Known(known) => jobs
+            .iter()
+            .map(|q| Some(known.get(&known::key(q.formula.fingerprint()))?.for_signature(sig)))
+            .collect(),
+        Prior::None | Prior::Anywhere(_) => Vec::new(),
+    };
+    let prior: Option<&[RealResult]> = match prior {
+        Prior::Anywhere(results) => Some(results),
+        Prior::None | Prior::Known(_) => None,
+    };
     let mut real: Vec<Option<RealResult>> = (0..jobs.len())
         .map(|i| {
+            if let Some(k) = known.get(i) {
+                return k.clone();
+            }
             let before = prior?.get(i)?;
             let inside = before
                 .input
@@ -359,6 +399,8 @@ fn solve_reusing(
         let retries: Vec<(usize, &Query, &Input)> = real
             .iter()
             .enumerate()
+            // A verdict taken over was retried by the function that reached it.
+            .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
             .filter_map(|(i, r)| match r {
                 Some(RealResult {
                     input: Some(input),
@@ -414,10 +456,15 @@ fn solve_reusing(
             misses: result.misses && exact.is_none(),
             ..result
         });
+        let inherited = known.get(i).is_some_and(Option::is_some);
+        outcome.known += usize::from(inherited);
         match result.verdict {
             Verdict::Sat => outcome.satisfiable += 1,
-            // Given up on here, not in an earlier solve whose verdict was taken over.
-            Verdict::Unknown if todo.binary_search(&i).is_ok() => outcome.timeouts += 1,
+            // Given up on here or by the earlier function of the file whose verdict was taken over, not in the
+            // solve without the domain.
+            Verdict::Unknown if inherited || todo.binary_search(&i).is_ok() => {
+                outcome.timeouts += 1
+            }
             Verdict::Unknown | Verdict::Unsat => {}
         }
         for input in result.input.into_iter().chain(exact) {
@@ -431,9 +478,19 @@ fn solve_reusing(
             }
         }
     }
+    if domain.is_none() {
+        outcome.learned = jobs
+            .iter()
+            .zip(&outcome.results)
+            .enumerate()
+            .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
+            .map(|(_, (q, r))| (known::key(q.formula.fingerprint()), KnownVerdict::of(r)))
+            .collect();
+    }
     tracing::debug!(
         function = %sig.name,
         unique = outcome.formulae.unique,
+        known = outcome.known,
         sat = outcome.satisfiable,
         timeouts = outcome.timeouts,
         candidates = outcome.candidates.len(),

@@ -147,6 +147,14 @@ pub(super) fn base_report(
         );
         r.note(ReasonCode::SolverTimeouts, &note);
     }
+    if solved.known > 0 {
+        // A note, not a cut: the same formulae were solved for a function before it in the file.
+        let note = format!(
+            "{} solver verdicts taken over from functions solved before it in the file (the same formulae)",
+            solved.known
+        );
+        r.reason = join_reason(&r.reason, &note);
+    }
     if solved.capped > 0 {
         let note = format!(
             "{} solver queries not tried: {} paths of the same operation gave no input",

@@ -4,7 +4,7 @@
 //! killed. The `foe` binary serves as the child: it calls [`serve_if_child`] first thing in `main`. Where no
 //! binary registered itself so (the engine's unit tests), functions are solved in-process.
 
-use super::{solve_until, solve_within, SolveLimits};
+use super::{known, solve_until, solve_within, KnownVerdict, KnownVerdicts, SolveLimits};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::model::Query;
@@ -42,6 +42,12 @@ pub struct Solution {
     pub work_spent_ms: u64,
     #[serde(default)]
     pub work_exhausted: bool,
+    /// Unique formulae whose verdict an earlier function of the file reached.
+    #[serde(default)]
+    pub known: usize,
+    /// The verdicts this solve reached (without the domain), for the file's later functions.
+    #[serde(default)]
+    pub learned: Vec<(String, KnownVerdict)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -59,18 +65,23 @@ struct Request {
     /// The function's work budget ([`SolveLimits::work_ms`]).
     #[serde(default)]
     work_ms: Option<u64>,
+    /// Verdicts of the file's earlier functions on this function's formulae.
+    #[serde(default)]
+    known: KnownVerdicts,
 }
 
-/// Solves one function in-process: over all inputs, then (with a domain) within it.
+/// Solves one function in-process: over all inputs (taking over the verdicts `known` from the file's earlier
+/// functions), then (with a domain) within it.
 pub fn solve_function(
     sig: &FunctionSignature,
     queries_p: &[Query],
     queries_pp: &[Query],
     domain: &Domain,
+    known: &KnownVerdicts,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> Solution {
-    let anywhere = solve_until(sig, queries_p, queries_pp, None, cfg, limits);
+    let anywhere = solve_until(sig, queries_p, queries_pp, known, cfg, limits);
     let mut candidates: Vec<Input> = anywhere
         .candidates
         .iter()
@@ -105,26 +116,39 @@ pub fn solve_function(
         capped,
         work_spent_ms,
         work_exhausted,
+        known: anywhere.known,
+        learned: anywhere.learned,
     }
 }
 
 /// Solves one function in a child process when this executable can serve as one (else in-process); a child
 /// that crashed is tried once more (the crashes depend on timing). Errors say why no child gave a solution (it
 /// crashed, overran its time limit, or `stop()` asked to stop it).
+#[allow(clippy::too_many_arguments)]
 pub fn solve_function_isolated(
     sig: &FunctionSignature,
     queries_p: &[Query],
     queries_pp: &[Query],
     domain: &Domain,
+    known: &KnownVerdicts,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
     stop: &dyn Fn() -> bool,
 ) -> Result<Solution, String> {
     if !CHILD_AVAILABLE.load(Ordering::Acquire) {
         return Ok(solve_function(
-            sig, queries_p, queries_pp, domain, cfg, limits,
+            sig, queries_p, queries_pp, domain, known, cfg, limits,
         ));
     }
+    // Only the verdicts on this function's formulae cross to the child.
+    let relevant: KnownVerdicts = queries_p
+        .iter()
+        .chain(queries_pp)
+        .filter_map(|q| {
+            let k = known::key(q.formula.fingerprint());
+            Some((k.clone(), known.get(&k)?.clone()))
+        })
+        .collect();
     let budget = limits
         .deadline
         .map(|d| d.saturating_duration_since(Instant::now()));
@@ -137,6 +161,7 @@ pub fn solve_function_isolated(
         config: cfg.clone(),
         budget_ms: budget.map(|b| b.as_millis() as u64),
         work_ms: limits.work_ms,
+        known: relevant,
     };
     let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
         .map_err(|e| format!("cannot encode the solver request: {e}"))?;
@@ -263,6 +288,7 @@ fn serve() -> Result<(), String> {
         &request.queries_p,
         &request.queries_pp,
         &request.domain,
+        &request.known,
         &request.config,
         limits,
     );

@@ -1,0 +1,88 @@
+//! Verdicts a file's earlier solves reached, for the functions solved after them: the solver chain's verdict
+//! cache, keyed by the formula's structural fingerprint.
+//!
+//! GSL's `gsl_sf_lngamma(x)` inlines `gsl_sf_lngamma_e(x, &r)` and asks Z3 the same questions (the same
+//! formulae over the same parameter indices) again, as does every wrapper of a library. A formula is asked at
+//! most once per file: a later function takes over its verdict, its input (translated to its own signature)
+//! and, for a formula the earlier solve gave up on or did not reach within its budget, that it gave up. The
+//! answers do not depend on the order of the file's functions beyond that, and the functions are solved in file
+//! order, so the results stay deterministic.
+
+use super::{RealResult, Verdict};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// The verdict on one formula, as an earlier function of the file reached it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnownVerdict {
+    verdict: Verdict,
+    /// The candidate's values by parameter index (of the function that found it).
+    input: Option<Vec<ArgValue>>,
+    misses: bool,
+}
+
+/// Known verdicts by formula fingerprint (hexadecimal, so the map crosses to the solver child as JSON).
+pub type KnownVerdicts = HashMap<String, KnownVerdict>;
+
+/// The key of a formula fingerprint.
+pub(super) fn key(fingerprint: u128) -> String {
+    format!("{fingerprint:032x}")
+}
+
+impl KnownVerdict {
+    pub(super) fn of(result: &RealResult) -> KnownVerdict {
+        KnownVerdict {
+            verdict: result.verdict,
+            input: result.input.as_ref().map(|i| i.0.clone()),
+            misses: result.misses,
+        }
+    }
+
+    /// The verdict as a result for `sig`: the input's values where the parameter has the same type (the formula
+    /// mentions only such parameters: its fingerprint names each parameter's index and type), the value an
+    /// unconstrained parameter gets elsewhere.
+    pub(super) fn for_signature(&self, sig: &FunctionSignature) -> RealResult {
+        let input = self.input.as_ref().map(|values| {
+            Input(
+                sig.params
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        let same = |v: &&ArgValue| {
+                            matches!(
+                                (v, p.ty),
+                                (ArgValue::F64(_), ParamType::F64)
+                                    | (ArgValue::F32(_), ParamType::F32)
+                                    | (ArgValue::Int(_), ParamType::Int { .. })
+                                    | (ArgValue::OutPtr, ParamType::OutPtr { .. })
+                            )
+                        };
+                        values
+                            .get(i)
+                            .filter(same)
+                            .copied()
+                            .unwrap_or(match p.ty {
+                                ParamType::F64 => ArgValue::F64(0.0),
+                                ParamType::F32 => ArgValue::F32(0.0),
+                                ParamType::Int { .. } => ArgValue::Int(0),
+                                ParamType::OutPtr { .. } => ArgValue::OutPtr,
+                            })
+                    })
+                    .collect(),
+            )
+        });
+        RealResult {
+            verdict: self.verdict,
+            input,
+            misses: self.misses,
+        }
+    }
+}
+
+/// Merges `learned` into `known`; a verdict already known stays (the first function to ask decided it).
+pub fn remember(known: &mut KnownVerdicts, learned: Vec<(String, KnownVerdict)>) {
+    for (k, v) in learned {
+        known.entry(k).or_insert(v);
+    }
+}

@@ -137,7 +137,7 @@ pub fn confirm_function(
             kept.push(d);
             continue;
         };
-        let Some((a, b)) = rp.comparable(&rpp) else {
+        let Some((a, b)) = rp.sets(&rpp) else {
             d.confirmation = Confirmation::NotRun;
             kept.push(d);
             continue;
@@ -239,8 +239,8 @@ pub fn confirm_function(
 /// Whether a probe's run raised what P's run raised: the same set for a set difference, the same sequence of
 /// kinds for an order or count difference; `None` when the two did not end alike.
 fn same_as(p_run: &ShippedRun, run: &ShippedRun, sets_differ: bool) -> Option<bool> {
-    let (a, b) = p_run.comparable(run)?;
-    if sets_differ {
+    let (a, b) = p_run.sets(run)?;
+    if sets_differ || a != b {
         Some(a == b)
     } else {
         sequences_differ(p_run, run).map(|differ| !differ)

@@ -96,6 +96,22 @@ impl ShippedRun {
             _ => None,
         }
     }
+
+    /// The exceptions of two runs whose sets can be compared: [`ShippedRun::comparable`] ones, and a returned
+    /// run against one that stopped at a call foe does not run having already raised an exception the returned
+    /// run never raised (a difference whatever the rest of the stopped call would have done).
+    pub fn sets(&self, other: &ShippedRun) -> Option<(u8, u8)> {
+        self.comparable(other)
+            .or_else(|| match (self.end, other.end) {
+                (ShippedEnd::Raised(a), ShippedEnd::Stopped(b))
+                | (ShippedEnd::Stopped(b), ShippedEnd::Raised(a))
+                    if b & !a != 0 =>
+                {
+                    self.end.raised().zip(other.end.raised())
+                }
+                _ => None,
+            })
+    }
 }
 
 /// What one probe's binary is built from.

@@ -185,6 +185,22 @@ fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
         None,
         "a stopped run and a returned one"
     );
+    assert_eq!(
+        p[0].sets(&runs[1]),
+        None,
+        "the stopped run raised nothing the other did not"
+    );
+    let returned_clean = ShippedRun {
+        end: ShippedEnd::Raised(0),
+        trace: Vec::new(),
+        dropped: 0,
+        stopped_at: None,
+    };
+    assert_eq!(
+        runs[0].sets(&returned_clean),
+        Some((4, 0)),
+        "an overflow before the stop is a difference whatever the callee would do"
+    );
     assert!(
         h.stubbed.lock().unwrap().is_empty(),
         "no file of the project defines `helper`"

@@ -341,6 +341,7 @@ mod tests {
             config: AnalysisConfig::default(),
             budget_ms: None,
             work_ms: None,
+            known: KnownVerdicts::new(),
         };
         let body = sym::with_wire_tables(|| serde_json::to_vec(&request)).expect("encode");
         assert!(body.len() < 20_000, "{} bytes", body.len());

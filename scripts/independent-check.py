@@ -5,8 +5,10 @@ For every divergence foe reports as `confirmed` (an exception present in one bui
 from the other's), this script builds the file itself, as the issue defines the check: P with `-O0`, P' with
 `-O2 -ffast-math` and linked with `-ffast-math`, both with the file's own include and define flags from the
 compilation database, and the rest of the file's library (its top directory in the database) as a static archive
-built the same way, so calls into other files run the real code (a function defined nowhere becomes a stub
-that exits: a run reaching it is not checkable). Static functions are made global with
+built the same way, so calls into other files run the real code. A function defined nowhere (GSL's
+`gsl_error` in the corpus) ends the run at its call: its stub prints the flags raised so far and exits, as foe
+ends a run there (the exceptions before the call are what both builds are compared on). Static functions are
+made global with
 llvm-objcopy. A small C driver, compiled without fast math, clears the flags, calls the function on foe's input
 and prints `fetestexcept`. The divergence reproduces when the two builds' flag sets differ.
 
@@ -145,8 +147,8 @@ def driver_source(sig):
 
 
 def link(work, flags, inputs, exe):
-    """Links `inputs`; a function defined nowhere (outside the library) becomes a stub that exits with 99, so a
-    run that reaches it is not checkable rather than a link failure."""
+    """Links `inputs`; a function defined nowhere (outside the library) becomes a stub that prints the flags raised
+    so far and exits, so a run ends at its call."""
     cmd = [CLANG, *flags, *map(str, inputs), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode == 0:
@@ -155,7 +157,9 @@ def link(work, flags, inputs, exe):
     if not missing:
         return False
     stubs = work / "stubs.c"
-    stubs.write_text("#include <unistd.h>\n" + "".join(f"void {m}(void) {{ _exit(99); }}\n" for m in missing))
+    stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n" + "".join(
+        f"void {m}(void) {{ printf(\"%d\\n\", fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | "
+        f"FE_UNDERFLOW)); fflush(stdout); _exit(0); }}\n" for m in missing))
     subprocess.run([CLANG, "-O0", "-w", "-c", str(stubs), "-o", str(work / "stubs.o")], check=True)
     return subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True).returncode == 0
 

@@ -26,7 +26,9 @@ mod trace;
 
 pub use harness::{Harness, Probe, ShippedEnd, ShippedRun, CONFIRM_C, PROBES};
 
-use crate::report::{Cause, Confirmation, Divergence, DivergenceClass, FunctionReport, TraceEvent};
+use crate::report::{
+    Cause, Confirmation, Divergence, DivergenceClass, FunctionReport, RunEnd, TraceEvent,
+};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::HashMap;
 
@@ -137,7 +139,16 @@ pub fn confirm_function(
             kept.push(d);
             continue;
         };
-        let Some((a, b)) = rp.sets(&rpp) else {
+        let over_same_extent =
+            ends_as(&rp, d.end_p.as_ref()) && ends_as(&rpp, d.end_p_prime.as_ref());
+        let sets = rp.sets(&rpp).or_else(|| {
+            // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
+            // call as its instrumented run): the traces cover what the instrumented ones covered.
+            over_same_extent
+                .then(|| rp.end.raised().zip(rpp.end.raised()))
+                .flatten()
+        });
+        let Some((a, b)) = sets else {
             d.confirmation = Confirmation::NotRun;
             kept.push(d);
             continue;
@@ -233,6 +244,17 @@ pub fn confirm_function(
     for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
         let same_as_p = |probe: Probe| same_as(p_run, runs[w].get(&probe)?, *sets_differ);
         report.divergences[*at].cause = decide(same_as_p);
+    }
+}
+
+/// Whether a shipped run ended as the instrumented run did: both returned, or both stopped at the same call.
+fn ends_as(run: &ShippedRun, instrumented: Option<&RunEnd>) -> bool {
+    match (run.end, instrumented) {
+        (ShippedEnd::Raised(_), Some(RunEnd::Returned { .. })) => true,
+        (ShippedEnd::Stopped(_), Some(RunEnd::Stopped { callee, .. })) => {
+            run.stopped_at.as_deref() == Some(callee.as_str())
+        }
+        _ => false,
     }
 }
 

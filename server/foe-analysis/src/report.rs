@@ -127,6 +127,12 @@ pub struct Divergence {
     /// Candidates whose neighbourhood search gave this input as their best (merged when several did).
     #[serde(default = "one")]
     pub candidates: usize,
+    /// How the instrumented runs ended, for comparing the shipped runs over the same extent (a run that stopped
+    /// at a call foe does not run against a shipped run that stopped there too); not part of the report.
+    #[serde(skip)]
+    pub end_p: Option<RunEnd>,
+    #[serde(skip)]
+    pub end_p_prime: Option<RunEnd>,
 }
 
 fn one() -> usize {
@@ -155,6 +161,8 @@ impl Default for Divergence {
             shipped_trace_p_prime: vec![],
             cause: Cause::default(),
             candidates: one(),
+            end_p: None,
+            end_p_prime: None,
         }
     }
 }

@@ -671,6 +671,8 @@ fn divergence(
         shipped_trace_p_prime: vec![],
         cause: Default::default(),
         candidates: 1,
+        end_p: Some(p.end),
+        end_p_prime: Some(pp.end),
     }
 }
 

@@ -103,6 +103,26 @@ fn search_and_confirm(src: &str, name: &str, input: Input) -> (usize, FunctionRe
 }
 
 #[test]
+fn a_run_that_stops_at_an_error_reporter_is_confirmed_against_one_that_returns() {
+    // P computes a NaN and reports it (`report_nan` is defined nowhere: the run stops at its call); P' assumes
+    // finite math, folds the test away and returns. P raised invalid before the stop, P' never: a set difference
+    // on the shipped binaries whatever `report_nan` would do.
+    let src = "void report_nan(void);\n\
+               double f(double x) {\n  double y = (x * 1e308) * 1e308;\n  double z = y - y;\n  \
+               if (z != z) { report_nan(); return 0; }\n  return z + x;\n}\n";
+    let (instrumented, report) = search_and_confirm(src, "f", Input(vec![ArgValue::F64(2.0)]));
+    assert!(instrumented >= 1);
+    let d = report
+        .divergences
+        .iter()
+        .find(|d| d.result_p.starts_with("stopped at `report_nan`"))
+        .unwrap_or_else(|| panic!("{:?}", report.divergences));
+    assert_eq!(d.confirmation, Confirmation::Confirmed, "{d:?}");
+    assert!(d.shipped_p.contains(&ExceptionKind::Invalid));
+    assert!(!d.shipped_p_prime.contains(&ExceptionKind::Invalid));
+}
+
+#[test]
 fn a_select_that_ships_as_a_branch_is_not_reported() {
     let src = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -240,6 +260,10 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
     ];
     for probe in [Probe::Reference, Probe::Shipped] {
         let runs = h.run(probe, "f", &inputs).unwrap();
+        // The overflow is no line of a.c: it is named by its function, file and line.
+        assert_eq!(runs[0].trace.len(), 1, "{probe:?}");
+        assert_eq!(runs[0].trace[0].line, None);
+        assert_eq!(runs[0].trace[0].operation, "in scale (b.c:1)", "{probe:?}");
         assert_eq!(
             ends(runs),
             vec![ShippedEnd::Raised(4), ShippedEnd::Raised(0)],

@@ -72,16 +72,14 @@ pub fn to_trace(
 ) -> Vec<TraceEvent> {
     let mut out = Vec::new();
     for e in events {
-        let (line, column) = e
-            .addr
-            .zip(loader)
-            .and_then(|(a, l)| locate(l, a, lines_in_file))
-            .unzip();
-        let operation = e
-            .library
-            .as_ref()
-            .map(|name| format!("in {name}"))
-            .unwrap_or_default();
+        let at = e.addr.zip(loader);
+        let (line, column) = at.and_then(|(a, l)| locate(l, a, lines_in_file)).unzip();
+        let operation = match &e.library {
+            Some(name) => format!("in {name}"),
+            // An instruction of another file of the project: its function, file and line.
+            None if line.is_none() => at.and_then(|(a, l)| elsewhere(l, a)).unwrap_or_default(),
+            None => String::new(),
+        };
         for (i, kind) in ExceptionKind::ALL.into_iter().enumerate() {
             if e.kinds >> i & 1 == 1 {
                 out.push(TraceEvent {
@@ -108,6 +106,29 @@ fn locate(loader: &addr2line::Loader, addr: u64, lines_in_file: u32) -> Option<(
             let line = loc.line.filter(|l| (1..=lines_in_file).contains(l))?;
             return Some((line, loc.column.filter(|c| *c > 0)));
         }
+    }
+    None
+}
+
+/// `in FUNCTION (FILE:LINE)` for an instruction outside the analysed file (a unit of the project linked into the
+/// shipped binary): its innermost frame with a function name.
+fn elsewhere(loader: &addr2line::Loader, addr: u64) -> Option<String> {
+    let mut frames = loader.find_frames(addr).ok()?;
+    while let Ok(Some(frame)) = frames.next() {
+        let Some(function) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) else {
+            continue;
+        };
+        let place = frame.location.and_then(|loc| {
+            let file = Path::new(loc.file?)
+                .file_name()?
+                .to_string_lossy()
+                .into_owned();
+            Some(match loc.line {
+                Some(line) => format!(" ({file}:{line})"),
+                None => format!(" ({file})"),
+            })
+        });
+        return Some(format!("in {function}{}", place.unwrap_or_default()));
     }
     None
 }

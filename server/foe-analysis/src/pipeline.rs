@@ -500,7 +500,7 @@ pub fn analyse(
             let started = Instant::now();
             let mut shipped =
                 confirm::Harness::new(&config, request.path, request.text, &signatures)
-                    .with_units(&linked.units, &request.config.extra_flags);
+                    .with_units(&linked, &request.config.extra_flags);
             let mut confirm_ms = 0;
             let count = solved.len();
             for (i, (item, solution)) in solved.iter().enumerate() {

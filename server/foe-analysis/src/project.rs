@@ -27,13 +27,13 @@ pub struct Linked {
     pub functions: HashSet<String>,
     /// Symbols no unit of the database defines (calls to them stop the path and the run).
     pub unresolved: BTreeSet<String>,
+    /// Those of them that are data (an extern constant whose definition is outside the database): its value is
+    /// unknown, so a binary linked without it is not the program.
+    pub unresolved_data: BTreeSet<String>,
 }
 
-/// The translation units of the compilation database that covers `file` (none without one).
-fn database_units(file: &Path, database: Option<&Path>) -> Vec<PathBuf> {
-    let Some((db, _)) = compile::flags_from_compile_commands(file, database) else {
-        return vec![];
-    };
+/// The units of the database `db` other than `file`, canonical.
+fn database_entries(file: &Path, db: &Path) -> Vec<PathBuf> {
     let Ok(text) = std::fs::read_to_string(&db) else {
         return vec![];
     };
@@ -56,6 +56,34 @@ fn database_units(file: &Path, database: Option<&Path>) -> Vec<PathBuf> {
         }
     }
     units
+}
+
+/// Whether the C library (libc or libm) defines `name`.
+fn c_library_defines(name: &str) -> bool {
+    static LIBM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let Ok(symbol) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    let libm = *LIBM.get_or_init(|| {
+        // SAFETY: dlopen with a constant, NUL-terminated name; the handle is never closed.
+        unsafe { libc::dlopen(c"libm.so.6".as_ptr(), libc::RTLD_LAZY) as usize }
+    });
+    // SAFETY: dlsym only looks the name up (NUL-terminated, alive for the call); nothing is called.
+    unsafe {
+        !libc::dlsym(libc::RTLD_DEFAULT, symbol.as_ptr()).is_null()
+            || (libm != 0 && !libc::dlsym(libm as *mut libc::c_void, symbol.as_ptr()).is_null())
+    }
+}
+
+/// Whether `unit` belongs to the same library as `file`: the same top directory under the database's.
+fn same_library(file: &Path, unit: &Path, db_dir: &Path) -> bool {
+    let top = |p: &Path| {
+        p.strip_prefix(db_dir)
+            .ok()
+            .and_then(|r| r.components().next())
+            .map(|c| c.as_os_str().to_owned())
+    };
+    top(file).is_some() && top(file) == top(unit)
 }
 
 /// Whether some line of `text` starts (at column 0) a definition of `name`: a function header or a global
@@ -220,10 +248,18 @@ pub fn link_units(
     if queue.is_empty() {
         return (pair, linked);
     }
-    let units = database_units(file, base.compile_commands.as_deref());
+    let Some((db, _)) =
+        compile::flags_from_compile_commands(file, base.compile_commands.as_deref())
+    else {
+        return (pair, linked);
+    };
+    let units = database_entries(file, &db);
     if units.is_empty() {
         return (pair, linked);
     }
+    let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let db_dir = std::fs::canonicalize(db.parent().unwrap_or(Path::new("/")))
+        .unwrap_or_else(|_| db.parent().unwrap_or(Path::new("/")).to_path_buf());
     let own: HashSet<String> = p
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
@@ -236,6 +272,9 @@ pub fn link_units(
     while let Some(symbol) = queue.pop_front() {
         if !seen.insert(symbol.clone()) || linked.units.len() >= MAX_UNITS {
             if linked.units.len() >= MAX_UNITS {
+                if p.get_global(&symbol).is_some() {
+                    linked.unresolved_data.insert(symbol.clone());
+                }
                 linked.unresolved.insert(symbol);
             }
             continue;
@@ -247,9 +286,13 @@ pub fn link_units(
         {
             continue;
         }
+        // A name the C library defines is taken from a unit of the file's own library only: a database that
+        // holds two libraries (GSL beside Cephes, which defines `acosh`) does not link one's replacements of C
+        // library functions into the other.
+        let from_c_library = c_library_defines(&symbol);
         let mut found = None;
         for (i, unit) in units.iter().enumerate() {
-            if used[i] {
+            if used[i] || (from_c_library && !same_library(&this, unit, &db_dir)) {
                 continue;
             }
             let text = texts[i].get_or_insert_with(|| {
@@ -270,6 +313,9 @@ pub fn link_units(
             }
         }
         let Some(i) = found else {
+            if p.get_global(&symbol).is_some() {
+                linked.unresolved_data.insert(symbol.clone());
+            }
             linked.unresolved.insert(symbol);
             continue;
         };

@@ -133,6 +133,8 @@ pub struct Harness {
     /// The project's other units the file uses, each with its own entry's preprocessor flags: linked into every
     /// binary, as the program links them.
     units: Vec<(PathBuf, Vec<String>)>,
+    /// Data the program reads that no file of the project defines (its value is unknown: a stub is not it).
+    unresolved_data: std::collections::BTreeSet<String>,
     /// A temporary directory holding the objects and binaries, made on first use.
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
@@ -164,6 +166,7 @@ impl Harness {
             text: text.to_string(),
             functions: functions.to_vec(),
             units: Vec::new(),
+            unresolved_data: Default::default(),
             dir: None,
             driver: None,
             binaries: HashMap::new(),
@@ -174,10 +177,12 @@ impl Harness {
         }
     }
 
-    /// Links `units` of the project (as [`crate::project::Linked::units`] lists them) into every binary, each
-    /// compiled with its own compilation-database entry's preprocessor flags and `base_flags` (the user's extra
-    /// flags, without the analysed file's entry).
-    pub fn with_units(mut self, units: &[PathBuf], base_flags: &[String]) -> Harness {
+    /// Links the project's units (as [`crate::project::Linked`] lists them) into every binary, each compiled with
+    /// its own compilation-database entry's preprocessor flags and `base_flags` (the user's extra flags, without
+    /// the analysed file's entry); its unresolved data make a binary that links a stub for them not the program.
+    pub fn with_units(mut self, linked: &crate::project::Linked, base_flags: &[String]) -> Harness {
+        self.unresolved_data = linked.unresolved_data.clone();
+        let units = &linked.units;
         self.units = units
             .iter()
             .map(|unit| {
@@ -443,11 +448,15 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
-        // Without all of the project's units, a stub may stand for code the instrumented builds ran.
-        if spec.units.is_none() {
-            if let Ok(mut stubbed) = self.stubbed.lock() {
-                stubbed.extend(missing.iter().cloned());
-            }
+        // Without all of the project's units, a stub may stand for code the instrumented builds ran; a stub for
+        // data stands for a value nobody knows.
+        if let Ok(mut stubbed) = self.stubbed.lock() {
+            stubbed.extend(
+                missing
+                    .iter()
+                    .filter(|m| spec.units.is_none() || self.unresolved_data.contains(*m))
+                    .cloned(),
+            );
         }
         let mut names: Vec<String> = known.map(|k| k.0).unwrap_or_default();
         names.extend(missing);

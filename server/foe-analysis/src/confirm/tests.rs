@@ -252,8 +252,13 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
         ..AnalysisConfig::default()
     };
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
-    let mut h = Harness::new(&config, &dir.path().join("a.c"), a, &[s])
-        .with_units(&[dir.path().join("b.c")], &[]);
+    let mut h = Harness::new(&config, &dir.path().join("a.c"), a, &[s]).with_units(
+        &crate::project::Linked {
+            units: vec![dir.path().join("b.c")],
+            ..Default::default()
+        },
+        &[],
+    );
     let inputs = vec![
         Input(vec![ArgValue::F64(1e10)]),
         Input(vec![ArgValue::F64(1.0)]),

@@ -279,6 +279,37 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
 }
 
 #[test]
+fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
+    // The unit defining `scale` is broken: the binaries are linked without the units, `scale` gets a stub, and
+    // the harness records that a stub stands for code the instrumented builds ran.
+    let dir = tempfile::tempdir().unwrap();
+    let a = "double scale(double);\ndouble f(double x) { return x > 0 ? scale(x) : x * 2; }\n";
+    std::fs::write(dir.path().join("a.c"), a).unwrap();
+    std::fs::write(
+        dir.path().join("b.c"),
+        "double scale(double x) { return x * ; }\n",
+    )
+    .unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let mut h = Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s])
+        .with_units(
+            &crate::project::Linked {
+                units: vec![dir.path().join("b.c")],
+                ..Default::default()
+            },
+            &[],
+        );
+    let inputs = vec![
+        Input(vec![ArgValue::F64(1.0)]),
+        Input(vec![ArgValue::F64(-1e308)]),
+    ];
+    let runs = h.run(Probe::Shipped, "f", &inputs).unwrap();
+    assert_eq!(runs[0].end, ShippedEnd::Stopped(0));
+    assert_eq!(runs[1].end, ShippedEnd::Raised(4));
+    assert!(h.stubbed.lock().unwrap().contains("scale"));
+}
+
+#[test]
 fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     let src =
         "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";

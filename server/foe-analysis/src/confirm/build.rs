@@ -232,20 +232,29 @@ pub(super) fn link(
     })
 }
 
-/// Compiles stubs for `names` into `obj`: weak definitions (so a real one always wins) that end the current call
-/// there through the driver's `foe_confirm_stop`, as the instrumented worker stops its run at a call of a
-/// function no file defines. Nothing of the callee runs.
+/// Compiles stubs for `names` into `obj`, all weak (so a real definition always wins). A function's ends the
+/// current call there through the driver's `foe_confirm_stop`, as the instrumented worker stops its run at a call
+/// of a function no file defines: nothing of the callee runs. A datum's (`data`: an extern constant no file
+/// defines) is a page of its own in the section `foe_guard`, which the driver makes unreadable: a run that reads
+/// a value nobody knows crashes (and is not checked) rather than computing with garbage.
 pub(super) fn compile_stubs(
     clang: &Path,
     dir: &Path,
     names: &[String],
+    data: &std::collections::BTreeSet<String>,
     obj: &Path,
 ) -> Result<(), String> {
     let mut source = String::from("void foe_confirm_stop(const char *);\n");
     for name in names {
-        source.push_str(&format!(
-            "__attribute__((weak)) void {name}(void) {{ foe_confirm_stop(\"{name}\"); }}\n"
-        ));
+        if data.contains(name) {
+            source.push_str(&format!(
+                "__attribute__((weak, aligned(4096), section(\"foe_guard\"))) char {name}[4096];\n"
+            ));
+        } else {
+            source.push_str(&format!(
+                "__attribute__((weak)) void {name}(void) {{ foe_confirm_stop(\"{name}\"); }}\n"
+            ));
+        }
     }
     let mut cmd = process::command(clang, dir);
     cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(obj);

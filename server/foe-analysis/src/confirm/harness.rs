@@ -463,7 +463,7 @@ impl Harness {
         names.sort();
         names.dedup();
         let stubs = dir.join(format!("{name}-stubs.o"));
-        build::compile_stubs(clang, dir, &names, &stubs)?;
+        build::compile_stubs(clang, dir, &names, &self.unresolved_data, &stubs)?;
         match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&stubs)))? {
             Ok(()) => {
                 if let Ok(mut known) = self.stubs.lock() {

@@ -310,6 +310,50 @@ fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
 }
 
 #[test]
+fn a_value_no_file_defines_is_never_read_as_garbage() {
+    // `PREC` is data no file of the project defines: reading it crashes the run (not checked), where a function
+    // stub's code bytes read as a double made the traces of both builds up.
+    let dir = tempfile::tempdir().unwrap();
+    let a = "extern const double PREC[];\ndouble f(double x, int i) { return i ? x * PREC[0] : x * 2; }\n";
+    std::fs::write(dir.path().join("a.c"), a).unwrap();
+    let s = sig(
+        "f",
+        vec![
+            Param::new("x", ParamType::F64),
+            Param::new(
+                "i",
+                ParamType::Int {
+                    bits: 32,
+                    signed: true,
+                },
+            ),
+        ],
+        ReturnType::F64,
+    );
+    let mut h = Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s])
+        .with_units(
+            &crate::project::Linked {
+                unresolved_data: ["PREC".to_string()].into(),
+                ..Default::default()
+            },
+            &[],
+        );
+    let inputs = vec![
+        Input(vec![ArgValue::F64(1e308), ArgValue::Int(1)]),
+        Input(vec![ArgValue::F64(1e308), ArgValue::Int(0)]),
+    ];
+    for probe in [Probe::Reference, Probe::Shipped] {
+        let runs = h.run(probe, "f", &inputs).unwrap();
+        assert_eq!(
+            ends(runs),
+            vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)],
+            "{probe:?}"
+        );
+    }
+    assert!(h.stubbed.lock().unwrap().contains("PREC"));
+}
+
+#[test]
 fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     let src =
         "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";

@@ -139,11 +139,11 @@ pub fn confirm_function(
             kept.push(d);
             continue;
         };
-        let over_same_extent =
-            ends_as(&rp, d.end_p.as_ref()) && ends_as(&rpp, d.end_p_prime.as_ref());
         let sets = rp.sets(&rpp).or_else(|| {
             // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
             // call as its instrumented run): the traces cover what the instrumented ones covered.
+            let over_same_extent =
+                ends_as(&rp, d.end_p.as_ref()) && ends_as(&rpp, d.end_p_prime.as_ref());
             over_same_extent
                 .then(|| rp.end.raised().zip(rpp.end.raised()))
                 .flatten()
@@ -232,19 +232,19 @@ pub fn confirm_function(
             }
         }
         for &w in &open {
-            let (_, _, p_run, sets_differ) = &to_explain[w];
-            explained[w] = PROBES.iter().any(|(cause, _)| {
-                runs[w]
-                    .get(&Probe::Without(*cause))
-                    .and_then(|run| same_as(p_run, run, *sets_differ))
-                    == Some(true)
-            });
+            // Explained once a single option is the cause.
+            let cause = cause_of(&to_explain[w].2, to_explain[w].3, &runs[w]);
+            explained[w] = PROBES.iter().any(|(c, _)| *c == cause);
         }
     }
     for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
-        let same_as_p = |probe: Probe| same_as(p_run, runs[w].get(&probe)?, *sets_differ);
-        report.divergences[*at].cause = decide(same_as_p);
+        report.divergences[*at].cause = cause_of(p_run, *sets_differ, &runs[w]);
     }
+}
+
+/// [`decide`] on the probes' runs of one witness so far.
+fn cause_of(p_run: &ShippedRun, sets_differ: bool, runs: &HashMap<Probe, ShippedRun>) -> Cause {
+    decide(|probe| same_as(p_run, runs.get(&probe)?, sets_differ))
 }
 
 /// Whether a shipped run ended as the instrumented run did: both returned, or both stopped at the same call.

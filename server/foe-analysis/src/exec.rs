@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use worker::{ExecLimits, Worker};
 
+pub(crate) use toolchain::cache_dir;
 pub use toolchain::{LIBC_EXTRAS_C, RUNTIME_C, RUNTIME_H};
 
 /// Why the runner could not be built or could not run.

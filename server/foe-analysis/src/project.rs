@@ -159,7 +159,7 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
         h.update(config.clang.as_os_str().as_encoded_bytes());
         h.finalize().to_hex()[..24].to_string()
     };
-    let dir = cache_dir();
+    let dir = crate::exec::cache_dir().map(|d| d.join("units"));
     let (p_path, pp_path) = (
         dir.as_ref().map(|d| d.join(format!("{key}.p.ll"))),
         dir.as_ref().map(|d| d.join(format!("{key}.pp.ll"))),
@@ -188,14 +188,6 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
         }
     }
     Some(pair)
-}
-
-fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("foe").join("units"))
 }
 
 /// What `module` uses but does not define and foe does not run by itself: functions and data.

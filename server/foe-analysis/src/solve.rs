@@ -265,7 +265,13 @@ fn solve_reusing(
     let known: Vec<Option<RealResult>> = match prior {
         Prior::Known(known) => jobs
             .iter()
-            .map(|q| Some(known.get(&known::key(q.formula.fingerprint()))?.for_signature(sig)))
+            .map(|q| {
+                Some(
+                    known
+                        .get(&known::key(q.formula.fingerprint()))?
+                        .for_signature(sig),
+                )
+            })
             .collect(),
         Prior::None | Prior::Anywhere(_) => Vec::new(),
     };
@@ -555,14 +561,7 @@ fn solve_real(
             sig.params
                 .iter()
                 .enumerate()
-                .map(|(i, p)| {
-                    values.get(&i).copied().unwrap_or(match p.ty {
-                        ParamType::F64 => ArgValue::F64(0.0),
-                        ParamType::F32 => ArgValue::F32(0.0),
-                        ParamType::Int { .. } => ArgValue::Int(0),
-                        ParamType::OutPtr { .. } => ArgValue::OutPtr,
-                    })
-                })
+                .map(|(i, p)| values.get(&i).copied().unwrap_or(unconstrained(p.ty)))
                 .collect(),
         )
     };
@@ -1254,6 +1253,16 @@ fn param_values(
             Some((i, value))
         })
         .collect()
+}
+
+/// The value a parameter no formula constrains gets in a candidate.
+fn unconstrained(ty: ParamType) -> ArgValue {
+    match ty {
+        ParamType::F64 => ArgValue::F64(0.0),
+        ParamType::F32 => ArgValue::F32(0.0),
+        ParamType::Int { .. } => ArgValue::Int(0),
+        ParamType::OutPtr { .. } => ArgValue::OutPtr,
+    }
 }
 
 /// Whether parameter `i` of `sig` is a `double` or `float`.

@@ -32,13 +32,9 @@ const START_UP_SECTIONS: &[&str] = &[
     ".rela.dtors*",
 ];
 
-/// Where compiled objects are cached: `$XDG_CACHE_HOME/foe` or `~/.cache/foe`, made on first use.
+/// The directory `sub` of foe's on-disk cache, made on first use.
 fn cache_dir(sub: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    let dir = base.join("foe").join(sub);
+    let dir = crate::exec::cache_dir()?.join(sub);
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir)
 }

@@ -323,9 +323,10 @@ impl Harness {
         let built: Vec<(Probe, Result<PathBuf, String>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = todo
                 .iter()
-                .map(|&probe| {
+                .zip(&unit_sets)
+                .map(|(&probe, unit_flags)| {
                     let (compile_flags, link_flags) = this.flags(probe);
-                    let units = match this.unit_objects.get(&this.unit_flags(probe)) {
+                    let units = match this.unit_objects.get(unit_flags) {
                         Some(Ok(objects)) => Some(objects.as_slice()),
                         Some(Err(_)) => None,
                         None => Some(&[][..]),

@@ -55,7 +55,8 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
     Ok(obj)
 }
 
-fn cache_dir() -> Option<PathBuf> {
+/// foe's on-disk cache: `$XDG_CACHE_HOME/foe`, else `~/.cache/foe` (not made here).
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())

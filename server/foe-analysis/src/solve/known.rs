@@ -62,12 +62,7 @@ impl KnownVerdict {
                             .get(i)
                             .filter(same)
                             .copied()
-                            .unwrap_or(match p.ty {
-                                ParamType::F64 => ArgValue::F64(0.0),
-                                ParamType::F32 => ArgValue::F32(0.0),
-                                ParamType::Int { .. } => ArgValue::Int(0),
-                                ParamType::OutPtr { .. } => ArgValue::OutPtr,
-                            })
+                            .unwrap_or(super::unconstrained(p.ty))
                     })
                     .collect(),
             )

@@ -131,10 +131,12 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
             .any(|t| t.as_str().unwrap_or("").contains("(verified")),
         "{titles:?}"
     );
-    assert!(r["fixed_text"]
-        .as_str()
-        .unwrap_or("")
-        .contains("#pragma float_control(precise, on)"));
+    let fixed = r["fixed_text"].as_str().unwrap_or("");
+    assert!(
+        fixed.contains("#pragma float_control(precise, on)")
+            && fixed.contains("#pragma clang fp exceptions(strict)"),
+        "{fixed}"
+    );
 
     let after = r["after_fix"].as_array().cloned().unwrap_or_default();
     assert!(!after.is_empty(), "no diagnostics after the fix: {text}");

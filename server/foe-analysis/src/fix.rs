@@ -5,17 +5,23 @@
 //! Measured with clang 19: `#pragma float_control(precise, on)` is accepted at the start of a compound
 //! statement and restores plain semantics in that block; `precise` turns contraction back on, so
 //! `#pragma clang fp contract(off)` follows it. push/pop only works at file scope, `optnone` unoptimises the
-//! whole function, and GCC's `optimize("no-fast-math")` is ignored by clang, so the pragma pair is the fix.
+//! whole function, and GCC's `optimize("no-fast-math")` is ignored by clang, so pragmas are the fix.
 //!
-//! The exception-preserving pragmas clang documents for a block: under `-ffast-math` clang 19 accepts
-//! `#pragma clang fp exceptions(strict)` alone and `#pragma float_control(except, on)` only after
-//! `float_control(precise, on)` ("illegal when precise is disabled"); `STDC FENV_ACCESS ON` is rejected. Both turn
-//! the block's operations into `llvm.experimental.constrained.*` calls, which foe's model does not read yet, so an
-//! edit with them could not be re-analysed (the function would be skipped). Measured on turbine1's 20 confirmed
-//! set differences (the shipped binaries re-run on their inputs): the precise pair leaves 17, precise + except
-//! leaves 17 as well, and either with the fast-math build linked with `-mno-daz-ftz` leaves 0. What is left is
-//! flush-to-zero/denormals-are-zero, which `crtfastmath.o` sets for the whole process when linking with
-//! `-ffast-math`: no pragma reaches it; [`build_change`] names the link flag that does.
+//! Between them goes `#pragma clang fp exceptions(strict)` ([`PRECISE_PRAGMAS`]; accepted in this order under
+//! `-ffast-math`, `-O2 -ffast-math` and `-O2 -ffast-math -march=haswell`; `float_control(except, on)` is
+//! refused before `precise`, `STDC FENV_ACCESS ON` under fast-math): the block's operations become
+//! `llvm.experimental.constrained.*` calls with `round.tonearest`, which `-O2` keeps as written and in source
+//! order, and which the model reads as their plain counterparts (`model::Plain`). So what plain `-O2` reorders
+//! or vectorises is within the edit's reach too, and [`source_edit_reaches`] leaves out only flush-to-zero.
+//! Measured on turbine1 (`foe check`, the fix applied by hand): the original has 23 divergences (17
+//! flush-to-zero, 6 re-association); precise + contract(off) leaves 20, of which 2 are exception-order
+//! differences of cause optimisation (the vectorised `fdiv` after an `fmul` that `-O2` moved ahead of it);
+//! the three pragmas leave 12, all flush-to-zero. `fixtures/trust/pick.c`: 3 before (2 flush-to-zero, 1
+//! re-association), 3 flush-to-zero after. `fixtures/editors/helpers.c` with the pragmas in `scale`: nothing
+//! left in `scale`; a strictfp helper is no longer inlined into its (non-strict) callers, so `scale` becomes
+//! a function of its own in P' and is analysed itself. What is left is flush-to-zero/denormals-are-zero, which
+//! `crtfastmath.o` sets for the whole process when linking with `-ffast-math`: no pragma reaches it;
+//! [`build_change`] names the link flag that does.
 
 use crate::findings::code::flagged_location;
 use crate::report::{Cause, Divergence, FileReport, FunctionReport, FunctionSpan, ReasonCode};
@@ -31,10 +37,11 @@ pub fn build_change(cause: Cause) -> Option<&'static str> {
     }
 }
 
-/// Whether the precise pragmas can remove a divergence of this cause: not what the link sets, nor what `-O2`
-/// does without fast-math too (turning fast-math off leaves the optimisation).
+/// Whether the pragmas can remove a divergence of this cause: everything but what the link sets. What `-O2`
+/// does without fast-math too (reordering, vectorising) is reached as well, since `exceptions(strict)` keeps the
+/// block's operations as written and in order.
 pub fn source_edit_reaches(cause: Cause) -> bool {
-    build_change(cause).is_none() && cause != Cause::Optimisation
+    build_change(cause).is_none()
 }
 
 /// What re-analysing a function after its fast-math-off edit says of the edit, which targets every divergence a
@@ -175,9 +182,12 @@ pub struct SourceEdit {
     pub text: String,
 }
 
-/// The pragmas that restore plain floating-point semantics in a block.
-pub const PRECISE_PRAGMAS: [&str; 2] = [
+/// The pragmas that restore plain floating-point semantics in a block and keep its operations' exceptions:
+/// `precise` first (the others are refused or undone without it), `contract(off)` last (`precise` turns
+/// contraction back on).
+pub const PRECISE_PRAGMAS: [&str; 3] = [
     "#pragma float_control(precise, on)",
+    "#pragma clang fp exceptions(strict)",
     "#pragma clang fp contract(off)",
 ];
 
@@ -405,7 +415,7 @@ mod tests {
         let fixed = apply_edits(src, &[edit]);
         assert_eq!(
             fixed,
-            "double f(double x) {\n    #pragma float_control(precise, on)\n    #pragma clang fp contract(off)\n    return 2*x*0.5;\n}\n"
+            "double f(double x) {\n    #pragma float_control(precise, on)\n    #pragma clang fp exceptions(strict)\n    #pragma clang fp contract(off)\n    return 2*x*0.5;\n}\n"
         );
         assert!(fast_math_off_edit(
             &fixed,
@@ -431,6 +441,6 @@ mod tests {
         )
         .unwrap();
         let fixed = apply_edits(src, &[edit]);
-        assert!(fixed.contains("{\n  #pragma float_control(precise, on)\n  #pragma clang fp contract(off)\n   return x; }"), "{fixed}");
+        assert!(fixed.contains("{\n  #pragma float_control(precise, on)\n  #pragma clang fp exceptions(strict)\n  #pragma clang fp contract(off)\n   return x; }"), "{fixed}");
     }
 }

@@ -341,24 +341,69 @@ fn raises_fp_exceptions(inst: InstructionValue<'_>, check: FunctionValue<'_>) ->
                 if name.starts_with(b"llvm.dbg.") || name.starts_with(b"llvm.lifetime.") {
                     return false;
                 }
+                // A constrained intrinsic is an FP operation (`sitofp` of an integer constant too).
+                if crate::model::constrained_call(inst).is_some() {
+                    return true;
+                }
             }
-            let returns_fp = crate::ir::is_fp_type(inst.get_type());
-            let takes_fp = (0..call.count_arguments()).any(|i| {
-                inst.get_operand(i)
-                    .and_then(|op| op.value())
-                    .map(|v| crate::ir::is_fp_type(v.get_type().as_any_type_enum()))
-                    .unwrap_or(false)
-            });
-            returns_fp || takes_fp
+            if crate::ir::is_fp_type(inst.get_type()) {
+                return true;
+            }
+            // The declared parameter types: inkwell cannot read a metadata argument as a value.
+            match call.get_called_fn_value() {
+                Some(callee) => callee.get_type().get_param_types().into_iter().any(|t| {
+                    BasicTypeEnum::try_from(t)
+                        .is_ok_and(|t| crate::ir::is_fp_type(t.as_any_type_enum()))
+                }),
+                None => (0..call.count_arguments()).any(|i| {
+                    inst.get_operand(i)
+                        .and_then(|op| op.value())
+                        .is_some_and(|v| crate::ir::is_fp_type(v.get_type().as_any_type_enum()))
+                }),
+            }
         }
         _ => false,
     }
 }
 
-/// A short description of the operation for reports.
+/// A short description of the operation for reports; a constrained intrinsic is named as its plain
+/// counterpart (`fadd`, `fcmp olt`, `call sqrt`), as the model names it.
 fn operation_text(inst: InstructionValue<'_>) -> String {
+    use crate::model::Plain;
+    let plain = crate::model::constrained_call(inst).and_then(Result::ok);
+    let base = match &plain {
+        Some(Plain::Intrinsic(name)) => format!("call {}", short_callee(name)),
+        Some(p) => p.instruction_text().unwrap_or_default(),
+        None => opcode_text(inst),
+    };
+    let instruction = match plain {
+        Some(p) => matches!(p, Plain::Instruction { .. }),
+        None => inst.get_opcode() != InstructionOpcode::Call,
+    };
+    // Vector operations carry their type (`fmul <2 x double>`); conversions and compares to vectors too.
+    let vector_ty = |t: AnyTypeEnum<'_>| matches!(t, AnyTypeEnum::VectorType(_));
+    let operand_ty = inst
+        .get_operand(0)
+        .and_then(|o| o.value())
+        .map(|v| v.get_type().as_any_type_enum());
+    if instruction {
+        if vector_ty(inst.get_type()) {
+            return format!(
+                "{base} {}",
+                inst.get_type().print_to_string().to_string_lossy()
+            );
+        }
+        if let Some(t) = operand_ty.filter(|t| vector_ty(*t)) {
+            return format!("{base} {}", t.print_to_string().to_string_lossy());
+        }
+    }
+    base
+}
+
+/// The name of an instruction's opcode (`fadd`, `fcmp olt`, `call sqrt`).
+fn opcode_text(inst: InstructionValue<'_>) -> String {
     use InstructionOpcode::*;
-    let base = match inst.get_opcode() {
+    match inst.get_opcode() {
         FAdd => "fadd".to_string(),
         FSub => "fsub".into(),
         FMul => "fmul".into(),
@@ -385,25 +430,7 @@ fn operation_text(inst: InstructionValue<'_>) -> String {
             }
         }
         other => format!("{other:?}").to_lowercase(),
-    };
-    // Vector operations carry their type (`fmul <2 x double>`); conversions and compares to vectors too.
-    let vector_ty = |t: AnyTypeEnum<'_>| matches!(t, AnyTypeEnum::VectorType(_));
-    let operand_ty = inst
-        .get_operand(0)
-        .and_then(|o| o.value())
-        .map(|v| v.get_type().as_any_type_enum());
-    if inst.get_opcode() != Call {
-        if vector_ty(inst.get_type()) {
-            return format!(
-                "{base} {}",
-                inst.get_type().print_to_string().to_string_lossy()
-            );
-        }
-        if let Some(t) = operand_ty.filter(|t| vector_ty(*t)) {
-            return format!("{base} {}", t.print_to_string().to_string_lossy());
-        }
     }
-    base
 }
 
 /// `llvm.sqrt.f64` → `sqrt`, `llvm.maxnum.v2f64` → `maxnum`; other names unchanged.
@@ -983,6 +1010,41 @@ declare double @llvm.sqrt.f64(double)
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn constrained_intrinsics_are_sites_named_as_their_plain_forms() {
+        // What `#pragma clang fp exceptions(strict)` makes of a block: metadata arguments, a constant converted
+        // at run time, a signalling comparison, an intrinsic counterpart; the noalias declaration takes metadata
+        // only and is no FP operation.
+        let ll = r#"
+define double @f(double %x, i32 %n) #0 {
+  %c = call double @llvm.experimental.constrained.sitofp.f64.i32(i32 3, metadata !"round.tonearest", metadata !"fpexcept.strict") #0
+  %a = call double @llvm.experimental.constrained.fadd.f64(double %x, double %c, metadata !"round.tonearest", metadata !"fpexcept.strict") #0
+  %l = call i1 @llvm.experimental.constrained.fcmps.f64(double %a, double %x, metadata !"olt", metadata !"fpexcept.strict") #0
+  %s = call double @llvm.experimental.constrained.sqrt.f64(double %a, metadata !"round.tonearest", metadata !"fpexcept.strict") #0
+  %i = call i32 @llvm.experimental.constrained.fptosi.i32.f64(double %s, metadata !"fpexcept.strict") #0
+  call void @llvm.experimental.noalias.scope.decl(metadata !0)
+  ret double %s
+}
+declare double @llvm.experimental.constrained.sitofp.f64.i32(i32, metadata, metadata)
+declare double @llvm.experimental.constrained.fadd.f64(double, double, metadata, metadata)
+declare i1 @llvm.experimental.constrained.fcmps.f64(double, double, metadata, metadata)
+declare double @llvm.experimental.constrained.sqrt.f64(double, metadata, metadata)
+declare i32 @llvm.experimental.constrained.fptosi.i32.f64(double, metadata)
+declare void @llvm.experimental.noalias.scope.decl(metadata)
+attributes #0 = { strictfp }
+!0 = !{!1}
+!1 = distinct !{!1, !2}
+!2 = distinct !{!2}
+"#;
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, ll, "t").unwrap();
+        let mut sites = SiteTable::default();
+        assert_eq!(instrument_module(&m, Build::P, &mut sites).unwrap(), 5);
+        let ops: Vec<_> = sites.iter().map(|(_, s)| s.operation.as_str()).collect();
+        assert_eq!(ops, ["sitofp", "fadd", "fcmp olt", "call sqrt", "fptosi"]);
+        m.verify().unwrap();
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod values;
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
-pub use calls::runs_natively;
+pub use calls::{runs_natively, Plain};
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
@@ -83,6 +83,19 @@ pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), St
     module
         .run_passes(pipeline(build), &machine, PassBuilderOptions::create())
         .map_err(|e| format!("LLVM passes `{}` failed: {e}", pipeline(build)))
+}
+
+/// The plain counterpart of a call of a constrained FP intrinsic (`llvm.experimental.constrained.fadd` is
+/// `fadd`), as the model reads it; None for any other instruction, Err for a rounding mode the model does not
+/// compute in. The instrumenter names sites with it.
+pub fn constrained_call(
+    inst: inkwell::values::InstructionValue<'_>,
+) -> Option<Result<Plain, String>> {
+    use inkwell::values::AsValueRef;
+    let inst = Val::new(inst.as_value_ref())?;
+    (inst.opcode() == Some(LLVMOpcode::LLVMCall))
+        .then(|| calls::constrained(inst))
+        .flatten()
 }
 
 /// All exception queries of one function of a prepared module. `Err(reason)` when the function uses something

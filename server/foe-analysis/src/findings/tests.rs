@@ -268,6 +268,11 @@ fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
         judge(&[with_cause(Cause::Undetermined)]),
         FixVerdict::Remains { remaining: 1 }
     );
+    // The pragmas keep the operations in order (`exceptions(strict)`): what plain -O2 reorders is theirs too.
+    assert_eq!(
+        judge(&[with_cause(Cause::Optimisation)]),
+        FixVerdict::Remains { remaining: 1 }
+    );
 }
 
 #[test]

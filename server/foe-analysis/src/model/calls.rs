@@ -1,11 +1,11 @@
 //! Calls: which callees the model understands (functions of the module, libm and LLVM intrinsics,
-//! memory intrinsics, the modelled C library functions), classified without the executor. Executing them is
-//! `exec/library.rs`; Ariadne's rules for elementary functions (Figure 3.3 of the thesis) are applied in
-//! `exec/fp_ops.rs`.
+//! memory intrinsics, the modelled C library functions, constrained intrinsics read as their plain
+//! counterparts: [`constrained`]), classified without the executor. Executing them is `exec/library.rs`;
+//! Ariadne's rules for elementary functions (Figure 3.3 of the thesis) are applied in `exec/fp_ops.rs`.
 
-use super::llvm::{LLVMIntPredicate, LLVMOpcode, Val};
+use super::llvm::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Val};
 use super::memory::Value;
-use super::values::{icmp, int_binary, int_parts, select};
+use super::values::{icmp, int_binary, int_parts, opcode_name, select};
 use crate::sym::{self, ArithOp, Integral, MathFn};
 
 /// What a call instruction calls.
@@ -14,6 +14,13 @@ pub(super) enum Callee<'m> {
     Defined(Val<'m>),
     /// Debug, lifetime and assumption intrinsics: no effect on values.
     Ignored(String),
+    /// A constrained intrinsic that stands for an FP instruction (`llvm.experimental.constrained.fadd` for
+    /// `fadd`; `fcmp` with the predicate its metadata names).
+    Instruction {
+        name: String,
+        opcode: LLVMOpcode,
+        predicate: Option<LLVMRealPredicate>,
+    },
     Memory {
         name: String,
         kind: MemoryOp,
@@ -105,6 +112,7 @@ impl Callee<'_> {
         match self {
             Callee::Defined(f) => f.name(),
             Callee::Ignored(n)
+            | Callee::Instruction { name: n, .. }
             | Callee::Memory { name: n, .. }
             | Callee::Math { name: n, .. }
             | Callee::Reduce { name: n, .. }
@@ -127,67 +135,20 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
         return Err("makes an indirect call (through a function pointer)".into());
     }
     let name = called.name();
-    if let Some(rest) = name.strip_prefix("llvm.") {
-        let base = rest.split('.').next().unwrap_or("");
-        return match base {
-            "dbg" | "lifetime" | "assume" | "experimental" | "invariant" | "var" | "annotation"
-            | "donothing" | "prefetch" | "sideeffect" | "pseudoprobe" => Ok(Callee::Ignored(name)),
-            "memset" => Ok(Callee::Memory {
+    match constrained(call) {
+        None => {}
+        Some(Err(e)) => return Err(e),
+        Some(Ok(Plain::Instruction { opcode, predicate })) => {
+            return Ok(Callee::Instruction {
                 name,
-                kind: MemoryOp::Set,
-            }),
-            "memcpy" | "memmove" => Ok(Callee::Memory {
-                name,
-                kind: MemoryOp::Copy,
-            }),
-            "fmuladd" => Ok(Callee::Math {
-                name,
-                func: MathCall::Fma,
-            }),
-            "powi" => Ok(Callee::Math {
-                name,
-                func: MathCall::Powi,
-            }),
-            "minnum" | "minimum" => Ok(Callee::Math {
-                name,
-                func: MathCall::MinMax { min: true },
-            }),
-            "maxnum" | "maximum" => Ok(Callee::Math {
-                name,
-                func: MathCall::MinMax { min: false },
-            }),
-            "vector" if rest.starts_with("vector.reduce.fadd.") => Ok(Callee::Reduce {
-                name,
-                op: ArithOp::Add,
-            }),
-            "vector" if rest.starts_with("vector.reduce.fmul.") => Ok(Callee::Reduce {
-                name,
-                op: ArithOp::Mul,
-            }),
-            "smin" | "smax" | "umin" | "umax" => Ok(Callee::Integer {
-                op: IntegerCall::MinMax {
-                    signed: base.starts_with('s'),
-                    min: base.ends_with("min"),
-                },
-                name,
-            }),
-            "abs" => Ok(Callee::Integer {
-                name,
-                op: IntegerCall::Abs,
-            }),
-            "is" if rest.starts_with("is.fpclass.") => Ok(Callee::Libc {
-                name,
-                func: LibcCall::Classify(Class::Fpclassify),
-            }),
-            "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math {
-                name,
-                func: MathCall::Integral(Integral::Round),
-            }),
-            other => match libm_call(other) {
-                Some(func) => Ok(Callee::Math { name, func }),
-                None => Err(format!("calls the intrinsic `{name}`")),
-            },
-        };
+                opcode,
+                predicate,
+            })
+        }
+        Some(Ok(Plain::Intrinsic(plain))) => return intrinsic(plain),
+    }
+    if name.starts_with("llvm.") {
+        return intrinsic(name);
     }
     if called.entry_block().is_some() {
         return Ok(Callee::Defined(called));
@@ -202,6 +163,203 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
     match libc_call(&name) {
         Some(func) => Ok(Callee::Libc { name, func }),
         None => Ok(Callee::Stop { name }),
+    }
+}
+
+/// The prefix of LLVM's constrained floating-point intrinsics, which clang emits for operations under
+/// `#pragma clang fp exceptions(strict)` (or `float_control(except, on)`, `-ffp-exception-behavior=strict`):
+/// each is a plain operation with its rounding mode and exception behaviour as metadata arguments, kept in
+/// place by the optimiser.
+const CONSTRAINED: &str = "llvm.experimental.constrained.";
+
+/// The rounding mode the model computes in (and the worker runs in): the only one a constrained operation may
+/// name.
+const NEAREST: &str = "round.tonearest";
+
+/// What a constrained intrinsic is for foe: its plain counterpart, which raises the same exceptions and rounds
+/// the same way when the rounding mode is round-to-nearest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plain {
+    /// An instruction (`fadd` ... `fptoui`; `fcmp` for both the quiet `fcmp` and the signalling `fcmps`, with
+    /// the predicate the metadata names).
+    Instruction {
+        opcode: LLVMOpcode,
+        predicate: Option<LLVMRealPredicate>,
+    },
+    /// The plain intrinsic of the same name (`llvm.sqrt.f64` for `llvm.experimental.constrained.sqrt.f64`),
+    /// classified as that intrinsic is.
+    Intrinsic(String),
+}
+
+impl Plain {
+    /// The instruction as reports name it (`fadd`, `fcmp olt`); None for an intrinsic.
+    pub fn instruction_text(&self) -> Option<String> {
+        let Plain::Instruction { opcode, predicate } = self else {
+            return None;
+        };
+        let name = opcode_name(*opcode);
+        Some(match predicate.and_then(predicate_name) {
+            Some(p) => format!("{name} {p}"),
+            None => name.to_string(),
+        })
+    }
+}
+
+/// The constrained operations that are instructions, by the name after [`CONSTRAINED`]; every other
+/// constrained operation is the plain intrinsic of its name.
+fn constrained_instruction(op: &str) -> Option<LLVMOpcode> {
+    use LLVMOpcode::*;
+    Some(match op {
+        "fadd" => LLVMFAdd,
+        "fsub" => LLVMFSub,
+        "fmul" => LLVMFMul,
+        "fdiv" => LLVMFDiv,
+        "frem" => LLVMFRem,
+        "fptrunc" => LLVMFPTrunc,
+        "fpext" => LLVMFPExt,
+        "sitofp" => LLVMSIToFP,
+        "uitofp" => LLVMUIToFP,
+        "fptosi" => LLVMFPToSI,
+        "fptoui" => LLVMFPToUI,
+        "fcmp" | "fcmps" => LLVMFCmp,
+        _ => return None,
+    })
+}
+
+/// The `fcmp` predicates by name, as constrained comparisons spell them in metadata.
+const PREDICATES: [(&str, LLVMRealPredicate); 14] = {
+    use LLVMRealPredicate::*;
+    [
+        ("oeq", LLVMRealOEQ),
+        ("ogt", LLVMRealOGT),
+        ("oge", LLVMRealOGE),
+        ("olt", LLVMRealOLT),
+        ("ole", LLVMRealOLE),
+        ("one", LLVMRealONE),
+        ("ord", LLVMRealORD),
+        ("uno", LLVMRealUNO),
+        ("ueq", LLVMRealUEQ),
+        ("ugt", LLVMRealUGT),
+        ("uge", LLVMRealUGE),
+        ("ult", LLVMRealULT),
+        ("ule", LLVMRealULE),
+        ("une", LLVMRealUNE),
+    ]
+};
+
+fn predicate_name(p: LLVMRealPredicate) -> Option<&'static str> {
+    PREDICATES.iter().find(|(_, q)| *q == p).map(|(n, _)| *n)
+}
+
+/// A call of a constrained intrinsic read as its plain counterpart; None for any other call. Err when it rounds
+/// other than to nearest (`#pragma STDC FENV_ROUND`, `-frounding-math`): the model computes, and the worker
+/// runs, in round-to-nearest only.
+pub(super) fn constrained(call: Val<'_>) -> Option<Result<Plain, String>> {
+    let name = call.called_value()?.name();
+    let rest = name.strip_prefix(CONSTRAINED)?;
+    let op = rest.split('.').next().unwrap_or("");
+    let metadata: Vec<String> = (value_args(call)..call.call_arg_count())
+        .filter_map(|i| call.operand(i)?.metadata_string())
+        .collect();
+    if let Some(mode) = metadata
+        .iter()
+        .find(|m| m.starts_with("round.") && *m != NEAREST)
+    {
+        return Some(Err(format!(
+            "rounds with `{mode}` in `{name}` (a rounding-mode pragma or `-frounding-math`): foe models \
+             round-to-nearest only"
+        )));
+    }
+    let Some(opcode) = constrained_instruction(op) else {
+        return Some(Ok(Plain::Intrinsic(format!("llvm.{rest}"))));
+    };
+    let predicate = if opcode == LLVMOpcode::LLVMFCmp {
+        let found = metadata
+            .iter()
+            .find_map(|m| PREDICATES.iter().find(|(n, _)| n == m).map(|(_, p)| *p));
+        match found {
+            Some(p) => Some(p),
+            None => return Some(Err(format!("internal: `{name}` without a predicate"))),
+        }
+    } else {
+        None
+    };
+    Some(Ok(Plain::Instruction { opcode, predicate }))
+}
+
+/// The call arguments that are values: all but the metadata arguments (a constrained intrinsic's rounding
+/// mode and exception behaviour come after its operands).
+pub(super) fn value_args(call: Val<'_>) -> u32 {
+    (0..call.call_arg_count())
+        .take_while(|&i| {
+            call.operand(i)
+                .is_some_and(|a| a.ty().kind() != LLVMTypeKind::LLVMMetadataTypeKind)
+        })
+        .count() as u32
+}
+
+/// An LLVM intrinsic (`llvm.sqrt.f64`) by its name.
+fn intrinsic(name: String) -> Result<Callee<'static>, String> {
+    let rest = name.strip_prefix("llvm.").unwrap_or(&name).to_string();
+    let base = rest.split('.').next().unwrap_or("");
+    match base {
+        "dbg" | "lifetime" | "assume" | "experimental" | "invariant" | "var" | "annotation"
+        | "donothing" | "prefetch" | "sideeffect" | "pseudoprobe" => Ok(Callee::Ignored(name)),
+        "memset" => Ok(Callee::Memory {
+            name,
+            kind: MemoryOp::Set,
+        }),
+        "memcpy" | "memmove" => Ok(Callee::Memory {
+            name,
+            kind: MemoryOp::Copy,
+        }),
+        "fmuladd" => Ok(Callee::Math {
+            name,
+            func: MathCall::Fma,
+        }),
+        "powi" => Ok(Callee::Math {
+            name,
+            func: MathCall::Powi,
+        }),
+        "minnum" | "minimum" => Ok(Callee::Math {
+            name,
+            func: MathCall::MinMax { min: true },
+        }),
+        "maxnum" | "maximum" => Ok(Callee::Math {
+            name,
+            func: MathCall::MinMax { min: false },
+        }),
+        "vector" if rest.starts_with("vector.reduce.fadd.") => Ok(Callee::Reduce {
+            name,
+            op: ArithOp::Add,
+        }),
+        "vector" if rest.starts_with("vector.reduce.fmul.") => Ok(Callee::Reduce {
+            name,
+            op: ArithOp::Mul,
+        }),
+        "smin" | "smax" | "umin" | "umax" => Ok(Callee::Integer {
+            op: IntegerCall::MinMax {
+                signed: base.starts_with('s'),
+                min: base.ends_with("min"),
+            },
+            name,
+        }),
+        "abs" => Ok(Callee::Integer {
+            name,
+            op: IntegerCall::Abs,
+        }),
+        "is" if rest.starts_with("is.fpclass.") => Ok(Callee::Libc {
+            name,
+            func: LibcCall::Classify(Class::Fpclassify),
+        }),
+        "rint" | "nearbyint" | "roundeven" => Ok(Callee::Math {
+            name,
+            func: MathCall::Integral(Integral::Round),
+        }),
+        other => match libm_call(other) {
+            Some(func) => Ok(Callee::Math { name, func }),
+            None => Err(format!("calls the intrinsic `{name}`")),
+        },
     }
 }
 

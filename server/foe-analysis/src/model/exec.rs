@@ -13,8 +13,8 @@ mod library;
 mod memory_ops;
 mod value_ops;
 
-use super::calls::{classify, integer_call, Callee, IntegerCall};
-use super::llvm::{Block, LLVMOpcode, LLVMTypeKind, Layout, Ty, Val};
+use super::calls::{classify, integer_call, value_args, Callee, IntegerCall};
+use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
 use super::memory::{Fill, Memory, Value};
 use super::state::{path_stop, At, Flow, Frame, State, PATH_STOP, SYMBOLIC_INDEX};
 use super::values::{fp_format, opcode_name};
@@ -358,25 +358,17 @@ impl<'m> Executor<'m> {
             LLVMBr => return self.symex_br(st, inst),
             LLVMSwitch => return self.symex_switch(st, inst),
             LLVMUnreachable => return Ok(Flow::End),
-            LLVMFAdd | LLVMFSub | LLVMFMul | LLVMFDiv => {
-                Some(self.symex_fp_arith(st, inst, opcode)?)
+            LLVMFAdd | LLVMFSub | LLVMFMul | LLVMFDiv | LLVMFRem | LLVMFCmp | LLVMFPToSI
+            | LLVMFPToUI | LLVMSIToFP | LLVMUIToFP | LLVMFPTrunc | LLVMFPExt => {
+                Some(self.symex_fp_instruction(st, inst, opcode, None)?)
             }
-            LLVMFRem => Some(self.symex_frem(st, inst)?),
             LLVMFNeg => Some(self.symex_fneg(st, inst)?),
-            LLVMFCmp => Some(self.symex_fcmp(st, inst)?),
             LLVMICmp => Some(self.symex_icmp(st, inst)?),
             LLVMAdd | LLVMSub | LLVMMul | LLVMUDiv | LLVMSDiv | LLVMURem | LLVMSRem | LLVMShl
             | LLVMLShr | LLVMAShr | LLVMAnd | LLVMOr | LLVMXor => {
                 Some(self.symex_int_binary(st, inst, opcode)?)
             }
             LLVMTrunc | LLVMZExt | LLVMSExt => Some(self.symex_int_cast(st, inst, opcode)?),
-            LLVMFPToSI | LLVMFPToUI => {
-                Some(self.symex_fp_to_int(st, inst, opcode == LLVMFPToSI)?)
-            }
-            LLVMSIToFP | LLVMUIToFP => {
-                Some(self.symex_int_to_fp(st, inst, opcode == LLVMSIToFP)?)
-            }
-            LLVMFPTrunc | LLVMFPExt => Some(self.symex_fp_convert(st, inst)?),
             LLVMBitCast | LLVMAddrSpaceCast => Some(self.symex_bitcast(st, inst)?),
             LLVMFreeze => Some(self.operand(st, inst, 0)?),
             LLVMSelect => Some(self.symex_select(st, inst)?),
@@ -421,6 +413,33 @@ impl<'m> Executor<'m> {
                 .insert(inst.id(), v);
         }
         Ok(Flow::Next)
+    }
+
+    /// An FP instruction, or a constrained intrinsic that stands for one (`predicate`: the comparison its
+    /// metadata names; an `fcmp` instruction carries its own).
+    fn symex_fp_instruction(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+        opcode: LLVMOpcode,
+        predicate: Option<LLVMRealPredicate>,
+    ) -> Result<Value, String> {
+        use LLVMOpcode::*;
+        match opcode {
+            LLVMFAdd | LLVMFSub | LLVMFMul | LLVMFDiv => self.symex_fp_arith(st, inst, opcode),
+            LLVMFRem => self.symex_frem(st, inst),
+            LLVMFCmp => {
+                let pred = predicate.unwrap_or_else(|| inst.fcmp_predicate());
+                self.symex_fcmp(st, inst, pred)
+            }
+            LLVMFPToSI | LLVMFPToUI => self.symex_fp_to_int(st, inst, opcode == LLVMFPToSI),
+            LLVMSIToFP | LLVMUIToFP => self.symex_int_to_fp(st, inst, opcode == LLVMSIToFP),
+            LLVMFPTrunc | LLVMFPExt => self.symex_fp_convert(st, inst),
+            other => Err(format!(
+                "internal: `{}` is not a floating-point instruction",
+                opcode_name(other)
+            )),
+        }
     }
 
     fn symex_ret(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
@@ -507,10 +526,17 @@ impl<'m> Executor<'m> {
     fn symex_call(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
         let callee = classify(inst)?;
         self.at.operation = format!("call {}", callee.name());
-        let argc = inst.call_arg_count();
+        let argc = value_args(inst);
         let result = match callee {
             Callee::Defined(function) => return self.inline_call(st, inst, function, argc),
             Callee::Ignored(_) => None,
+            Callee::Instruction {
+                opcode, predicate, ..
+            } => {
+                // Named as the instruction, so that its queries are those of the plain operation.
+                self.at.operation = opcode_name(opcode).to_string();
+                Some(self.symex_fp_instruction(st, inst, opcode, predicate)?)
+            }
             Callee::Stop { name } => {
                 *self
                     .path_stops

@@ -211,6 +211,14 @@ impl<'m> Val<'m> {
         unsafe { LLVMGetNumArgOperands(self.raw) }
     }
 
+    /// The string of a metadata argument (`metadata !"round.tonearest"`); None for any other value.
+    pub fn metadata_string(self) -> Option<String> {
+        let mut len = 0u32;
+        // SAFETY: valid value handle; LLVM returns null unless it wraps an MDString, else `len` valid bytes.
+        let p = unsafe { LLVMGetMDString(self.raw, &mut len) };
+        (!p.is_null()).then(|| cstr_owned(p, len as usize))
+    }
+
     /// The block an instruction belongs to.
     pub fn parent_block(self) -> Option<Block<'m>> {
         // SAFETY: valid instruction.

@@ -6,7 +6,7 @@ use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain, ParamRange};
 use crate::ir::{describe_functions, parse_module};
 use crate::solve::{solve, SolveOutcome};
-use crate::sym::Sort;
+use crate::sym::{self, Sort};
 use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature};
 use inkwell::context::Context;
 use std::time::{Duration, Instant};
@@ -799,4 +799,101 @@ fn a_masked_trip_count_ties_the_loop_to_its_bound() {
             c.input
         );
     }
+}
+
+/// `source` with the quick fix's pragmas (`fix::PRECISE_PRAGMAS`) opening the first function body, or as many
+/// comment lines in their place, so that both forms have their operations on the same lines.
+fn with_fix(source: &str, strict: bool) -> String {
+    let lines: Vec<String> = crate::fix::PRECISE_PRAGMAS
+        .iter()
+        .map(|p| if strict { p.to_string() } else { "//".into() })
+        .collect();
+    source.replacen("{\n", &format!("{{\n{}\n", lines.join("\n")), 1)
+}
+
+/// A query's kind, operation, (line, column) and formula.
+type Question = (ExceptionKind, String, Option<(u32, u32)>, sym::Formula);
+
+/// What the queries ask, without instruction numbers (a constrained `sitofp` of a constant is an instruction
+/// where the plain build has a constant).
+fn questions(queries: &[Query]) -> Vec<Question> {
+    queries
+        .iter()
+        .map(|q| {
+            (
+                q.kind,
+                q.operation.clone(),
+                q.loc.map(|l| (l.line, l.column)),
+                q.formula.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn constrained_operations_are_modelled_as_their_plain_forms() {
+    // Arithmetic in both precisions, conversions both ways, a signalling comparison, a constrained fma and libm.
+    let src = "#include <math.h>\n\
+               double conv(double x, double y, int n, float f) {\n\
+               double a = x * y + n;\n\
+               float g = (float)a + f;\n\
+               long k = (long)(a / y);\n\
+               if (a < x) return sqrt(a) + fma(x, y, a);\n\
+               return pow(x, y) + g + k - 4.5;\n\
+               }\n";
+    let plain = build(&with_fix(src, false));
+    let strict = build(&with_fix(src, true));
+    for op in [
+        "fdiv", "sitofp", "fptrunc", "fpext", "fptosi", "fcmps", "fma",
+    ] {
+        let call = format!("@llvm.experimental.constrained.{op}.");
+        assert!(
+            strict.ll_p.contains(&call),
+            "no {call} in:\n{}",
+            strict.ll_p
+        );
+    }
+    let cfg = AnalysisConfig::default();
+    let p = model_build(&plain, "conv", Build::P, &cfg).expect("model plain");
+    let p_strict = model_build(&strict, "conv", Build::P, &cfg).expect("model strict");
+    assert!(p.len() >= 15, "{p:#?}");
+    assert_eq!(questions(&p_strict), questions(&p));
+
+    // The fixed fast-math build of turbine1 keeps every operation as written and in order: it asks exactly the
+    // plain build's questions, so solving finds nothing but the plain build's own.
+    let turbine1 = build(&with_fix(TURBINE1, false));
+    let fixed = build(&with_fix(TURBINE1, true));
+    let plain_p = model_build(&turbine1, "turbine1", Build::P, &cfg).expect("model P");
+    let m = model_both(&fixed, "turbine1", &cfg).expect("model the fixed builds");
+    assert_eq!(questions(&m.pp), questions(&m.p));
+    assert_eq!(questions(&m.p), questions(&plain_p));
+    let outcome = solve(&m.signature, &m.p, &m.pp, None, &cfg);
+    assert_eq!(
+        (
+            outcome.formulae.p,
+            outcome.formulae.p_prime,
+            outcome.formulae.unique
+        ),
+        (32, 32, 32)
+    );
+}
+
+#[test]
+fn a_rounding_mode_other_than_to_nearest_is_unsupported() {
+    let src = "double up(double x, double y) {\n\
+               #pragma STDC FENV_ROUND FE_UPWARD\n\
+               return x * y;\n\
+               }\n";
+    let built = build(src);
+    assert!(built.ll_pp.contains("round.upward"), "{}", built.ll_pp);
+    let err = model_build(&built, "up", Build::PPrime, &AnalysisConfig::default())
+        .expect_err("must be skipped");
+    assert!(
+        err.contains("rounds with `round.upward`") && err.contains("round-to-nearest only"),
+        "{err}"
+    );
+    assert_eq!(
+        crate::report::ReasonCode::of_model_error(&err),
+        crate::report::ReasonCode::Unsupported
+    );
 }

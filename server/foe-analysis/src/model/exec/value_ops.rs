@@ -3,7 +3,7 @@
 //! touches memory.
 
 use super::Executor;
-use crate::model::llvm::{LLVMOpcode, LLVMTypeKind, Val};
+use crate::model::llvm::{LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Val};
 use crate::model::memory::Value;
 use crate::model::state::State;
 use crate::model::values::{
@@ -28,13 +28,14 @@ impl<'m> Executor<'m> {
         })
     }
 
-    /// `fcmp` (lane by lane); a comparison with an infinite or NaN constant is decided without it.
+    /// `fcmp` with predicate `pred` (lane by lane); a comparison with an infinite or NaN constant is decided
+    /// without it.
     pub(super) fn symex_fcmp(
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
+        pred: LLVMRealPredicate,
     ) -> Result<Value, String> {
-        let pred = inst.fcmp_predicate();
         if let Some((side, c)) = non_finite_operand(inst) {
             let other = self.operand(st, inst, 1 - side)?;
             return map1(other, &mut |x| fcmp_non_finite(pred, x, side, c));

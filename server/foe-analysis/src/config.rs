@@ -40,6 +40,9 @@ pub struct AnalysisConfig {
     pub solver_timeout_ms: u64,
     /// Retry queries whose rounded real model does not raise the exception with Z3's floating-point theory; default true.
     pub fp_theory_fallback: bool,
+    /// Try each query in IEEE arithmetic on a fixed ladder of inputs before Z3, and take an input that raises the
+    /// exception walked to the edge of where it does instead of asking Z3; default true.
+    pub seed_inputs: bool,
     /// Time limit of one execution of one build on one input, in milliseconds; default 500.
     pub exec_timeout_ms: u64,
     /// Address-space limit of the worker process in MiB; default 2048.
@@ -82,6 +85,7 @@ impl Default for AnalysisConfig {
             max_paths: 64,
             solver_timeout_ms: 500,
             fp_theory_fallback: true,
+            seed_inputs: true,
             exec_timeout_ms: 500,
             memory_limit_mib: 2048,
             ftz_daz: FtzMode::Auto,

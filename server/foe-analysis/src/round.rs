@@ -153,30 +153,52 @@ pub fn f64_to_rational(v: f64) -> BigRational {
     }
 }
 
+/// Position of a double on a monotone integer line: ..., -MAX, ..., -0 == +0, ..., MAX (NaN is not placed).
+pub fn ordered_f64(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    if b < 0 {
+        -(b & i64::MAX)
+    } else {
+        b
+    }
+}
+
+/// The double at a position of [`ordered_f64`]'s line.
+pub fn from_ordered_f64(o: i64) -> f64 {
+    if o < 0 {
+        f64::from_bits(((-o) as u64) | (1u64 << 63))
+    } else {
+        f64::from_bits(o as u64)
+    }
+}
+
+/// As [`ordered_f64`] for `float`.
+pub fn ordered_f32(x: f32) -> i64 {
+    let b = x.to_bits() as i32 as i64;
+    if b < 0 {
+        -(b & i32::MAX as i64)
+    } else {
+        b
+    }
+}
+
+/// As [`from_ordered_f64`] for `float`.
+pub fn from_ordered_f32(o: i64) -> f32 {
+    if o < 0 {
+        f32::from_bits(((-o) as u32) | (1u32 << 31))
+    } else {
+        f32::from_bits(o as u32)
+    }
+}
+
 /// The `k`-th representable neighbour of `v` (negative `k` goes down), like `nextafter` applied |k| times.
 /// Infinities and NaN are returned unchanged; the walk stops at ±MAX instead of reaching infinity.
 pub fn step_f64(v: f64, k: i64) -> f64 {
     if !v.is_finite() || k == 0 {
         return v;
     }
-    // Map doubles to a monotone integer line: ..., -MAX, ..., -0 == +0, ..., MAX.
-    let to_ord = |x: f64| -> i64 {
-        let b = x.to_bits() as i64;
-        if b < 0 {
-            -(b & i64::MAX)
-        } else {
-            b
-        }
-    };
-    let from_ord = |o: i64| -> f64 {
-        if o < 0 {
-            f64::from_bits(((-o) as u64) | (1u64 << 63))
-        } else {
-            f64::from_bits(o as u64)
-        }
-    };
-    let max = to_ord(f64::MAX);
-    from_ord((to_ord(v) + k).clamp(-max, max))
+    let max = ordered_f64(f64::MAX);
+    from_ordered_f64((ordered_f64(v) + k).clamp(-max, max))
 }
 
 /// As [`step_f64`] for `float`.
@@ -184,23 +206,8 @@ pub fn step_f32(v: f32, k: i64) -> f32 {
     if !v.is_finite() || k == 0 {
         return v;
     }
-    let to_ord = |x: f32| -> i64 {
-        let b = x.to_bits() as i32 as i64;
-        if b < 0 {
-            -(b & i32::MAX as i64)
-        } else {
-            b
-        }
-    };
-    let from_ord = |o: i64| -> f32 {
-        if o < 0 {
-            f32::from_bits(((-o) as u32) | (1u32 << 31))
-        } else {
-            f32::from_bits(o as u32)
-        }
-    };
-    let max = to_ord(f32::MAX);
-    from_ord((to_ord(v) + k).clamp(-max, max))
+    let max = ordered_f32(f32::MAX);
+    from_ordered_f32((ordered_f32(v) + k).clamp(-max, max))
 }
 
 #[cfg(test)]

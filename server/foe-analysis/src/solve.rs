@@ -13,6 +13,7 @@ mod known;
 mod limit;
 mod real;
 mod schedule;
+mod seeds;
 pub use known::{remember, KnownVerdict, KnownVerdicts};
 pub use schedule::PATHS_PER_SITE;
 
@@ -308,9 +309,25 @@ fn solve_reusing(
     // other half, multivariate parts by concretisation, binding parameters first to the models phase one found
     // for neighbouring formulae (which share most of their path conditions).
     let first_ms = (timeout_ms / 2).max(1);
+    let seeds = seeds::Seeds::new(sig, domain);
+    // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
+    // raises the exception, so the floating-point retry is not asked for one.
+    let crossings = std::sync::Mutex::new(HashSet::new());
     let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
         if out_of_time() {
             return gave_up();
+        }
+        if cfg.seed_inputs {
+            if let Some(found) = seeds.find(&jobs[i].formula) {
+                if !found.holds {
+                    crossings.lock().expect("not poisoned").insert(i);
+                }
+                return RealResult {
+                    verdict: Verdict::Sat,
+                    input: Some(found.input),
+                    misses: !found.holds,
+                };
+            }
         }
         if domain.is_some_and(|d| interval::refutes(&jobs[i].formula, sig, d)) {
             return RealResult {
@@ -319,14 +336,15 @@ fn solve_reusing(
                 misses: false,
             };
         }
-        solve_real(
+        let r = solve_real(
             sig,
             &jobs[i].formula,
             domain,
             first_ms,
             Approach::Whole,
             limiter,
-        )
+        );
+        r
     };
     let hits_before: Vec<bool> = real
         .iter()
@@ -400,6 +418,7 @@ fn solve_reusing(
         }
     }
     let real_done = started.elapsed();
+    let crossings = crossings.into_inner().expect("not poisoned");
     let mut fp: HashMap<usize, Input> = HashMap::new();
     if cfg.fp_theory_fallback {
         let retries: Vec<(usize, &Query, &Input)> = real
@@ -407,6 +426,7 @@ fn solve_reusing(
             .enumerate()
             // A verdict taken over was retried by the function that reached it.
             .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
+            .filter(|(i, _)| !crossings.contains(i))
             .filter_map(|(i, r)| match r {
                 Some(RealResult {
                     input: Some(input),

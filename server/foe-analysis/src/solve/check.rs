@@ -24,7 +24,7 @@ fn in_format(v: f64, fmt: FloatFormat) -> f64 {
     }
 }
 
-fn ieee_arith(op: ArithOp, fmt: FloatFormat, a: f64, b: f64) -> f64 {
+pub(super) fn ieee_arith(op: ArithOp, fmt: FloatFormat, a: f64, b: f64) -> f64 {
     match fmt {
         FloatFormat::Double => match op {
             ArithOp::Add => a + b,
@@ -52,20 +52,66 @@ fn min_normal(fmt: FloatFormat) -> f64 {
 }
 
 /// Whether a rounded result `r` of the exact value `exact` signals underflow: tiny and inexact.
-fn underflows(exact: &BigRational, r: f64, fmt: FloatFormat) -> bool {
-    r.is_finite() && r.abs() < min_normal(fmt) && f64_to_rational(r) != *exact
+fn underflows(exact: impl FnOnce() -> BigRational, r: f64, fmt: FloatFormat) -> bool {
+    r.is_finite() && r.abs() < min_normal(fmt) && f64_to_rational(r) != exact()
 }
 
 /// Whether the formula holds when the program runs on `input`; `None` when it cannot be decided concretely.
 pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
-    let mut memo: HashMap<u128, V> = HashMap::new();
-    for node in formula.postorder() {
-        let v = eval_node(&node, input, &memo)?;
-        memo.insert(node.fingerprint(), v);
+    Evaluator::new(formula).holds(input)
+}
+
+/// A formula prepared for evaluation on many inputs: its nodes in postorder, computed once.
+pub(super) struct Evaluator {
+    nodes: Vec<Expr>,
+    root: u128,
+    memo: HashMap<u128, V>,
+}
+
+impl Evaluator {
+    pub(super) fn new(formula: &Expr) -> Evaluator {
+        Evaluator {
+            nodes: formula.postorder(),
+            root: formula.fingerprint(),
+            memo: HashMap::new(),
+        }
     }
-    match memo.get(&formula.fingerprint())? {
-        V::B(b) => Some(*b),
-        _ => None,
+
+    /// [`holds`] on `input`.
+    pub(super) fn holds(&mut self, input: &[ArgValue]) -> Option<bool> {
+        self.evaluate(input);
+        self.truth_of(self.root)
+    }
+
+    /// Evaluates every node on `input`; nodes that cannot be decided concretely, and those above them, have no
+    /// value.
+    pub(super) fn evaluate(&mut self, input: &[ArgValue]) {
+        self.memo.clear();
+        for node in &self.nodes {
+            if let Some(v) = eval_node(node, input, &self.memo) {
+                self.memo.insert(node.fingerprint(), v);
+            }
+        }
+    }
+
+    /// The truth of a Boolean node after [`Evaluator::evaluate`].
+    pub(super) fn truth(&self, e: &Expr) -> Option<bool> {
+        self.truth_of(e.fingerprint())
+    }
+
+    fn truth_of(&self, key: u128) -> Option<bool> {
+        match self.memo.get(&key)? {
+            V::B(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The value of a floating-point node after [`Evaluator::evaluate`].
+    pub(super) fn float(&self, e: &Expr) -> Option<f64> {
+        match self.memo.get(&e.fingerprint())? {
+            V::F(v) => Some(*v),
+            _ => None,
+        }
     }
 }
 
@@ -232,11 +278,11 @@ fn raises(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<bool> {
                 (ArithOp::Div, Invalid) => x == 0.0 && y == 0.0,
                 (ArithOp::Div, DivideByZero) => x != 0.0 && y == 0.0,
                 (ArithOp::Div, Overflow) => y != 0.0 && r.is_infinite(),
-                (ArithOp::Div, Underflow) => y != 0.0 && underflows(&(exact(x) / exact(y)), r, fmt),
+                (ArithOp::Div, Underflow) => y != 0.0 && underflows(|| exact(x) / exact(y), r, fmt),
                 (_, Overflow) => r.is_infinite(),
-                (ArithOp::Add, Underflow) => underflows(&(exact(x) + exact(y)), r, fmt),
-                (ArithOp::Sub, Underflow) => underflows(&(exact(x) - exact(y)), r, fmt),
-                (ArithOp::Mul, Underflow) => underflows(&(exact(x) * exact(y)), r, fmt),
+                (ArithOp::Add, Underflow) => underflows(|| exact(x) + exact(y), r, fmt),
+                (ArithOp::Sub, Underflow) => underflows(|| exact(x) - exact(y), r, fmt),
+                (ArithOp::Mul, Underflow) => underflows(|| exact(x) * exact(y), r, fmt),
                 _ => false,
             }
         }
@@ -248,7 +294,7 @@ fn raises(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<bool> {
             };
             match kind {
                 Overflow => r.is_infinite(),
-                Underflow => underflows(&(exact(x) * exact(y) + exact(z)), r, fmt),
+                Underflow => underflows(|| exact(x) * exact(y) + exact(z), r, fmt),
                 _ => false,
             }
         }
@@ -256,7 +302,7 @@ fn raises(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<bool> {
             let r = x as f32 as f64;
             match kind {
                 Overflow => r.is_infinite(),
-                Underflow => underflows(&exact(x), r, FloatFormat::Single),
+                Underflow => underflows(|| exact(x), r, FloatFormat::Single),
                 _ => false,
             }
         }

@@ -7,7 +7,10 @@ from the other's), this script builds the file itself, as the issue defines the 
 compilation database, and the rest of the file's library (its top directory in the database) as a static archive
 built the same way, so calls into other files run the real code. A function defined nowhere (GSL's
 `gsl_error` in the corpus) ends the run at its call: its stub prints the flags raised so far and exits, as foe
-ends a run there (the exceptions before the call are what both builds are compared on). Static functions are
+ends a run there (the exceptions before the call are what both builds are compared on). Data defined nowhere
+(Cephes' `SQRT2`, `MAXLOG`, whose `const.c` is not in the database; an undefined symbol some input references
+through a relocation other than a call's) gets no stub: a build that needs it is not the program, so its
+divergences are not checkable, with the reason. Static functions are
 made global with
 llvm-objcopy. A small C driver, compiled without fast math, clears the flags, calls the function on foe's input
 and prints `fetestexcept`. The divergence reproduces when the two builds' flag sets differ.
@@ -15,7 +18,7 @@ and prints `fetestexcept`. The divergence reproduces when the two builds' flag s
     scripts/independent-check.py --db /tmp/rw/corpus --reports DIR_OF_FOE_JSON [--run]
 
 With `--run`, `foe check --format json` is run first on every file of the database (or of `files.txt` beside it)
-that has no report in DIR yet. Prints one line per divergence that does not reproduce and a summary.
+that has no report in DIR yet. Prints one line per divergence that does not reproduce or cannot be checked (with the reason) and a summary.
 """
 import argparse
 import json
@@ -30,8 +33,10 @@ from pathlib import Path
 
 CLANG = "clang-19"
 OBJCOPY = "/usr/lib/llvm-19/bin/llvm-objcopy"
+OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 P_FLAGS = ["-O0"]
 PP_FLAGS = ["-O2", "-ffast-math"]
+BUILD_NAMES = {"p": "P", "pp": "P'"}
 KINDS = {1: "invalid", 4: "divide-by-zero", 8: "overflow", 16: "underflow"}  # glibc x86-64 FE_* bits
 
 
@@ -146,22 +151,39 @@ def driver_source(sig):
     return "\n".join(lines) + "\n"
 
 
+def data_references(inputs):
+    """The symbols `inputs` (objects, archives) reference other than by a call: through a relocation other than
+    R_X86_64_PLT32 (a data access, or a function's address taken)."""
+    r = subprocess.run([OBJDUMP, "-r", *map(str, inputs)], capture_output=True, text=True)
+    data = set()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1].startswith("R_X86_64_") and parts[1] != "R_X86_64_PLT32":
+            data.add(re.split(r"[+-]", parts[2], maxsplit=1)[0])
+    return data
+
+
 def link(work, flags, inputs, exe):
-    """Links `inputs`; a function defined nowhere (outside the library) becomes a stub that prints the flags raised
-    so far and exits, so a run ends at its call."""
+    """Links `inputs`; None when it worked, else why not. A function defined nowhere (outside the library) becomes
+    a stub that prints the flags raised so far and exits, so a run ends at its call. Data defined nowhere gets no
+    stub (a stub's bytes would be read as its value): such a build is not the program."""
     cmd = [CLANG, *flags, *map(str, inputs), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode == 0:
-        return True
+        return None
     missing = sorted(set(re.findall(r"undefined reference to `([^']+)'", r.stderr)))
     if not missing:
-        return False
+        return "does not link: " + (r.stderr.strip().splitlines() or ["?"])[-1]
+    data = [m for m in missing if m in data_references(inputs)]
+    if data:
+        return f"reads {', '.join(data)}, which no file of the database defines"
     stubs = work / "stubs.c"
     stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n" + "".join(
         f"void {m}(void) {{ printf(\"%d\\n\", fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | "
         f"FE_UNDERFLOW)); fflush(stdout); _exit(0); }}\n" for m in missing))
     subprocess.run([CLANG, "-O0", "-w", "-c", str(stubs), "-o", str(work / "stubs.o")], check=True)
-    return subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True).returncode == 0
+    r = subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True, text=True)
+    return None if r.returncode == 0 else "does not link with stubs for " + ", ".join(missing)
 
 
 def kinds_of(flags):
@@ -189,20 +211,22 @@ def check_file(db_dir, entry, report, archives, work, out):
         sig = f.get("signature")
         confirmed = [d for d in f["divergences"] if d.get("confirmation") == "confirmed"]
         src = driver_source(sig) if sig else None
-        bins = {}
+        bins, why = {}, "foe's signature has no C driver"
         if src:
             (work / "driver.c").write_text(src)
             subprocess.run([CLANG, "-O0", "-w", "-c", str(work / "driver.c"), "-o", str(work / "driver.o")],
                            check=True)
             for build, flags in (("p", P_FLAGS), ("pp", PP_FLAGS)):
                 exe = work / f"run.{build}"
-                if link(work, flags, [work / "driver.o", objs[build], archives[(lib, build)]], exe):
+                failed = link(work, flags, [work / "driver.o", objs[build], archives[(lib, build)]], exe)
+                if failed is None:
                     bins[build] = exe
-                elif os.environ.get("FOE_CHECK_VERBOSE"):
-                    print(f"cannot link {f['name']}", file=sys.stderr)
+                else:
+                    why = f"{BUILD_NAMES[build]} {failed}"
         for d in confirmed:
             if len(bins) < 2:
                 counts["not_checkable"] += 1
+                out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: {why}")
                 continue
             by_name = {i["name"]: i["value"] for i in d["inputs"]}
             try:
@@ -219,6 +243,9 @@ def check_file(db_dir, entry, report, archives, work, out):
                     sets[build] = None
             if sets["p"] is None or sets["pp"] is None:
                 counts["not_checkable"] += 1
+                failed = " and ".join(BUILD_NAMES[b] for b in ("p", "pp") if sets[b] is None)
+                out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: {failed} did not run "
+                           f"to the end (crash, time-out)")
                 continue
             if sets["p"] != sets["pp"]:
                 counts["reproduced"] += 1
@@ -276,7 +303,7 @@ def main():
         print(line)
     print(f"confirmed set differences: {sum(totals.values())}; reproduced by the independent harness: "
           f"{totals['reproduced']}; not reproduced: {totals['not_reproduced']}; "
-          f"not checkable (link, crash, signature): {totals['not_checkable']}")
+          f"not checkable (data no file defines, link, crash, signature): {totals['not_checkable']}")
     return 1 if totals["not_reproduced"] else 0
 
 

@@ -410,9 +410,8 @@ fn link_one<'ctx>(
                 .map(|f| f.get_name().to_string_lossy().into_owned())
                 .filter(|n| {
                     crate::model::runs_natively(n)
-                        && !p
-                            .get_function(n)
-                            .is_some_and(|f| f.count_basic_blocks() > 0)
+                        && p.get_function(n)
+                            .is_none_or(|f| f.count_basic_blocks() == 0)
                 }),
         );
     }

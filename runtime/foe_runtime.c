@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -165,9 +166,41 @@ void __foe_stop(uint32_t stop) {
     longjmp(g_stop_jump, 1);
 }
 
-static void foe_on_crash(int sig) {
-    if (g_running)
+/* The stand-ins for data no file defines (foe's stub module puts them in the section foe_guard, 64 KiB each,
+ * and lists them in __foe_guard_table, entry i the block of stubbed symbol i, null for functions): unreadable
+ * from start-up, so a run that reads a value nobody knows crashes, and the crash names the datum. */
+extern char __start_foe_guard[] __attribute__((weak));
+extern char __stop_foe_guard[] __attribute__((weak));
+extern const char *const __foe_guard_table[] __attribute__((weak));
+extern const uint32_t __foe_guard_count __attribute__((weak));
+#define FOE_GUARD_BLOCK (1u << 16)
+
+static int foe_protect_guard(void) {
+    if (!__start_foe_guard || __stop_foe_guard <= __start_foe_guard)
+        return 0;
+    return mprotect(__start_foe_guard, (size_t)(__stop_foe_guard - __start_foe_guard), PROT_NONE);
+}
+
+/* The stub index of the datum whose block holds `addr`, or -1. */
+static long foe_guard_index(const char *addr) {
+    if (!__start_foe_guard || !&__foe_guard_count || addr < __start_foe_guard || addr >= __stop_foe_guard)
+        return -1;
+    for (uint32_t i = 0; i < __foe_guard_count; i++) {
+        const char *block = __foe_guard_table[i];
+        if (block && addr >= block && addr < block + FOE_GUARD_BLOCK)
+            return (long)i;
+    }
+    return -1;
+}
+
+static void foe_on_crash(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    if (g_running) {
+        long datum = (sig == SIGSEGV || sig == SIGBUS) ? foe_guard_index(info->si_addr) : -1;
+        if (datum >= 0)
+            foe_die(FOE_STATUS_UNKNOWN_DATA, (uint32_t)datum, 70);
         foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);
+    }
     _exit(71); /* the driver itself failed: the parent sees an unexplained death */
 }
 
@@ -203,8 +236,8 @@ static void foe_install_handlers(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigfillset(&sa.sa_mask);
-    sa.sa_flags = SA_ONSTACK;
-    sa.sa_handler = foe_on_crash;
+    sa.sa_flags = SA_ONSTACK | SA_SIGINFO;
+    sa.sa_sigaction = foe_on_crash;
     int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGXCPU, SIGXFSZ, SIGPIPE};
     for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++)
         sigaction(crash[i], &sa, NULL);
@@ -303,6 +336,8 @@ int main(void) {
     if (devnull > 2)
         close(devnull);
     foe_install_handlers();
+    if (foe_protect_guard() != 0)
+        return 76;
 
     /* Hello: tells the parent the worker started (protocol version in detail). */
     foe_emit(FOE_HELLO_INPUT, FOE_BUILD_DONE, FOE_STATUS_RETURNED, FOE_PROTOCOL_VERSION, 0);

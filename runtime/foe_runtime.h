@@ -72,6 +72,8 @@ struct foe_batch_header {
 #define FOE_STATUS_ERROR 4u     /* protocol error; detail = reason code */
 #define FOE_STATUS_UNDEFINED 5u /* the code called a function the file does not define; detail = its stub index */
 #define FOE_STATUS_STOPPED 6u   /* the run reached a call foe does not execute; detail = its stop index */
+#define FOE_STATUS_UNKNOWN_DATA 7u /* the code read data no file defines (an unreadable stand-in); detail = its
+                                      stub index */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
 

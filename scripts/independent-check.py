@@ -5,17 +5,22 @@ For every divergence foe reports as `confirmed` (an exception present in one bui
 from the other's), this script builds the file itself, as the issue defines the check: P with `-O0`, P' with
 `-O2 -ffast-math` and linked with `-ffast-math`, both with the file's own include and define flags from the
 compilation database, and the rest of the file's library (its top directory in the database) as a static archive
-built the same way, so calls into other files run the real code. A function defined nowhere (GSL's
-`gsl_error` in the corpus) ends the run at its call: its stub prints the flags raised so far and exits, as foe
-ends a run there (the exceptions before the call are what both builds are compared on). Static functions are
-made global with
-llvm-objcopy. A small C driver, compiled without fast math, clears the flags, calls the function on foe's input
-and prints `fetestexcept`. The divergence reproduces when the two builds' flag sets differ.
+built the same way, so calls into other files run the real code (Cephes' own `sqrt`, `exp` too: the archive
+comes before libm). A function defined nowhere (GSL's `gsl_error` in the corpus) ends the run at its call: its
+stub prints the flags raised so far and exits, as foe ends a run there (the exceptions before the call are what
+both builds are compared on). Data defined nowhere (Cephes' `SQRT2`, `MAXLOG`, whose `const.c` is not in the
+database: an undefined symbol some input references through a relocation other than a call's) gets no function
+stub, whose code bytes would be read as its value, but an unreadable stand-in: a run that reads it is not the
+program's, so its divergence is not checkable (with the reason); a run that does not read it is checked. Static
+functions are made global with llvm-objcopy. A small C driver, compiled without fast math, clears the flags,
+calls the function on foe's input and prints `fetestexcept`. The divergence reproduces when the two builds' flag
+sets differ.
 
     scripts/independent-check.py --db /tmp/rw/corpus --reports DIR_OF_FOE_JSON [--run]
 
 With `--run`, `foe check --format json` is run first on every file of the database (or of `files.txt` beside it)
-that has no report in DIR yet. Prints one line per divergence that does not reproduce and a summary.
+that has no report in DIR yet. Prints one line per divergence that does not reproduce or cannot be checked (with
+the reason) and a summary.
 """
 import argparse
 import json
@@ -30,8 +35,11 @@ from pathlib import Path
 
 CLANG = "clang-19"
 OBJCOPY = "/usr/lib/llvm-19/bin/llvm-objcopy"
+OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 P_FLAGS = ["-O0"]
 PP_FLAGS = ["-O2", "-ffast-math"]
+BUILD_NAMES = {"p": "P", "pp": "P'"}
+GUARD_EXIT = 97  # the driver's exit status when the run read a stand-in of data no file defines
 KINDS = {1: "invalid", 4: "divide-by-zero", 8: "overflow", 16: "underflow"}  # glibc x86-64 FE_* bits
 
 
@@ -46,7 +54,8 @@ def entry_flags(entry):
         if a in ("-c", "-o", "-MF", "-MT", "-MQ"):
             skip_next = a != "-c"
             continue
-        if a == entry["file"] or a.endswith(".c") or a.startswith("-O") or "math" in a or a.startswith("-M"):
+        fast_math = a.startswith("-f") and "math" in a  # not -I../cmath
+        if a == entry["file"] or a.endswith(".c") or a.startswith("-O") or fast_math or a.startswith("-M"):
             continue
         keep.append(a)
     return keep
@@ -117,11 +126,22 @@ def driver_source(sig):
     call = [p for p in sig["params"] if not p.get("pointee")]
     if ret is None or any(c_type(p["ty"]) is None for p in sig["params"]):
         return None
-    lines = ["#include <fenv.h>", "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>",
-             "#include <string.h>",
+    lines = ["#include <fenv.h>", "#include <signal.h>", "#include <stdint.h>", "#include <stdio.h>",
+             "#include <stdlib.h>", "#include <string.h>", "#include <sys/mman.h>", "#include <unistd.h>",
              f"{ret} {sig['name']}({', '.join(c_type(p['ty']) for p in call) or 'void'});",
              "static unsigned char buffers[16][65536];",
+             # The stand-ins of data no file defines (see `link`): unreadable, a read ends the run with GUARD_EXIT.
+             "extern char __start_harness_guard[] __attribute__((weak));",
+             "extern char __stop_harness_guard[] __attribute__((weak));",
+             "static void on_segv(int sig, siginfo_t *info, void *ctx) {",
+             "  char *a = info->si_addr;",
+             f"  _exit(a >= __start_harness_guard && a < __stop_harness_guard ? {GUARD_EXIT} : 128 + sig);",
+             "}",
              "int main(int argc, char **argv) {",
+             "  struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_sigaction = on_segv; sa.sa_flags = SA_SIGINFO;",
+             "  sigaction(SIGSEGV, &sa, 0); sigaction(SIGBUS, &sa, 0);",
+             "  if (__start_harness_guard && __stop_harness_guard > __start_harness_guard && mprotect(",
+             "      __start_harness_guard, __stop_harness_guard - __start_harness_guard, PROT_NONE)) return 70;",
              "  uint64_t w[64] = {0};",
              "  for (int i = 1; i < argc && i <= 64; i++) w[i - 1] = strtoull(argv[i], 0, 16);"]
     args = []
@@ -146,22 +166,42 @@ def driver_source(sig):
     return "\n".join(lines) + "\n"
 
 
+def data_references(inputs):
+    """The symbols `inputs` (objects, archives) reference other than by a call: through a relocation other than
+    R_X86_64_PLT32 (a data access, or a function's address taken)."""
+    r = subprocess.run([OBJDUMP, "-r", *map(str, inputs)], capture_output=True, text=True)
+    data = set()
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[1].startswith("R_X86_64_") and parts[1] != "R_X86_64_PLT32":
+            data.add(re.split(r"[+-]", parts[2], maxsplit=1)[0])
+    return data
+
+
 def link(work, flags, inputs, exe):
-    """Links `inputs`; a function defined nowhere (outside the library) becomes a stub that prints the flags raised
-    so far and exits, so a run ends at its call."""
+    """Links `inputs`; returns (why not or None, the data no file defines). A function defined nowhere (outside
+    the library) becomes a stub that prints the flags raised so far and exits, so a run ends at its call. Data
+    defined nowhere gets an unreadable stand-in (64 KiB, page-aligned, in the section the driver protects), never a
+    function stub whose code bytes would be read as its value: a run that reads it is not the program's and
+    ends with GUARD_EXIT."""
     cmd = [CLANG, *flags, *map(str, inputs), "-lm", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode == 0:
-        return True
+        return None, []
     missing = sorted(set(re.findall(r"undefined reference to `([^']+)'", r.stderr)))
     if not missing:
-        return False
+        return "does not link: " + (r.stderr.strip().splitlines() or ["?"])[-1], []
+    data = set(missing) & data_references(inputs)
     stubs = work / "stubs.c"
     stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n" + "".join(
+        f"__attribute__((aligned(4096), section(\"harness_guard\"))) char {m}[65536];\n" if m in data else
         f"void {m}(void) {{ printf(\"%d\\n\", fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | "
         f"FE_UNDERFLOW)); fflush(stdout); _exit(0); }}\n" for m in missing))
     subprocess.run([CLANG, "-O0", "-w", "-c", str(stubs), "-o", str(work / "stubs.o")], check=True)
-    return subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True).returncode == 0
+    r = subprocess.run(cmd[:-2] + [str(work / "stubs.o"), "-o", str(exe)], capture_output=True, text=True)
+    if r.returncode != 0:
+        return "does not link with stubs for " + ", ".join(missing), []
+    return None, sorted(data)
 
 
 def kinds_of(flags):
@@ -181,7 +221,9 @@ def check_file(db_dir, entry, report, archives, work, out):
         o = work / f"unit.{build}.o"
         if not compile_unit(entry, flags, o):
             for f in targets:
-                counts["not_checkable"] += sum(d.get("confirmation") == "confirmed" for d in f["divergences"])
+                n = sum(d.get("confirmation") == "confirmed" for d in f["divergences"])
+                counts["not_checkable"] += n
+                out.append(f"not checkable: {entry['file']} {f['name']} ({n}): does not compile with {flags}")
             return counts
         subprocess.run([OBJCOPY, *(f"--globalize-symbol={n}" for n in names), str(o)], check=True)
         objs[build] = o
@@ -189,36 +231,47 @@ def check_file(db_dir, entry, report, archives, work, out):
         sig = f.get("signature")
         confirmed = [d for d in f["divergences"] if d.get("confirmation") == "confirmed"]
         src = driver_source(sig) if sig else None
-        bins = {}
+        bins, why, unknown = {}, "foe's signature has no C driver", {}
         if src:
             (work / "driver.c").write_text(src)
             subprocess.run([CLANG, "-O0", "-w", "-c", str(work / "driver.c"), "-o", str(work / "driver.o")],
                            check=True)
             for build, flags in (("p", P_FLAGS), ("pp", PP_FLAGS)):
                 exe = work / f"run.{build}"
-                if link(work, flags, [work / "driver.o", objs[build], archives[(lib, build)]], exe):
+                failed, unknown[build] = link(
+                    work, flags, [work / "driver.o", objs[build], archives[(lib, build)]], exe)
+                if failed is None:
                     bins[build] = exe
-                elif os.environ.get("FOE_CHECK_VERBOSE"):
-                    print(f"cannot link {f['name']}", file=sys.stderr)
+                else:
+                    why = f"{BUILD_NAMES[build]} {failed}"
         for d in confirmed:
             if len(bins) < 2:
                 counts["not_checkable"] += 1
+                out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: {why}")
                 continue
             by_name = {i["name"]: i["value"] for i in d["inputs"]}
             try:
                 words = [format(word(p["ty"], by_name.get(p["name"], "0")), "x") for p in sig["params"]]
             except (ValueError, KeyError):
                 counts["not_checkable"] += 1
+                out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: an input is not "
+                           f"foe's signature's")
                 continue
-            sets = {}
+            sets, reads = {}, []
             for build, exe in bins.items():
                 try:
                     r = subprocess.run([str(exe), *words], capture_output=True, text=True, timeout=10)
                     sets[build] = kinds_of(int(r.stdout.strip())) if r.returncode == 0 else None
+                    if r.returncode == GUARD_EXIT:
+                        reads.append(f"{BUILD_NAMES[build]} reads one of {', '.join(unknown[build])}, which no "
+                                     f"file of the database defines")
                 except (subprocess.TimeoutExpired, ValueError):
                     sets[build] = None
             if sets["p"] is None or sets["pp"] is None:
                 counts["not_checkable"] += 1
+                failed = "; ".join(reads) or " and ".join(BUILD_NAMES[b] for b in ("p", "pp") if sets[b] is None) \
+                    + " did not run to the end (crash, time-out)"
+                out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: {failed}")
                 continue
             if sets["p"] != sets["pp"]:
                 counts["reproduced"] += 1
@@ -276,7 +329,7 @@ def main():
         print(line)
     print(f"confirmed set differences: {sum(totals.values())}; reproduced by the independent harness: "
           f"{totals['reproduced']}; not reproduced: {totals['not_reproduced']}; "
-          f"not checkable (link, crash, signature): {totals['not_checkable']}")
+          f"not checkable (data no file defines, link, crash, signature): {totals['not_checkable']}")
     return 1 if totals["not_reproduced"] else 0
 
 

@@ -72,6 +72,9 @@ pub enum RawEnd {
     Undefined(u32),
     /// The run reached a call foe does not execute and stopped there (stop id of the [`SiteTable`]).
     Stopped(u32),
+    /// The code read data no file defines (index into the runner's stubbed symbols): its stand-in is unreadable,
+    /// so the run crashed rather than compute with a value nobody knows.
+    UnknownData(u32),
 }
 
 /// One run as the worker reports it: trace words `(site << 3) | kind`.
@@ -177,6 +180,8 @@ impl Runner {
             let ctx = Context::create();
             let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
             let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
+            instrument::call_replacements(&p);
+            instrument::call_replacements(&pp);
             instrument::isolate_user_code(&p);
             instrument::isolate_user_code(&pp);
             instrument::replace_stopping_calls(&p, Build::P, &mut sites)?;
@@ -409,6 +414,13 @@ impl Runner {
                     callee: String::new(),
                     line: None,
                     column: None,
+                },
+            },
+            RawEnd::UnknownData(i) => RunEnd::Crashed {
+                signal: libc::SIGSEGV,
+                name: match self.undefined.get(i as usize) {
+                    Some(d) => format!("read {d}, which no file defines"),
+                    None => "read data no file defines".into(),
                 },
             },
             RawEnd::Undefined(i) => RunEnd::Crashed {

@@ -208,6 +208,85 @@ pub fn instrument_module(
     Ok(inserted)
 }
 
+/// The LLVM intrinsics that x86-64 code generation (without SSE4.1) lowers to a call of the C library function of
+/// the same name (`llvm.exp.f64` to `exp`, `llvm.floor.f32` to `floorf`); `sqrt`, `fabs`, `copysign`, `minnum`
+/// and the like become instructions.
+const LOWERED_TO_LIBCALLS: &[&str] = &[
+    "exp",
+    "exp2",
+    "exp10",
+    "log",
+    "log2",
+    "log10",
+    "pow",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "floor",
+    "ceil",
+    "trunc",
+    "round",
+    "rint",
+    "nearbyint",
+    "roundeven",
+    "fma",
+    "ldexp",
+];
+
+/// Calls `module`'s definition of a C library function from its file's library
+/// ([`crate::model::REPLACES_C_LIBRARY`]) where the build calls an intrinsic that the shipped binary's code
+/// generation lowers to a call of that name, as the shipped binary, linked with the library, does. The worker's
+/// own code generation would call the C library's instead, because the definitions are renamed
+/// ([`prefix_symbols`]). Returns the number of calls redirected.
+pub fn call_replacements(module: &Module<'_>) -> usize {
+    let mut redirected = 0;
+    for function in module.get_functions() {
+        for block in function.get_basic_block_iter() {
+            for inst in block.get_instructions() {
+                let Some(callee) = CallSiteValue::try_from(inst)
+                    .ok()
+                    .and_then(|c| c.get_called_fn_value())
+                else {
+                    continue;
+                };
+                let name = callee.get_name().to_string_lossy().into_owned();
+                let Some(rest) = name.strip_prefix("llvm.") else {
+                    continue;
+                };
+                let libcall = match rest.rsplit_once('.') {
+                    Some((base, "f64")) if LOWERED_TO_LIBCALLS.contains(&base) => base.to_string(),
+                    Some((base, "f32")) if LOWERED_TO_LIBCALLS.contains(&base) => {
+                        format!("{base}f")
+                    }
+                    _ => continue,
+                };
+                let Some(replacement) = module.get_function(&libcall).filter(|f| {
+                    f.count_basic_blocks() > 0
+                        && f.get_string_attribute(
+                            inkwell::attributes::AttributeLoc::Function,
+                            crate::model::REPLACES_C_LIBRARY,
+                        )
+                        .is_some()
+                        && f.get_type() == callee.get_type()
+                }) else {
+                    continue;
+                };
+                let last = inst.get_num_operands() - 1;
+                if inst.set_operand(last, replacement.as_global_value().as_pointer_value()) {
+                    redirected += 1;
+                }
+            }
+        }
+    }
+    redirected
+}
+
 /// Replaces every call of a function defined in `module` to a declared function the worker must not execute
 /// ([`crate::model::runs_natively`]) by `call void @__foe_stop(i32 stop)`, which ends the run there; the call's
 /// result, never reached, becomes undefined. Returns the number of calls replaced.
@@ -851,11 +930,18 @@ pub fn data_declarations(module: &Module<'_>) -> Vec<String> {
         .collect()
 }
 
-/// Bytes of the zeroed stand-in for undefined data.
+/// Bytes of the unreadable stand-in for undefined data: a multiple of the page size, so that the whole section
+/// can be protected, and large enough for the arrays of constants such data usually are.
 const DATA_STUB_BYTES: u32 = 1 << 16;
 
-/// A module defining the symbols the linker found undefined: data in `data` as zeroed 64 KiB blocks, the rest
-/// as functions that call `__foe_undefined(index)` (the runtime ends the execution and reports the name).
+/// The section holding the stand-ins for undefined data, which the runtime makes unreadable at start-up.
+pub const GUARD_SECTION: &str = "foe_guard";
+
+/// A module defining the symbols the linker found undefined: data in `data` as 64 KiB page-aligned blocks in the
+/// section [`GUARD_SECTION`], which the runtime makes unreadable (a run that reads a value no file defines
+/// crashes and the runtime names the datum through `__foe_guard_table`, entry `i` the block of `missing[i]`, null
+/// for functions), the rest as functions that call `__foe_undefined(index)` (the runtime ends the execution and
+/// reports the name).
 pub fn stub_module<'ctx>(
     ctx: &'ctx Context,
     missing: &[String],
@@ -863,20 +949,25 @@ pub fn stub_module<'ctx>(
 ) -> Result<Module<'ctx>, InstrumentError> {
     let module = ctx.create_module("foe-stubs");
     let i32t = ctx.i32_type();
+    let ptr = ctx.ptr_type(AddressSpace::default());
     let report = module.add_function(
         "__foe_undefined",
         ctx.void_type().fn_type(&[i32t.into()], false),
         None,
     );
     let builder = ctx.create_builder();
+    let mut table = Vec::with_capacity(missing.len());
     for (i, name) in missing.iter().enumerate() {
         if data.contains(name) {
             let ty = ctx.i8_type().array_type(DATA_STUB_BYTES);
             let g = module.add_global(ty, None, name);
             g.set_initializer(&ty.const_zero());
-            g.set_alignment(64);
+            g.set_alignment(4096);
+            g.set_section(Some(GUARD_SECTION));
+            table.push(g.as_pointer_value());
             continue;
         }
+        table.push(ptr.const_null());
         let f = module.add_function(name, ctx.void_type().fn_type(&[], false), None);
         builder.position_at_end(ctx.append_basic_block(f, "entry"));
         let what = format!("the stub of {name}");
@@ -885,6 +976,13 @@ pub fn stub_module<'ctx>(
             .map_err(builder_error(what.clone()))?;
         builder.build_unreachable().map_err(builder_error(what))?;
     }
+    let entries = ptr.const_array(&table);
+    let g = module.add_global(entries.get_type(), None, "__foe_guard_table");
+    g.set_initializer(&entries);
+    g.set_constant(true);
+    let count = module.add_global(i32t, None, "__foe_guard_count");
+    count.set_initializer(&i32t.const_int(missing.len() as u64, false));
+    count.set_constant(true);
     Ok(module)
 }
 
@@ -1107,6 +1205,39 @@ declare double @gsl_error(double)
         add_entry_table(&m, &[(None, None), (Some(entry), Some(entry))]);
         finish_module(&m).unwrap();
         assert!(m.get_global(ENTRY_TABLE).is_some());
+    }
+
+    #[test]
+    fn intrinsics_the_shipped_code_calls_by_name_reach_the_library_s_definition() {
+        // P' of a Cephes file: `llvm.exp` becomes a call of `exp` in the shipped binary, which links Cephes'
+        // `exp`; `llvm.sqrt` becomes `sqrtsd`. The worker calls the same.
+        const LL: &str = r#"
+define double @f(double %x) {
+  %a = call fast double @llvm.exp.f64(double %x)
+  %b = call fast double @llvm.sqrt.f64(double %a)
+  %c = call fast double @llvm.log.f64(double %b)
+  ret double %c
+}
+define double @exp(double %x) "foe-replaces-c-library" {
+  %r = fmul double %x, 2.0
+  ret double %r
+}
+define double @log(double %x) {
+  ret double %x
+}
+declare double @llvm.exp.f64(double)
+declare double @llvm.sqrt.f64(double)
+declare double @llvm.log.f64(double)
+"#;
+        let ctx = Context::create();
+        let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+        // `log` is the file's own, not the library's: the intrinsic stays libm's, as the worker always did.
+        assert_eq!(call_replacements(&m), 1);
+        let text = m.print_to_string().to_string();
+        assert!(text.contains("call fast double @exp(double %x)"), "{text}");
+        assert!(text.contains("@llvm.sqrt.f64(double %a)"), "{text}");
+        assert!(text.contains("@llvm.log.f64(double %b)"), "{text}");
+        m.verify().unwrap();
     }
 
     #[test]

@@ -543,7 +543,12 @@ pub fn analyse(
                                 "{} executions did not return normally (first: {first})",
                                 found.crashed
                             );
-                            report.reason = join_reason(&report.reason, &note);
+                            // A run that read data no file defines computed nothing of the program: not compared.
+                            if found.unknown_data > 0 {
+                                report.note(ReasonCode::RunsIncomplete, &note);
+                            } else {
+                                report.reason = join_reason(&report.reason, &note);
+                            }
                         }
                         if found.stopped > 0 {
                             let first = found.first_stop.as_deref().unwrap_or("stopped");

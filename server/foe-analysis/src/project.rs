@@ -7,9 +7,15 @@
 //! name) picks the candidate units, their compiled IR confirms. Compiled units are cached on disk, keyed by
 //! the unit's contents, flags and compiler; at most [`MAX_UNITS`] units are linked into one file (the
 //! transitive closure of what the linked units need, breadth first).
+//!
+//! A C library name (`sqrt`, `exp`, `floor`) is taken from a unit of the file's own library only (the same top
+//! directory under the database's), as a program linked with its library's archive before libm gets it; every
+//! other file keeps the C library's. Such definitions are marked ([`crate::model::REPLACES_C_LIBRARY`]): the
+//! builds run them, the model reads their calls as the C library function's.
 
 use crate::compile::{self, CompiledPair};
 use crate::config::AnalysisConfig;
+use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::module::{Linkage, Module};
 use std::collections::{BTreeSet, HashSet, VecDeque};
@@ -190,17 +196,44 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
     Some(pair)
 }
 
-/// What `module` uses but does not define and foe does not run by itself: functions and data.
+/// What `module` uses but does not define: functions (the C library's too: the file's library may define them)
+/// and data. LLVM intrinsics and foe's own names are left out.
 fn needed_symbols(module: &Module<'_>) -> Vec<String> {
     let functions = module.get_functions().filter_map(|f| {
         let name = f.get_name().to_string_lossy().into_owned();
-        (f.count_basic_blocks() == 0 && !crate::model::runs_natively(&name)).then_some(name)
+        (f.count_basic_blocks() == 0
+            && !name.starts_with("llvm.")
+            && !name.starts_with(crate::instrument::RESERVED_PREFIX))
+        .then_some(name)
     });
     let data = module.get_globals().filter_map(|g| {
         let name = g.get_name().to_string_lossy().into_owned();
         (g.is_declaration() && !name.starts_with("llvm.")).then_some(name)
     });
     functions.chain(data).collect()
+}
+
+/// Marks the definitions of C library names in `module` that are not among `own` (the file's): they came from the
+/// file's library, which the builds run and the model reads as the C library's function
+/// ([`crate::model::REPLACES_C_LIBRARY`]).
+fn mark_replacements(module: &Module<'_>, own: &HashSet<String>) -> Vec<String> {
+    let context = module.get_context();
+    let mut marked = Vec::new();
+    for f in module.get_functions() {
+        let name = f.get_name().to_string_lossy().into_owned();
+        if f.count_basic_blocks() > 0
+            && !own.contains(&name)
+            && crate::model::runs_natively(&name)
+            && !name.starts_with("llvm.")
+        {
+            f.add_attribute(
+                AttributeLoc::Function,
+                context.create_string_attribute(crate::model::REPLACES_C_LIBRARY, ""),
+            );
+            marked.push(name);
+        }
+    }
+    marked
 }
 
 /// Gives internal linkage to every definition of `module` but `keep`, so that the unit's other symbols cannot
@@ -263,7 +296,8 @@ pub fn link_units(
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(symbol) = queue.pop_front() {
         if !seen.insert(symbol.clone()) || linked.units.len() >= MAX_UNITS {
-            if linked.units.len() >= MAX_UNITS {
+            // Past the limit the C library's definition of a C library name is used (in every build).
+            if linked.units.len() >= MAX_UNITS && !crate::model::runs_natively(&symbol) {
                 if p.get_global(&symbol).is_some() {
                     linked.unresolved_data.insert(symbol.clone());
                 }
@@ -280,8 +314,9 @@ pub fn link_units(
         }
         // A name the C library defines is taken from a unit of the file's own library only: a database that
         // holds two libraries (GSL beside Cephes, which defines `acosh`) does not link one's replacements of C
-        // library functions into the other.
-        let from_c_library = c_library_defines(&symbol);
+        // library functions into the other. Where the file's library defines none, the C library's is used.
+        let runs_natively = crate::model::runs_natively(&symbol);
+        let from_c_library = runs_natively || c_library_defines(&symbol);
         let mut found = None;
         for (i, unit) in units.iter().enumerate() {
             if used[i] || (from_c_library && !same_library(&this, unit, &db_dir)) {
@@ -305,6 +340,9 @@ pub fn link_units(
             }
         }
         let Some(i) = found else {
+            if runs_natively {
+                continue;
+            }
             if p.get_global(&symbol).is_some() {
                 linked.unresolved_data.insert(symbol.clone());
             }
@@ -314,7 +352,8 @@ pub fn link_units(
         let Some(unit_pair) = compiled[i].clone().flatten() else {
             continue;
         };
-        match link_one(&context, &p, &pp, &unit_pair, &queue, &symbol) {
+        let replacements = same_library(&this, &units[i], &db_dir);
+        match link_one(&context, &p, &pp, &unit_pair, &queue, &symbol, replacements) {
             Ok((new_functions, needs)) => {
                 used[i] = true;
                 linked.units.push(units[i].clone());
@@ -332,6 +371,11 @@ pub fn link_units(
     if linked.units.is_empty() {
         return (pair, linked);
     }
+    let replaced = mark_replacements(&p, &own);
+    mark_replacements(&pp, &own);
+    if !replaced.is_empty() {
+        tracing::debug!(functions = ?replaced, "the file's library defines C library functions");
+    }
     tracing::debug!(units = ?linked.units, unresolved = ?linked.unresolved, "linked project units");
     let out = CompiledPair {
         p_ll: p.print_to_string().to_string(),
@@ -340,8 +384,9 @@ pub fn link_units(
     (out, linked)
 }
 
-/// Links one unit's P and P' into `p` and `pp`, keeping external only the symbols still wanted; returns the
-/// functions it added and the symbols it needs in turn.
+/// Links one unit's P and P' into `p` and `pp`, keeping external only the symbols still wanted (and, for a
+/// unit of the file's own library, `replacements`, its definitions of C library names, as the program links them
+/// for every caller); returns the functions it added and the symbols it needs in turn.
 fn link_one<'ctx>(
     context: &'ctx Context,
     p: &Module<'ctx>,
@@ -349,6 +394,7 @@ fn link_one<'ctx>(
     unit: &CompiledPair,
     queue: &VecDeque<String>,
     symbol: &str,
+    replacements: bool,
 ) -> Result<(Vec<String>, Vec<String>), String> {
     let unit_p = crate::ir::parse_module(context, &unit.p_ll, "unit P")?;
     let unit_pp = crate::ir::parse_module(context, &unit.pp_ll, "unit P'")?;
@@ -356,6 +402,19 @@ fn link_one<'ctx>(
     let mut keep: HashSet<String> = needed_symbols(p).into_iter().collect();
     keep.extend(queue.iter().cloned());
     keep.insert(symbol.to_string());
+    if replacements {
+        keep.extend(
+            unit_p
+                .get_functions()
+                .filter(|f| f.count_basic_blocks() > 0)
+                .map(|f| f.get_name().to_string_lossy().into_owned())
+                .filter(|n| {
+                    crate::model::runs_natively(n)
+                        && p.get_function(n)
+                            .is_none_or(|f| f.count_basic_blocks() == 0)
+                }),
+        );
+    }
     let needs = needed_symbols(&unit_p);
     for m in [&unit_p, &unit_pp] {
         // Its lines belong to another file: events inside it have no position in this one.

@@ -34,6 +34,8 @@ pub struct SearchOutcome {
     /// Executions (of either build) that crashed, with the first crash's description.
     pub crashed: usize,
     pub first_crash: Option<String>,
+    /// Of those, the executions that read data no file defines (its stand-in is unreadable).
+    pub unknown_data: usize,
     /// Executions (of either build) that stopped at a call foe does not execute, with the first one's
     /// description (`stopped at `gsl_error` (line 12:5)`).
     pub stopped: usize,
@@ -131,6 +133,7 @@ pub fn search(
         timed_out: 0,
         crashed: 0,
         first_crash: None,
+        unknown_data: 0,
         deadline,
         out_of_time: false,
         stopped: 0,
@@ -175,6 +178,7 @@ pub fn search(
         timed_out: state.timed_out,
         crashed: state.crashed,
         first_crash: state.first_crash,
+        unknown_data: state.unknown_data,
         stopped: state.stopped,
         first_stop: state.first_stop,
         stopped_early,
@@ -212,6 +216,7 @@ struct SearchState<'a> {
     timed_out: usize,
     crashed: usize,
     first_crash: Option<String>,
+    unknown_data: usize,
     /// When the search must stop (the function's time budget); checked between rounds.
     deadline: Option<std::time::Instant>,
     out_of_time: bool,
@@ -312,6 +317,9 @@ fn search_group(
                         }
                         other => {
                             state.crashed += 1;
+                            if matches!(other, crate::exec::RawEnd::UnknownData(_)) {
+                                state.unknown_data += 1;
+                            }
                             if state.first_crash.is_none() {
                                 state.first_crash = Some(describe_end(&runner.end(sig, other)));
                             }

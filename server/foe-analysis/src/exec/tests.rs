@@ -351,6 +351,27 @@ double allocates(double x) { double *p = malloc(8); *p = x; return *p * 2; }
 }
 
 #[test]
+fn data_no_file_defines_is_unreadable_not_zero() {
+    // `SCALE` is defined by no file: a run that reads it crashes and names it (with a zeroed stand-in, x * SCALE
+    // was 0 in both builds, and the overflow of the product never happened in either); a run that does not read
+    // it is untouched (P's; P' loads `SCALE` whichever way the branch goes, as its select needs both values).
+    let src = "extern double SCALE;\n\
+               double f(double x) { double y = x * 1e300; return x > 1 ? y * SCALE : y; }\n";
+    let (mut r, _) = runner(src, &AnalysisConfig::default());
+    let out = r.run("f", &[f64s(&[1e10]), f64s(&[1e-10])]).unwrap();
+    for run in [&out[0].p, &out[0].pp] {
+        assert_eq!(
+            run.end,
+            RunEnd::Crashed {
+                signal: libc::SIGSEGV,
+                name: "read SCALE, which no file defines".into()
+            }
+        );
+    }
+    assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
+}
+
+#[test]
 fn statics_globals_and_unavailable_functions() {
     let src = r#"
 static int calls;

@@ -29,6 +29,7 @@ const STATUS_EXITED: u8 = 3;
 const STATUS_ERROR: u8 = 4;
 const STATUS_UNDEFINED: u8 = 5;
 const STATUS_STOPPED: u8 = 6;
+const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 1;
@@ -382,6 +383,7 @@ pub fn run_batches(
                         STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
                         STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
                         STATUS_STOPPED => RawEnd::Stopped(rec.detail),
+                        STATUS_UNKNOWN_DATA => RawEnd::UnknownData(rec.detail),
                         other => {
                             kill(slot);
                             return Err(ExecError::Worker(format!(

@@ -123,6 +123,11 @@ impl Callee<'_> {
     }
 }
 
+/// The function attribute `project::link_units` gives a definition of a C library name (`sqrt`, `exp`, `floor`)
+/// linked from the file's own library (Cephes defines them): the builds run it, the model reads a call of it as a
+/// call of the C library's function.
+pub const REPLACES_C_LIBRARY: &str = "foe-replaces-c-library";
+
 /// Classifies the callee of `call`; an error names what cannot be modelled.
 pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
     let called = call
@@ -150,7 +155,9 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
     if name.starts_with("llvm.") {
         return intrinsic(name);
     }
-    if called.entry_block().is_some() {
+    // The file's library's own definition of a C library name is run by the worker but modelled as the
+    // function it stands for.
+    if called.entry_block().is_some() && !called.has_attribute(REPLACES_C_LIBRARY) {
         return Ok(Callee::Defined(called));
     }
     let base = name

@@ -323,6 +323,20 @@ impl<'m> Val<'m> {
         }
     }
 
+    /// Whether the function carries the string attribute `kind`.
+    pub fn has_attribute(self, kind: &str) -> bool {
+        // SAFETY: only called on functions; the key is passed with its length and read during the call.
+        unsafe {
+            !LLVMGetStringAttributeAtIndex(
+                self.raw,
+                inkwell::llvm_sys::LLVMAttributeFunctionIndex,
+                kind.as_ptr().cast(),
+                kind.len() as u32,
+            )
+            .is_null()
+        }
+    }
+
     /// The function's entry block, `None` for a declaration.
     pub fn entry_block(self) -> Option<Block<'m>> {
         // SAFETY: only called on functions.

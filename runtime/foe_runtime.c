@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <ucontext.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,10 +159,13 @@ void __foe_undefined(uint32_t index) {
 
 static jmp_buf g_stop_jump;
 static volatile uint32_t g_stop_index;
+/* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines (foe_on_crash). */
+static volatile uint32_t g_stop_status = FOE_STATUS_STOPPED;
 
 void __foe_stop(uint32_t stop) {
     if (!g_running)
         _exit(78); /* a stop outside a run: the driver itself is broken */
+    g_stop_status = FOE_STATUS_STOPPED;
     g_stop_index = stop;
     longjmp(g_stop_jump, 1);
 }
@@ -194,11 +198,17 @@ static long foe_guard_index(const char *addr) {
 }
 
 static void foe_on_crash(int sig, siginfo_t *info, void *context) {
-    (void)context;
     if (g_running) {
         long datum = (sig == SIGSEGV || sig == SIGBUS) ? foe_guard_index(info->si_addr) : -1;
-        if (datum >= 0)
-            foe_die(FOE_STATUS_UNKNOWN_DATA, (uint32_t)datum, 70);
+        if (datum >= 0) {
+            /* Reading a value nobody knows ends the run, not the worker (every run of a function that reads it
+             * would otherwise restart it): the signal mask of the interrupted code comes back, then the run
+             * ends as at a stop. The function's state is its own frames, which the jump discards. */
+            sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
+            g_stop_status = FOE_STATUS_UNKNOWN_DATA;
+            g_stop_index = (uint32_t)datum;
+            longjmp(g_stop_jump, 1);
+        }
         foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);
     }
     _exit(71); /* the driver itself failed: the parent sees an unexplained death */
@@ -306,9 +316,9 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_seq++;
     foe_set_mode(ftz);
     if (setjmp(g_stop_jump) != 0) {
-        /* __foe_stop: the trace up to the stopping call is complete. */
+        /* __foe_stop: the trace up to the stopping call is complete; or the run read unknown data. */
         g_running = 0;
-        foe_emit(input, build, FOE_STATUS_STOPPED, g_stop_index, 0);
+        foe_emit(input, build, g_stop_status, g_stop_index, 0);
         if (flush_each || g_flush_requested)
             foe_flush();
         return;

@@ -391,7 +391,11 @@ pub fn run_batches(
                             )));
                         }
                     };
-                    let terminal = !matches!(end, RawEnd::Returned(_) | RawEnd::Stopped(_));
+                    // A run that read unknown data ends at the read; the worker goes on (foe_on_crash).
+                    let terminal = !matches!(
+                        end,
+                        RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
+                    );
                     let truncated = rec.flags & RECORD_TRUNCATED != 0;
                     store(
                         &mut p,

@@ -148,7 +148,11 @@ pub fn confirm_function(
                 .then(|| rp.end.raised().zip(rpp.end.raised()))
                 .flatten()
         });
-        let Some((a, b)) = sets else {
+        // A run that stopped at a stub standing for code the program has is not the program's run.
+        let stopped_at_stub = [&rp, &rpp]
+            .iter()
+            .any(|r| r.stopped_at.as_ref().is_some_and(|s| stubbed.contains(s)));
+        let Some((a, b)) = sets.filter(|_| !stopped_at_stub) else {
             d.confirmation = Confirmation::NotRun;
             kept.push(d);
             continue;

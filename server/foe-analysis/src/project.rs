@@ -36,6 +36,9 @@ pub struct Linked {
     /// Those of them that are data (an extern constant whose definition is outside the database): its value is
     /// unknown, so a binary linked without it is not the program.
     pub unresolved_data: BTreeSet<String>,
+    /// Symbols left unresolved only because [`MAX_UNITS`] units were linked already: a unit of the database may
+    /// define them, so a binary whose run stops at one is not the program.
+    pub beyond_cap: BTreeSet<String>,
 }
 
 /// The units of the database `db` other than `file`, canonical.
@@ -301,6 +304,7 @@ pub fn link_units(
                 if p.get_global(&symbol).is_some() {
                     linked.unresolved_data.insert(symbol.clone());
                 }
+                linked.beyond_cap.insert(symbol.clone());
                 linked.unresolved.insert(symbol);
             }
             continue;

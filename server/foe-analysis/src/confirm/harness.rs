@@ -135,6 +135,8 @@ pub struct Harness {
     units: Vec<(PathBuf, Vec<String>)>,
     /// Data the program reads that no file of the project defines (its value is unknown: a stub is not it).
     unresolved_data: std::collections::BTreeSet<String>,
+    /// Symbols a unit of the project may define but that were not linked ([`crate::project::Linked::beyond_cap`]).
+    beyond_cap: std::collections::BTreeSet<String>,
     /// A temporary directory holding the objects and binaries, made on first use.
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
@@ -167,6 +169,7 @@ impl Harness {
             functions: functions.to_vec(),
             units: Vec::new(),
             unresolved_data: Default::default(),
+            beyond_cap: Default::default(),
             dir: None,
             driver: None,
             binaries: HashMap::new(),
@@ -182,6 +185,7 @@ impl Harness {
     /// the analysed file's entry); its unresolved data make a binary that links a stub for them not the program.
     pub fn with_units(mut self, linked: &crate::project::Linked, base_flags: &[String]) -> Harness {
         self.unresolved_data = linked.unresolved_data.clone();
+        self.beyond_cap = linked.beyond_cap.clone();
         let units = &linked.units;
         self.units = units
             .iter()
@@ -449,13 +453,17 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
-        // Without all of the project's units, a stub may stand for code the instrumented builds ran; a stub for
-        // data stands for a value nobody knows.
+        // Without all of the project's units (or past the unit limit), a stub may stand for code the instrumented
+        // builds ran; a stub for data stands for a value nobody knows.
         if let Ok(mut stubbed) = self.stubbed.lock() {
             stubbed.extend(
                 missing
                     .iter()
-                    .filter(|m| spec.units.is_none() || self.unresolved_data.contains(*m))
+                    .filter(|m| {
+                        spec.units.is_none()
+                            || self.unresolved_data.contains(*m)
+                            || self.beyond_cap.contains(*m)
+                    })
                     .cloned(),
             );
         }

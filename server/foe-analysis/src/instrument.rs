@@ -247,44 +247,52 @@ const LOWERED_TO_LIBCALLS: &[&str] = &[
 pub fn call_replacements(module: &Module<'_>) -> usize {
     let mut redirected = 0;
     for function in module.get_functions() {
-        for block in function.get_basic_block_iter() {
-            for inst in block.get_instructions() {
-                let Some(callee) = CallSiteValue::try_from(inst)
-                    .ok()
-                    .and_then(|c| c.get_called_fn_value())
-                else {
-                    continue;
-                };
-                let name = callee.get_name().to_string_lossy().into_owned();
-                let Some(rest) = name.strip_prefix("llvm.") else {
-                    continue;
-                };
-                let libcall = match rest.rsplit_once('.') {
-                    Some((base, "f64")) if LOWERED_TO_LIBCALLS.contains(&base) => base.to_string(),
-                    Some((base, "f32")) if LOWERED_TO_LIBCALLS.contains(&base) => {
-                        format!("{base}f")
-                    }
-                    _ => continue,
-                };
-                let Some(replacement) = module.get_function(&libcall).filter(|f| {
-                    f.count_basic_blocks() > 0
-                        && f.get_string_attribute(
-                            inkwell::attributes::AttributeLoc::Function,
-                            crate::model::REPLACES_C_LIBRARY,
-                        )
-                        .is_some()
-                        && f.get_type() == callee.get_type()
-                }) else {
-                    continue;
-                };
-                let last = inst.get_num_operands() - 1;
-                if inst.set_operand(last, replacement.as_global_value().as_pointer_value()) {
-                    redirected += 1;
+        for (inst, callee) in direct_calls(function) {
+            let name = callee.get_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix("llvm.") else {
+                continue;
+            };
+            let libcall = match rest.rsplit_once('.') {
+                Some((base, "f64")) if LOWERED_TO_LIBCALLS.contains(&base) => base.to_string(),
+                Some((base, "f32")) if LOWERED_TO_LIBCALLS.contains(&base) => {
+                    format!("{base}f")
                 }
+                _ => continue,
+            };
+            let Some(replacement) = module.get_function(&libcall).filter(|f| {
+                f.count_basic_blocks() > 0
+                    && f.get_string_attribute(
+                        inkwell::attributes::AttributeLoc::Function,
+                        crate::model::REPLACES_C_LIBRARY,
+                    )
+                    .is_some()
+                    && f.get_type() == callee.get_type()
+            }) else {
+                continue;
+            };
+            let last = inst.get_num_operands() - 1;
+            if inst.set_operand(last, replacement.as_global_value().as_pointer_value()) {
+                redirected += 1;
             }
         }
     }
     redirected
+}
+
+/// The calls (and invokes) in `function` whose callee is a function, with that function.
+fn direct_calls<'ctx>(
+    function: FunctionValue<'ctx>,
+) -> Vec<(InstructionValue<'ctx>, FunctionValue<'ctx>)> {
+    function
+        .get_basic_block_iter()
+        .flat_map(|block| block.get_instructions())
+        .filter_map(|inst| {
+            let callee = CallSiteValue::try_from(inst)
+                .ok()
+                .and_then(|c| c.get_called_fn_value())?;
+            Some((inst, callee))
+        })
+        .collect()
 }
 
 /// Replaces every call of a function defined in `module` to a declared function the worker must not execute
@@ -306,21 +314,13 @@ pub fn replace_stopping_calls(
             continue;
         }
         let mut targets = Vec::new();
-        for block in function.get_basic_block_iter() {
-            for inst in block.get_instructions() {
-                if inst.get_opcode() != InstructionOpcode::Call {
-                    continue;
-                }
-                let Some(callee) = CallSiteValue::try_from(inst)
-                    .ok()
-                    .and_then(|c| c.get_called_fn_value())
-                else {
-                    continue;
-                };
-                let name = callee.get_name().to_string_lossy().into_owned();
-                if callee.count_basic_blocks() == 0 && !crate::model::runs_natively(&name) {
-                    targets.push((inst, name));
-                }
+        for (inst, callee) in direct_calls(function) {
+            let name = callee.get_name().to_string_lossy().into_owned();
+            if inst.get_opcode() == InstructionOpcode::Call
+                && callee.count_basic_blocks() == 0
+                && !crate::model::runs_natively(&name)
+            {
+                targets.push((inst, name));
             }
         }
         for (inst, callee) in targets {

@@ -528,6 +528,18 @@ fn solve_reusing(
     outcome
 }
 
+/// A signature of `n` `double` parameters `x0`, `x1`, … returning `double`, for tests.
+#[cfg(test)]
+fn doubles(n: usize) -> FunctionSignature {
+    FunctionSignature {
+        name: "f".into(),
+        params: (0..n)
+            .map(|i| crate::types::Param::new(format!("x{i}"), crate::types::ParamType::F64))
+            .collect(),
+        ret: crate::types::ReturnType::F64,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// The binaries load the Z3 that `.cargo/config.toml` names (FOE_Z3_PREFIX ends in its version), not

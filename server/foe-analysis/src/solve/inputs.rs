@@ -33,12 +33,8 @@ pub(super) fn input_constraints(
         }
         match p.ty {
             ParamType::F64 | ParamType::F32 => {
-                let fmt = if p.ty == ParamType::F64 {
-                    FloatFormat::Double
-                } else {
-                    FloatFormat::Single
-                };
-                let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
+                let fmt = p.ty.float_format().expect("a float parameter");
+                let x = float_var(i, fmt);
                 let max = Real::from_big_rational(&sym::max_finite(fmt));
                 out.push(x.le(&max));
                 out.push(x.ge(-max));
@@ -67,14 +63,8 @@ pub(super) fn input_constraints(
             continue;
         };
         let value = match p.ty {
-            ParamType::F64 => Real::new_const(real::param_name(
-                range.param as u32,
-                VarType::Float(FloatFormat::Double),
-            )),
-            ParamType::F32 => Real::new_const(real::param_name(
-                range.param as u32,
-                VarType::Float(FloatFormat::Single),
-            )),
+            ParamType::F64 => float_var(range.param, FloatFormat::Double),
+            ParamType::F32 => float_var(range.param, FloatFormat::Single),
             ParamType::Int { bits, signed } => {
                 let n = Int::new_const(real::param_name(
                     range.param as u32,
@@ -130,12 +120,8 @@ pub(super) fn param_values(
             let p = sig.params.get(i)?;
             let value = match p.ty {
                 ParamType::F64 | ParamType::F32 => {
-                    let fmt = if p.ty == ParamType::F64 {
-                        FloatFormat::Double
-                    } else {
-                        FloatFormat::Single
-                    };
-                    let x = Real::new_const(real::param_name(i as u32, VarType::Float(fmt)));
+                    let fmt = p.ty.float_format().expect("a float parameter");
+                    let x = float_var(i, fmt);
                     let rounded = model
                         .eval(&x, true)
                         .and_then(|v| real::model_rational(&v, fmt))
@@ -186,4 +172,9 @@ pub(super) fn is_float_param(sig: &FunctionSignature, i: usize) -> bool {
         .get(i)
         .and_then(|p| p.ty.float_format())
         .is_some()
+}
+
+/// The Z3 variable of float parameter `i`.
+fn float_var(i: usize, fmt: FloatFormat) -> Real {
+    Real::new_const(real::param_name(i as u32, VarType::Float(fmt)))
 }

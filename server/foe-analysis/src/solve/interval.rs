@@ -186,16 +186,9 @@ mod tests {
     use super::*;
     use crate::domain::{Bound, ParamRange};
     use crate::round::FloatFormat;
-    use crate::types::{Param, ParamType};
 
     fn sig(n: usize) -> FunctionSignature {
-        FunctionSignature {
-            name: "f".into(),
-            params: (0..n)
-                .map(|i| Param::new(format!("x{i}"), ParamType::F64))
-                .collect(),
-            ret: crate::types::ReturnType::F64,
-        }
+        crate::solve::doubles(n)
     }
 
     fn domain(lo: f64, hi: f64) -> Domain {

@@ -549,16 +549,10 @@ mod tests {
     use super::*;
     use crate::round::FloatFormat;
     use crate::sym::{self, param, ArithOp, Site, SiteOp, VarType};
-    use crate::types::{ExceptionKind, Param};
+    use crate::types::ExceptionKind;
 
     fn sig(n: usize) -> FunctionSignature {
-        FunctionSignature {
-            name: "f".into(),
-            params: (0..n)
-                .map(|i| Param::new(format!("x{i}"), ParamType::F64))
-                .collect(),
-            ret: crate::types::ReturnType::F64,
-        }
+        crate::solve::doubles(n)
     }
 
     /// `kind` at `x0 · y`, where `y` is `x1` (`two` parameters) or `x0`.

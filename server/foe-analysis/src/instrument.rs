@@ -17,7 +17,7 @@ use inkwell::values::{
     BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode,
     InstructionValue,
 };
-use inkwell::{AddressSpace, FloatPredicate, OptimizationLevel};
+use inkwell::{AddressSpace, OptimizationLevel};
 use std::path::Path;
 
 /// The runtime function called after every floating-point instruction.
@@ -496,7 +496,9 @@ fn opcode_text(inst: InstructionValue<'_>) -> String {
         FPTrunc => "fptrunc".into(),
         FCmp => format!(
             "fcmp {}",
-            inst.get_fcmp_predicate().map(predicate_name).unwrap_or("?")
+            inst.get_fcmp_predicate()
+                .and_then(|p| crate::model::predicate_name(p.into()))
+                .unwrap_or("?")
         ),
         Call => {
             let callee = CallSiteValue::try_from(inst)
@@ -524,27 +526,6 @@ fn short_callee(name: &str) -> &str {
             head
         }
         _ => rest,
-    }
-}
-
-fn predicate_name(p: FloatPredicate) -> &'static str {
-    match p {
-        FloatPredicate::OEQ => "oeq",
-        FloatPredicate::OGE => "oge",
-        FloatPredicate::OGT => "ogt",
-        FloatPredicate::OLE => "ole",
-        FloatPredicate::OLT => "olt",
-        FloatPredicate::ONE => "one",
-        FloatPredicate::ORD => "ord",
-        FloatPredicate::PredicateFalse => "false",
-        FloatPredicate::PredicateTrue => "true",
-        FloatPredicate::UEQ => "ueq",
-        FloatPredicate::UGE => "uge",
-        FloatPredicate::UGT => "ugt",
-        FloatPredicate::ULE => "ule",
-        FloatPredicate::ULT => "ult",
-        FloatPredicate::UNE => "une",
-        FloatPredicate::UNO => "uno",
     }
 }
 

@@ -19,7 +19,7 @@ mod values;
 use crate::config::AnalysisConfig;
 use crate::sym::Formula;
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
-pub use calls::{runs_natively, Plain, REPLACES_C_LIBRARY};
+pub use calls::{predicate_name, runs_natively, Plain, REPLACES_C_LIBRARY};
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};

@@ -233,10 +233,12 @@ fn constrained_instruction(op: &str) -> Option<LLVMOpcode> {
     })
 }
 
-/// The `fcmp` predicates by name, as constrained comparisons spell them in metadata.
-const PREDICATES: [(&str, LLVMRealPredicate); 14] = {
+/// The `fcmp` predicates by name, as constrained comparisons spell them in metadata and reports name them.
+const PREDICATES: [(&str, LLVMRealPredicate); 16] = {
     use LLVMRealPredicate::*;
     [
+        ("false", LLVMRealPredicateFalse),
+        ("true", LLVMRealPredicateTrue),
         ("oeq", LLVMRealOEQ),
         ("ogt", LLVMRealOGT),
         ("oge", LLVMRealOGE),
@@ -254,7 +256,8 @@ const PREDICATES: [(&str, LLVMRealPredicate); 14] = {
     ]
 };
 
-fn predicate_name(p: LLVMRealPredicate) -> Option<&'static str> {
+/// The name of an `fcmp` predicate (`olt`).
+pub fn predicate_name(p: LLVMRealPredicate) -> Option<&'static str> {
     PREDICATES.iter().find(|(_, q)| *q == p).map(|(n, _)| *n)
 }
 

@@ -108,7 +108,8 @@ impl<'a> Seeds<'a> {
     /// crossing of a threshold by its operation; `None` when there is neither (or the formula cannot be
     /// evaluated concretely).
     pub(super) fn find(&self, formula: &Expr) -> Option<Found> {
-        if self.floats(&self.mentioned(formula)).len() > MAX_FLOATS {
+        let mentioned = self.mentioned(formula);
+        if self.floats(&mentioned).len() > MAX_FLOATS {
             return None;
         }
         let mut eval = Evaluator::new(formula);
@@ -116,10 +117,10 @@ impl<'a> Seeds<'a> {
         // parts the builds); the ladder's walk would end at its edges, where the builds agree.
         let underflow = asked(formula).is_some_and(|(kind, ..)| kind == ExceptionKind::Underflow);
         if underflow {
-        } else if let Some(input) = self.witness(formula, &mut eval) {
+        } else if let Some(input) = self.witness(&mentioned, &mut eval) {
             return Some(Found { input, holds: true });
         }
-        let input = self.crossing(formula, &mut eval)?;
+        let input = self.crossing(formula, &mentioned, &mut eval)?;
         let holds = eval.holds(&input.0) == Some(true);
         if underflow && holds {
             // The sign change of a product at zero: the edge of an underflow region, left to Z3 as above.
@@ -129,8 +130,7 @@ impl<'a> Seeds<'a> {
     }
 
     /// A ladder input on which `formula` holds, made ordinary and walked to the edge of where it holds.
-    fn witness(&self, formula: &Expr, eval: &mut Evaluator) -> Option<Input> {
-        let mentioned = self.mentioned(formula);
+    fn witness(&self, mentioned: &[usize], eval: &mut Evaluator) -> Option<Input> {
         let mut holds = |x: &Input| eval.holds(&x.0) == Some(true);
         let seed = self.inputs.iter().find(|x| holds(x))?;
         // Parameters the formula does not mention get what Z3's models give them.
@@ -190,7 +190,7 @@ impl<'a> Seeds<'a> {
 
     /// The last float before the formula's operation crosses a threshold, along the lines through the ladder,
     /// on inputs that take the formula's path.
-    fn crossing(&self, formula: &Expr, eval: &mut Evaluator) -> Option<Input> {
+    fn crossing(&self, formula: &Expr, mentioned: &[usize], eval: &mut Evaluator) -> Option<Input> {
         let (kind, site, path) = asked(formula)?;
         let class = |eval: &mut Evaluator, x: &Input| -> Option<i8> {
             eval.evaluate(&x.0);
@@ -200,8 +200,7 @@ impl<'a> Seeds<'a> {
             let args: Option<Vec<f64>> = site.args.iter().map(|a| eval.float(a)).collect();
             crossing_class(kind, site, &args?)
         };
-        let mentioned = self.mentioned(formula);
-        let floats = self.floats(&mentioned);
+        let floats = self.floats(mentioned);
         // Parameters the formula does not mention get what Z3's models give them, the others start at 1.
         let base = Input(
             self.sig

@@ -14,10 +14,14 @@ use num_rational::BigRational;
 use num_traits::{One, Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+
+/// A map keyed by [`Expr::fingerprint`]: the keys are hashes already, so a fast non-cryptographic hasher.
+pub type FingerprintMap<V> = rustc_hash::FxHashMap<u128, V>;
+/// A set of [`Expr::fingerprint`]s (see [`FingerprintMap`]).
+pub type FingerprintSet = rustc_hash::FxHashSet<u128>;
 
 /// A symbolic term (real, integer or boolean valued).
 #[derive(Clone)]
@@ -391,7 +395,7 @@ impl Expr {
 
     /// Every distinct node reachable from `self`, children before parents.
     pub fn postorder(&self) -> Vec<Expr> {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = FingerprintSet::default();
         let mut out = Vec::new();
         let mut stack: Vec<(Expr, bool)> = vec![(self.clone(), false)];
         while let Some((e, expanded)) = stack.pop() {
@@ -536,7 +540,7 @@ fn children_of(kind: &Kind) -> Vec<&Expr> {
 thread_local! {
     /// While serialising under [`with_wire_tables`]: the post-order number of every node written so far, by
     /// fingerprint (structurally equal nodes are one node).
-    static WRITTEN: RefCell<HashMap<u128, u32>> = RefCell::new(HashMap::new());
+    static WRITTEN: RefCell<FingerprintMap<u32>> = RefCell::new(FingerprintMap::default());
     /// While deserialising under [`with_wire_tables`]: the nodes read so far, in post-order.
     static READ: RefCell<Vec<Expr>> = const { RefCell::new(Vec::new()) };
 }

@@ -8,7 +8,6 @@ use crate::types::{ArgValue, ExceptionKind};
 use num_bigint::BigInt;
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
-use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 enum V {
@@ -65,7 +64,7 @@ pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
 pub(super) struct Evaluator {
     nodes: Vec<Expr>,
     root: u128,
-    memo: HashMap<u128, V>,
+    memo: sym::FingerprintMap<V>,
 }
 
 impl Evaluator {
@@ -73,7 +72,7 @@ impl Evaluator {
         Evaluator {
             nodes: formula.postorder(),
             root: formula.fingerprint(),
-            memo: HashMap::new(),
+            memo: Default::default(),
         }
     }
 
@@ -115,7 +114,7 @@ impl Evaluator {
     }
 }
 
-fn eval_node(e: &Expr, input: &[ArgValue], memo: &HashMap<u128, V>) -> Option<V> {
+fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Option<V> {
     let f = |x: &Expr| match memo.get(&x.fingerprint()) {
         Some(V::F(v)) => Some(*v),
         Some(V::I(i)) => i.to_f64(),

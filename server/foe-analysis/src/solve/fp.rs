@@ -58,8 +58,8 @@ fn finite(v: &str) -> String {
 
 struct Encoder {
     /// Format of each real-sorted node, by fingerprint.
-    formats: HashMap<u128, FloatFormat>,
-    names: HashMap<u128, String>,
+    formats: crate::sym::FingerprintMap<FloatFormat>,
+    names: crate::sym::FingerprintMap<String>,
     text: String,
 }
 
@@ -315,8 +315,8 @@ pub(super) fn encode(
     let nodes = formula.postorder();
     let mut params: Vec<(u32, FloatFormat)> = Vec::new();
     let mut enc = Encoder {
-        formats: HashMap::new(),
-        names: HashMap::new(),
+        formats: Default::default(),
+        names: Default::default(),
         text: String::new(),
     };
     for node in &nodes {

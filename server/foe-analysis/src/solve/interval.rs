@@ -5,7 +5,6 @@
 use crate::domain::Domain;
 use crate::sym::{self, ArithOp, CmpOp, Expr, Kind};
 use crate::types::{FunctionSignature, ParamType};
-use std::collections::HashMap;
 
 /// A three-valued truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +27,7 @@ enum Abs {
 /// Whether `formula` is false for every input in the box of `domain` (parameters without a range span their
 /// format's finite values).
 pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: &Domain) -> bool {
-    let mut memo = HashMap::new();
+    let mut memo = sym::FingerprintMap::default();
     eval(formula, sig, domain, &mut memo) == Abs::Bool(Truth::False)
 }
 
@@ -90,11 +89,16 @@ fn compare(op: CmpOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Truth {
     }
 }
 
-fn eval(e: &Expr, sig: &FunctionSignature, domain: &Domain, memo: &mut HashMap<u128, Abs>) -> Abs {
+fn eval(
+    e: &Expr,
+    sig: &FunctionSignature,
+    domain: &Domain,
+    memo: &mut sym::FingerprintMap<Abs>,
+) -> Abs {
     if let Some(v) = memo.get(&e.fingerprint()) {
         return *v;
     }
-    let real = |x: &Expr, memo: &mut HashMap<u128, Abs>| match eval(x, sig, domain, memo) {
+    let real = |x: &Expr, memo: &mut sym::FingerprintMap<Abs>| match eval(x, sig, domain, memo) {
         Abs::Real(lo, hi) => Some((lo, hi)),
         _ => None,
     };

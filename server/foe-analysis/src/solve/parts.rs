@@ -139,7 +139,7 @@ fn independent_parts(formula: &Expr, constrained: &[usize]) -> Vec<Part> {
         }
         i
     }
-    let mut owner: HashMap<u128, usize> = HashMap::new();
+    let mut owner: sym::FingerprintMap<usize> = Default::default();
     let mut params_of: Vec<Vec<usize>> = vec![Vec::new(); conjuncts.len()];
     for (c, conjunct) in conjuncts.iter().enumerate() {
         for node in conjunct.postorder() {
@@ -337,7 +337,7 @@ pub(super) const MAX_INTEGER_DEGREE: u64 = 4;
 /// The largest degree (numerator + denominator) of any term of `conjuncts` as a rational function of the
 /// parameters, elementary-function values counting as variables.
 pub(super) fn rational_degree(conjuncts: &[Expr]) -> u64 {
-    let mut memo: HashMap<u128, (u64, u64)> = HashMap::new();
+    let mut memo: sym::FingerprintMap<(u64, u64)> = Default::default();
     let mut worst = 0;
     for c in conjuncts {
         for node in c.postorder() {

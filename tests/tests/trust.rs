@@ -150,7 +150,8 @@ fn three_runs_give_the_same_findings_on_a_loaded_machine() {
 }
 
 /// jetengine's hardest queries spend their time in nlsat's polynomial arithmetic; with Z3 5.4.1 counting it
-/// against the resource limit and the wall-clock safety net at 10 times the budget, the units decide, not the load.
+/// against the resource limit and the safety net on the thread's CPU time (5 times the budget), the units decide,
+/// not the load.
 #[test]
 fn jetengine_gives_the_same_findings_three_times() {
     assert_stable("fixtures/bench/jetengine.c");

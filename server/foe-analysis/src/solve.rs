@@ -60,9 +60,6 @@ pub struct SolveLimits {
     pub deadline: Option<Instant>,
 }
 
-/// Queries started together between two looks at the work budget.
-const CHUNK: usize = 8;
-
 /// The work a solve has done, and its budget ([`SolveLimits::work_ms`]).
 struct WorkMeter {
     limit: Option<u64>,
@@ -71,34 +68,48 @@ struct WorkMeter {
 }
 
 impl WorkMeter {
-    /// Maps `f` over `items` on the solver threads in chunks of [`CHUNK`]; the items of chunks that would start
-    /// once the budget is spent get `None`, as do those whose worker panicked.
+    /// Maps `f` over `items` on the solver threads, each thread with an equal share of the budget left: a thread
+    /// takes its next item only while its own work stays under its share, so which items run does not depend on
+    /// the threads' timing, and no thread waits for another. Items not started (the budget is spent) get `None`,
+    /// as do those whose worker panicked.
     fn map<T: Sync, R: Send>(
         &self,
         items: &[T],
         threads: usize,
         f: impl Fn(&T, &limit::Limiter<'_>) -> R + Sync,
     ) -> Vec<Option<R>> {
-        let mut out = Vec::with_capacity(items.len());
-        for chunk in items.chunks(CHUNK.max(threads)) {
-            if self.limit.is_some_and(|l| self.spent.get() >= l) {
-                self.exhausted.set(true);
-                out.extend(chunk.iter().map(|_| None));
-                continue;
+        let workers = threads.max(1).min(items.len()).max(1) as u64;
+        let share = self
+            .limit
+            .map(|l| l.saturating_sub(self.spent.get()).div_ceil(workers));
+        let started = Instant::now();
+        let results = limit::parallel(items, threads, |item, limiter| {
+            if share.is_some_and(|s| limiter.total_spent_ms() >= s) {
+                return None;
             }
-            let results = limit::parallel(chunk, threads, |item, limiter| {
-                let before = limiter.total_spent_ms();
-                let r = f(item, limiter);
-                (r, limiter.total_spent_ms() - before)
-            });
-            for r in results {
-                out.push(r.map(|(r, spent)| {
+            let before = limiter.total_spent_ms();
+            let r = f(item, limiter);
+            Some((r, limiter.total_spent_ms() - before))
+        });
+        tracing::trace!(
+            items = items.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "solver batch"
+        );
+        results
+            .into_iter()
+            .map(|r| match r {
+                Some(Some((r, spent))) => {
                     self.spent.set(self.spent.get() + spent);
-                    r
-                }));
-            }
-        }
-        out
+                    Some(r)
+                }
+                Some(None) => {
+                    self.exhausted.set(true);
+                    None
+                }
+                None => None,
+            })
+            .collect()
     }
 }
 
@@ -319,6 +330,7 @@ fn solve_reusing(
         if out_of_time() {
             return gave_up();
         }
+        limiter.label(jobs[i].formula.fingerprint());
         if cfg.seed_inputs {
             if let Some(found) = seeds.find(&jobs[i].formula) {
                 if !found.holds {
@@ -399,6 +411,7 @@ fn solve_reusing(
             if out_of_time() {
                 return gave_up();
             }
+            limiter.label(jobs[i].formula.fingerprint());
             let mut nearest = models.clone();
             nearest.sort_by_key(|(j, _)| j.abs_diff(i));
             let hints: Vec<Input> = nearest.into_iter().map(|(_, input)| input).collect();
@@ -448,6 +461,7 @@ fn solve_reusing(
             if out_of_time() {
                 return None;
             }
+            limiter.label(q.formula.fingerprint());
             solve_fp(&q.formula, domain, per_retry, input, limiter)
         });
         fp.extend(

@@ -81,6 +81,7 @@ pub fn solve_function(
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> Solution {
+    super::limit::fresh_contexts();
     let anywhere = solve_until(sig, queries_p, queries_pp, known, cfg, limits);
     let mut candidates: Vec<Input> = anywhere
         .candidates
@@ -152,7 +153,7 @@ pub fn solve_function_isolated(
     let budget = limits
         .deadline
         .map(|d| d.saturating_duration_since(Instant::now()));
-    let request = Request {
+    let mut request = Request {
         terms: terms_of(queries_p.iter().chain(queries_pp)),
         signature: sig.clone(),
         queries_p: queries_p.to_vec(),
@@ -163,27 +164,52 @@ pub fn solve_function_isolated(
         work_ms: limits.work_ms,
         known: relevant,
     };
-    let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
-        .map_err(|e| format!("cannot encode the solver request: {e}"))?;
     // Past its budget a child gives up on the queries it has not started; the kill limit leaves it time to
     // finish the running ones (each at most one query limit) and answer.
     let limit = time_limit(queries_p, queries_pp, cfg).min(budget.map_or(Duration::MAX, |b| {
         b + Duration::from_millis(2 * cfg.solver_timeout_ms + 2_000)
     }));
-    match solve_in_child(&body, limit, stop) {
-        Err(ChildError::Crashed(first)) => {
-            tracing::warn!(function = %sig.name, "{first}; solving again");
-            solve_in_child(&body, limit, stop).map_err(|e| e.to_string())
+    // A crash comes from an interrupt that left Z3's heap corrupt (or is one that depends on timing): the next
+    // attempt takes the queries interrupted before it as given up, so it does not interrupt them again.
+    let mut attempt = 1;
+    loop {
+        let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
+            .map_err(|e| format!("cannot encode the solver request: {e}"))?;
+        match solve_in_child(&body, limit, stop) {
+            Err(ChildError::Crashed {
+                message,
+                interrupted,
+            }) if attempt < MAX_ATTEMPTS => {
+                tracing::warn!(
+                    function = %sig.name,
+                    interrupted = interrupted.len(),
+                    "{message}; solving again without the queries it interrupted"
+                );
+                for label in interrupted {
+                    request
+                        .known
+                        .entry(label)
+                        .or_insert_with(KnownVerdict::gave_up);
+                }
+                attempt += 1;
+            }
+            other => return other.map_err(|e| e.to_string()),
         }
-        other => other.map_err(|e| e.to_string()),
     }
 }
+
+/// Solver processes started for one function at most: a crash is retried twice.
+const MAX_ATTEMPTS: u32 = 3;
 
 /// Why a child gave no solution.
 #[derive(Debug, thiserror::Error)]
 enum ChildError {
-    #[error("{0}")]
-    Crashed(String),
+    /// The process died; the labels of the queries the watchdog interrupted before ([`super::limit::INTERRUPTING`]).
+    #[error("{message}")]
+    Crashed {
+        message: String,
+        interrupted: Vec<String>,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -219,9 +245,16 @@ fn solve_in_child(
             || "was killed by a signal".to_string(),
             |c| format!("exited with {c}"),
         );
-        return Err(ChildError::Crashed(format!(
-            "the solver process {how} (Z3 crashed)"
-        )));
+        let interrupted = out
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix(super::limit::INTERRUPTING))
+            .map(|label| label.trim().to_string())
+            .collect();
+        return Err(ChildError::Crashed {
+            message: format!("the solver process {how} (Z3 crashed)"),
+            interrupted,
+        });
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| ChildError::Other(format!("cannot read the solver's answer: {e}")))

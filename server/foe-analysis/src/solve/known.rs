@@ -31,6 +31,15 @@ pub(super) fn key(fingerprint: u128) -> String {
 }
 
 impl KnownVerdict {
+    /// A formula given up on: one whose query crashed the solver process when interrupted.
+    pub(super) fn gave_up() -> KnownVerdict {
+        KnownVerdict {
+            verdict: Verdict::Unknown,
+            input: None,
+            misses: false,
+        }
+    }
+
     pub(super) fn of(result: &RealResult) -> KnownVerdict {
         KnownVerdict {
             verdict: result.verdict,

@@ -2,20 +2,28 @@
 //!
 //! A query's budget is a Z3 resource limit (`rlimit`, counted in Z3's own steps), so the same query gives the
 //! same answer however loaded the machine is; budgets are given in milliseconds and converted at
-//! [`RLIMIT_PER_MS`] (calibrated on an unloaded machine). Items are dealt to the workers in a fixed order (worker
-//! `w` takes items `w`, `w + n`, ...), so each worker's Z3 context sees the same queries in the same order every
-//! run.
+//! [`RLIMIT_PER_MS`] (calibrated on an unloaded machine). Items are dealt to the workers in a fixed order (a fixed
+//! shuffle, then round-robin), so each worker's Z3 context sees the same queries in the same order every run.
 //!
-//! The wall clock stays as a safety net only ([`WALL_CLOCK_FACTOR`] times the budget): Z3's `timeout` parameter
-//! and its `try_for` tactics run on a pool of timer threads (`scoped_timer`) that deadlocks in libz3 4.8.12 under
-//! concurrent use, and whose `pthread_atfork` handler spins when the process forks while a query runs (Z3 issues
-//! #5990, PR #7618). So no query here sets a timeout or uses a tactic with one: a watchdog thread calls
+//! Time stays as a safety net only, for queries whose Z3 steps do not count their work (nlsat's arithmetic on
+//! algebraic numbers with huge coefficients runs for seconds on a few thousand units): the query's thread CPU
+//! time past [`CPU_TIME_FACTOR`] times its budget, which a loaded machine does not change (the thread runs less
+//! often, not slower), and the wall clock past [`WALL_CLOCK_FACTOR`] times it as the last resort. Z3's `timeout`
+//! parameter and its `try_for` tactics run on a pool of timer threads (`scoped_timer`) that deadlocks in libz3
+//! 4.8.12 under concurrent use, and whose `pthread_atfork` handler spins when the process forks while a query runs
+//! (Z3 issues #5990, PR #7618). So no query here sets a timeout or uses a tactic with one: a watchdog thread calls
 //! `Z3_interrupt` on the context of a query that passes its deadline instead. An interrupted context stays
-//! cancelled, so the worker continues in a fresh one.
+//! cancelled, so the worker continues in a fresh one; it does so after every query Z3 gave up on, so that which
+//! context a query runs in (its terms' ids order Z3's rewriting) does not depend on which net stopped a query.
+//! A query the net stopped counts its whole budget as spent, as if its units had run out.
+//!
+//! An interrupt can leave nlsat's heap corrupt (Z3 5.4.1 then aborts in `nlsat::solver::~solver`): before it
+//! interrupts a query the watchdog writes the query's label to standard error ([`INTERRUPTING`]), so that the
+//! solver process's parent can solve again without that query.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use z3::{SatResult, Solver};
@@ -24,20 +32,65 @@ use z3::{SatResult, Solver};
 /// `cargo test -p foe-analysis rlimit_rate -- --ignored --nocapture`).
 pub(super) const RLIMIT_PER_MS: u64 = 200;
 
-/// The wall-clock safety net of a query: this many times its budget (plus 100 ms). Z3 5.4.1's nlsat counts its
-/// polynomial arithmetic against the resource limit, but slowly: jetengine's hardest queries spend 25-50 units per
-/// ms on a loaded machine (a quarter of [`RLIMIT_PER_MS`]), so at 3 times the budget the wall clock stopped 3-5 of
-/// them before their units ran out, and which ones depended on the load. At 10 times the units decide.
-pub(super) const WALL_CLOCK_FACTOR: u64 = 10;
+/// The CPU-time safety net of a query: this many times its budget of its thread's CPU time (plus 50 ms). Z3
+/// 5.4.1's nlsat counts its polynomial arithmetic against the resource limit, but slowly: on atanh.c the queries
+/// the net stops count about 28 units per ms of CPU time, the slowest that end by their units 50 (a seventh and
+/// a quarter of [`RLIMIT_PER_MS`]). At 5 times the budget the units decide down to 40 units per ms.
+pub(super) const CPU_TIME_FACTOR: u64 = 5;
+
+/// The wall-clock safety net of a query: this many times its budget (plus 100 ms), for a machine so loaded that
+/// the query's thread hardly runs. (With the wall clock as the only net, jetengine's hardest queries, at 25-50
+/// units per wall-clock ms on a loaded machine, were stopped at 3 times the budget before their units ran out.)
+pub(super) const WALL_CLOCK_FACTOR: u64 = 20;
+
+/// What the watchdog writes to standard error, followed by the query's label, before it interrupts the query.
+pub const INTERRUPTING: &str = "foe-solver: interrupting query ";
 
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
 
-/// A running query: its context, deadline, and whether the watchdog interrupted it.
+/// A running query: its context, label, deadlines, and whether the watchdog interrupted it.
 struct Slot {
     context: RawContext,
+    label: Option<u128>,
     deadline: Instant,
+    /// The worker thread's CPU clock and the CPU time at which the query is stopped.
+    cpu_deadline: Option<(CpuClock, Duration)>,
     fired: bool,
+}
+
+impl Slot {
+    fn overdue(&self, now: Instant) -> bool {
+        now >= self.deadline
+            || self
+                .cpu_deadline
+                .is_some_and(|(clock, at)| clock.now().is_some_and(|t| t >= at))
+    }
+}
+
+/// A thread's CPU-time clock (`pthread_getcpuclockid`): the time the thread ran, readable from other threads.
+#[derive(Clone, Copy)]
+struct CpuClock(libc::clockid_t);
+
+impl CpuClock {
+    /// The calling thread's clock, valid while the thread lives.
+    fn of_this_thread() -> Option<CpuClock> {
+        let mut id: libc::clockid_t = 0;
+        // SAFETY: `pthread_self` is the calling thread, alive during the call; `id` is a valid out pointer.
+        let ok = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) } == 0;
+        ok.then_some(CpuClock(id))
+    }
+
+    /// The thread's CPU time so far; `None` once the thread has ended.
+    fn now(self) -> Option<Duration> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid out pointer; an ended thread's clock id gives an error, not undefined behaviour.
+        let ok = unsafe { libc::clock_gettime(self.0, &mut ts) } == 0;
+        ok.then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
 }
 
 /// A Z3 context handle for `Z3_interrupt`, which may be called from any thread.
@@ -58,7 +111,10 @@ impl Watchdog {
             let now = Instant::now();
             let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
             for slot in slots.iter_mut().flatten() {
-                if !slot.fired && now >= slot.deadline {
+                if !slot.fired && slot.overdue(now) {
+                    if let Some(label) = slot.label {
+                        eprintln!("{INTERRUPTING}{label:032x}");
+                    }
                     // SAFETY: the context is alive while its slot is registered (see RawContext).
                     unsafe { z3_sys::Z3_interrupt(slot.context.0) };
                     slot.fired = true;
@@ -72,16 +128,25 @@ impl Watchdog {
 pub(super) struct Limiter<'a> {
     watchdog: &'a Watchdog,
     worker: usize,
-    interrupted: Cell<bool>,
+    /// Whether Z3 gave up on a query (the worker's context is then replaced).
+    gave_up: Cell<bool>,
+    /// The label [`INTERRUPTING`] names the running query by.
+    label: Cell<Option<u128>>,
     /// The budget the last check used, in milliseconds at [`RLIMIT_PER_MS`] (deterministic).
     last_spent_ms: Cell<u32>,
-    /// The budget all checks of this limiter used so far, likewise.
+    /// The budget all checks of this worker used so far in this call of [`parallel`], likewise.
     total_spent_ms: Cell<u64>,
 }
 
 impl Limiter<'_> {
+    /// Names the query the following checks belong to (a formula's fingerprint), for [`INTERRUPTING`].
+    pub(super) fn label(&self, label: u128) {
+        self.label.set(Some(label));
+    }
+
     /// `solver.check()` within a resource limit worth `budget_ms`, giving `Unknown` when it runs out (or, as a
-    /// safety net, when the wall clock passes [`WALL_CLOCK_FACTOR`] times the budget).
+    /// safety net, when the thread's CPU time passes [`CPU_TIME_FACTOR`] times the budget or the wall clock
+    /// [`WALL_CLOCK_FACTOR`] times).
     pub(super) fn check(&self, solver: &Solver, budget_ms: u32) -> SatResult {
         let units = (budget_ms.max(1) as u64 * RLIMIT_PER_MS).min(u32::MAX as u64) as u32;
         let mut params = z3::Params::new();
@@ -90,20 +155,32 @@ impl Limiter<'_> {
         let before = rlimit_count(solver);
         let context = RawContext(solver.get_context().get_z3_context());
         let wall = Duration::from_millis(budget_ms as u64 * WALL_CLOCK_FACTOR + 100);
+        let cpu = Duration::from_millis(budget_ms as u64 * CPU_TIME_FACTOR + 50);
+        let cpu_deadline =
+            CpuClock::of_this_thread().and_then(|clock| Some((clock, clock.now()? + cpu)));
         self.set_slot(Some(Slot {
             context,
+            label: self.label.get(),
             deadline: Instant::now() + wall,
+            cpu_deadline,
             fired: false,
         }));
         let started = Instant::now();
         let result = solver.check();
         let took = started.elapsed();
-        if self.take_slot().is_some_and(|s| s.fired) {
-            self.interrupted.set(true);
-            tracing::debug!(budget_ms, "query stopped by the wall-clock safety net");
+        let cpu_took = cpu_deadline.and_then(|(clock, at)| Some(clock.now()? + cpu - at));
+        let stopped = self.take_slot().is_some_and(|s| s.fired);
+        if stopped {
+            tracing::debug!(budget_ms, ?took, "query stopped by the time safety net");
         }
-        let used = rlimit_count(solver).saturating_sub(before);
-        tracing::trace!(used, budget = units, ?result, ?took, reason = ?(result == SatResult::Unknown).then(|| solver.get_reason_unknown()), "z3 check");
+        self.gave_up
+            .set(self.gave_up.get() || result == SatResult::Unknown);
+        let used = if stopped {
+            units as u64
+        } else {
+            rlimit_count(solver).saturating_sub(before)
+        };
+        tracing::trace!(used, budget = units, ?result, ?took, ?cpu_took, reason = ?(result == SatResult::Unknown).then(|| solver.get_reason_unknown()), "z3 check");
         let spent = (used / RLIMIT_PER_MS).min(budget_ms as u64) as u32;
         self.last_spent_ms.set(spent);
         self.total_spent_ms
@@ -150,10 +227,36 @@ fn rlimit_count(solver: &Solver) -> u64 {
 }
 
 thread_local! {
-    /// This solver thread's Z3 context, kept across calls of [`parallel`] until one of its queries is interrupted
-    /// (an interrupted context stays cancelled). Making a context costs milliseconds (Z3 declares every theory's
-    /// symbols and the kernel zeroes its fresh pages): a context per chunk of queries was a fifth of a solve.
-    static WORKER_CONTEXT: RefCell<Option<z3::Context>> = const { RefCell::new(None) };
+    /// This solver thread's Z3 context, kept across calls of [`parallel`] until Z3 gives up on one of its queries
+    /// (see the module's doc) or a new solve starts ([`fresh_contexts`]). Making a context costs milliseconds (Z3
+    /// declares every theory's symbols and the kernel zeroes its fresh pages): a context per chunk of queries was
+    /// a fifth of a solve.
+    static WORKER_CONTEXT: RefCell<Option<(u64, z3::Context)>> = const { RefCell::new(None) };
+}
+
+/// Bumped by [`fresh_contexts`]: a worker context made in an earlier generation is replaced.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Makes the solver threads start the next work in new contexts, so that what a solve gives does not depend on
+/// what the process solved before it.
+pub(super) fn fresh_contexts() {
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// This thread's worker context of the current generation, made if needed.
+fn worker_context() -> z3::Context {
+    let generation = GENERATION.load(Ordering::Acquire);
+    WORKER_CONTEXT.with(|c| {
+        let mut c = c.borrow_mut();
+        match &*c {
+            Some((g, ctx)) if *g == generation => ctx.clone(),
+            _ => {
+                let ctx = fresh_context();
+                *c = Some((generation, ctx.clone()));
+                ctx
+            }
+        }
+    })
 }
 
 /// A new Z3 context with the default configuration, as `z3::with_z3_config` makes one, but owned by the caller.
@@ -192,8 +295,18 @@ fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
         .clone()
 }
 
+/// A permutation of `0..n` that depends on `n` only (Fisher-Yates with a fixed seed).
+fn dealing_order(n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut rng = crate::rng::SplitMix(0x5eed ^ n as u64);
+    for i in (1..n).rev() {
+        order.swap(i, rng.range(0, i as i64) as usize);
+    }
+    order
+}
+
 /// Maps `f` over `items` on up to `threads` solver threads. Each thread works in its own Z3 context, kept from
-/// call to call ([`WORKER_CONTEXT`]) and replaced after one of its queries was interrupted. Results in item order,
+/// call to call ([`WORKER_CONTEXT`]) and replaced after Z3 gave up on one of its queries. Results in item order,
 /// `None` where a worker panicked.
 pub(super) fn parallel<T: Sync, R: Send>(
     items: &[T],
@@ -208,36 +321,43 @@ pub(super) fn parallel<T: Sync, R: Send>(
         slots: Mutex::new((0..workers).map(|_| None).collect()),
         stop: AtomicBool::new(false),
     };
-    // Takes items until none is left (true) or a query was interrupted (false).
-    let work = |worker: usize, out: &Mutex<Vec<(usize, R)>>| -> bool {
+    // The items in a fixed shuffled order, dealt round-robin: neighbouring items are often alike (the paths of
+    // one operation), so dealing them in turn put the slow ones on the same worker.
+    let order = dealing_order(items.len());
+    // Takes items until none is left (true) or Z3 gave up on one (false); `state` holds the results so far and
+    // the budget the worker spent.
+    let work = |worker: usize, state: &Mutex<(Vec<(usize, R)>, u64)>| -> bool {
+        let mut state = state.lock().unwrap_or_else(|p| p.into_inner());
         let limiter = Limiter {
             watchdog: &watchdog,
             worker,
-            interrupted: Cell::new(false),
+            gave_up: Cell::new(false),
+            label: Cell::new(None),
             last_spent_ms: Cell::new(0),
-            total_spent_ms: Cell::new(0),
+            total_spent_ms: Cell::new(state.1),
         };
-        let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
-        // Items dealt in a fixed order: this worker's are worker, worker + workers, ...; resume after those done.
-        let done = out.len();
-        for i in (worker..items.len()).step_by(workers).skip(done) {
+        let done = state.0.len();
+        let mut finished = true;
+        for &i in order.iter().skip(worker).step_by(workers).skip(done) {
+            limiter.label.set(None);
             let r = f(&items[i], &limiter);
-            out.push((i, r));
-            if limiter.interrupted.get() {
-                return false;
+            state.0.push((i, r));
+            if limiter.gave_up.get() {
+                finished = false;
+                break;
             }
         }
-        true
+        state.1 = limiter.total_spent_ms();
+        finished
     };
     let run_worker = |worker: usize| -> Vec<(usize, R)> {
         if worker >= workers {
             return Vec::new();
         }
-        let out = Mutex::new(Vec::new());
+        let state = Mutex::new((Vec::new(), 0));
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| loop {
-            let context =
-                WORKER_CONTEXT.with(|c| c.borrow_mut().get_or_insert_with(fresh_context).clone());
-            if z3::with_z3_context(&context, || work(worker, &out)) {
+            let context = worker_context();
+            if z3::with_z3_context(&context, || work(worker, &state)) {
                 break;
             }
             WORKER_CONTEXT.with(|c| c.borrow_mut().take());
@@ -248,7 +368,7 @@ pub(super) fn parallel<T: Sync, R: Send>(
             WORKER_CONTEXT.with(|c| c.borrow_mut().take());
             return Vec::new();
         }
-        out.into_inner().unwrap_or_else(|p| p.into_inner())
+        state.into_inner().unwrap_or_else(|p| p.into_inner()).0
     };
     /// Stops the watchdog when the scope's body ends, also by a panic (else the scope would wait for it forever).
     struct StopOnDrop<'a>(&'a Watchdog, std::thread::Thread);

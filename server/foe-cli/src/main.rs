@@ -293,8 +293,6 @@ fn print_version() {
     ));
 }
 
-/// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would
-/// accept them in comments, rather than losing the file.
 /// Logs to stderr, filtered by FOE_LOG (else `default`).
 fn init_logging(default: &str) {
     tracing_subscriber::fmt()
@@ -307,6 +305,8 @@ fn init_logging(default: &str) {
         .init();
 }
 
+/// The file's text; bytes that are not UTF-8 (a Latin-1 comment) become U+FFFD with a warning, as clang would
+/// accept them in comments, rather than losing the file.
 fn read_source(file: &Path) -> anyhow::Result<String> {
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     match String::from_utf8(bytes) {

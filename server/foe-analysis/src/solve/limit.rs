@@ -2,8 +2,9 @@
 //!
 //! A query's budget is a Z3 resource limit (`rlimit`, counted in Z3's own steps), so the same query gives the
 //! same answer however loaded the machine is; budgets are given in milliseconds and converted at
-//! [`RLIMIT_PER_MS`] (calibrated on an unloaded machine). Items are dealt to the workers in a fixed order (a fixed
-//! shuffle, then round-robin), so each worker's Z3 context sees the same queries in the same order every run.
+//! [`RLIMIT_PER_MS`] (calibrated on an unloaded machine). Items are dealt to the workers in a fixed order (worker
+//! `w` takes items `w`, `w + n`, ...), so each worker's Z3 context sees the same queries in the same order every
+//! run.
 //!
 //! Time stays as a safety net only, for queries whose Z3 steps do not count their work (nlsat's arithmetic on
 //! algebraic numbers with huge coefficients runs for seconds on a few thousand units): the query's thread CPU
@@ -295,16 +296,6 @@ fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
         .clone()
 }
 
-/// A permutation of `0..n` that depends on `n` only (Fisher-Yates with a fixed seed).
-fn dealing_order(n: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut rng = crate::rng::SplitMix(0x5eed ^ n as u64);
-    for i in (1..n).rev() {
-        order.swap(i, rng.range(0, i as i64) as usize);
-    }
-    order
-}
-
 /// Maps `f` over `items` on up to `threads` solver threads. Each thread works in its own Z3 context, kept from
 /// call to call ([`WORKER_CONTEXT`]) and replaced after Z3 gave up on one of its queries. Results in item order,
 /// `None` where a worker panicked.
@@ -321,9 +312,6 @@ pub(super) fn parallel<T: Sync, R: Send>(
         slots: Mutex::new((0..workers).map(|_| None).collect()),
         stop: AtomicBool::new(false),
     };
-    // The items in a fixed shuffled order, dealt round-robin: neighbouring items are often alike (the paths of
-    // one operation), so dealing them in turn put the slow ones on the same worker.
-    let order = dealing_order(items.len());
     // Takes items until none is left (true) or Z3 gave up on one (false); `state` holds the results so far and
     // the budget the worker spent.
     let work = |worker: usize, state: &Mutex<(Vec<(usize, R)>, u64)>| -> bool {
@@ -338,7 +326,10 @@ pub(super) fn parallel<T: Sync, R: Send>(
         };
         let done = state.0.len();
         let mut finished = true;
-        for &i in order.iter().skip(worker).step_by(workers).skip(done) {
+        // Items dealt in turn: this worker's are worker, worker + workers, ... (dealing them in a shuffled order
+        // balanced the threads better but made GSL's hyperg_1F1.c solve half as much in twice the time: a query
+        // runs faster in a context that just solved its neighbour, the same operation's previous path).
+        for i in (worker..items.len()).step_by(workers).skip(done) {
             limiter.label.set(None);
             let r = f(&items[i], &limiter);
             state.0.push((i, r));

@@ -28,8 +28,9 @@ fn solver(reals_only: bool) -> Solver {
     let solver = z3::Tactic::new("qfnra-nlsat").solver();
     let mut params = z3::Params::new();
     params.set_bool("factor", false);
-    // Nor with Z3 5.4's levelwise cell projection (`lws`): it corrupts the heap (sici.c crashed the solver
-    // process in two runs of three with it, in none of nine without), and is no faster on these queries.
+    // Nor with Z3 5.4's levelwise cell projection (`lws`): with it sici.c's solver process crashed in two runs of
+    // three, without it in none of nine on the same build, and it is no faster on these queries. (Interrupts can
+    // still corrupt nlsat's heap without it: see `limit.rs`.)
     params.set_bool("lws", false);
     solver.set_params(&params);
     solver

@@ -274,7 +274,6 @@ pub(super) fn model_rational(v: &Real, fmt: FloatFormat) -> Option<BigRational> 
             return None;
         }
         let mut precision = 24u32;
-        let t0 = std::time::Instant::now();
         loop {
             let lower = Real::wrap(
                 v.get_ctx(),
@@ -287,11 +286,6 @@ pub(super) fn model_rational(v: &Real, fmt: FloatFormat) -> Option<BigRational> 
             let lo = parse_numeral(&numeral_string(ctx, lower.get_z3_ast())?)?;
             let hi = parse_numeral(&numeral_string(ctx, upper.get_z3_ast())?)?;
             if round_rational(&lo, fmt) == round_rational(&hi, fmt) || precision >= 1200 {
-                tracing::trace!(
-                    precision,
-                    ms = t0.elapsed().as_millis() as u64,
-                    "algebraic model value"
-                );
                 return Some(lo);
             }
             precision *= 2;

@@ -17,7 +17,7 @@
 //! that returned.
 //!
 //! The cause of a confirmed divergence is found the same way: the input is run on builds of P' that differ in one
-//! option ([`PROBES`]); the first whose exceptions equal P's names the [`Cause`]. The probes are built and run
+//! option ([`PROBES`]) and on plain `-O2`; [`decide`] names the [`Cause`]. The probes are built and run
 //! in that order, two at a time, only for the divergences still unexplained.
 
 mod build;
@@ -215,8 +215,7 @@ pub fn confirm_function(
     // The probes in the order `decide` asks them, two at a time (their builds run in parallel), each run only on
     // the witnesses no earlier probe explained: a divergence is explained by the first probe that gives P's
     // exceptions, so later probes would not change its cause.
-    let mut order: Vec<Probe> = PROBES.iter().map(|(c, _)| Probe::Without(*c)).collect();
-    order.push(Probe::Without(Cause::Optimisation));
+    let order = probe_order();
     // Per witness, each probe's run on it (`None`: not run, or did not return).
     let mut runs: Vec<HashMap<Probe, ShippedRun>> = vec![HashMap::new(); to_explain.len()];
     let mut explained = vec![false; to_explain.len()];
@@ -236,9 +235,9 @@ pub fn confirm_function(
             }
         }
         for &w in &open {
-            // Explained once a single option is the cause.
+            // Explained once a single option, or optimisation without fast-math, is the cause.
             let cause = cause_of(&to_explain[w].2, to_explain[w].3, &runs[w]);
-            explained[w] = PROBES.iter().any(|(c, _)| *c == cause);
+            explained[w] = !matches!(cause, Cause::Combined | Cause::Undetermined);
         }
     }
     for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
@@ -273,22 +272,39 @@ fn same_as(p_run: &ShippedRun, run: &ShippedRun, sets_differ: bool) -> Option<bo
     }
 }
 
-/// The cause of a divergence from whether each probe's shipped run raised what P raised: the first single option
-/// whose removal gives P's exceptions; else optimisation when plain `-O2` differs from P too; else several
-/// options together.
+/// The probes in the order [`decide`] asks them: flush-to-zero (no edit of the code reaches it), plain `-O2`
+/// (no fast-math option is needed for the divergence), then each fast-math option.
+fn probe_order() -> Vec<Probe> {
+    let (ftz, options) = PROBES.split_first().expect("probes");
+    std::iter::once(Probe::Without(ftz.0))
+        .chain(std::iter::once(Probe::Without(Cause::Optimisation)))
+        .chain(options.iter().map(|(c, _)| Probe::Without(*c)))
+        .collect()
+}
+
+/// The cause of a divergence from whether each probe's shipped run raised what P raised: flush-to-zero when
+/// linking without it gives P's exceptions; else optimisation when plain `-O2` does not give them either (the
+/// divergence needs no fast-math option, so turning fast-math off does not remove it); else the first fast-math
+/// option whose removal gives P's exceptions; else several options together.
 pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
     let mut all_ran = true;
-    for (cause, _) in PROBES {
-        match same_as_p(Probe::Without(cause)) {
-            Some(true) => return cause,
-            Some(false) => {}
-            None => all_ran = false,
+    for probe in probe_order() {
+        let cause = match probe {
+            Probe::Without(cause) => cause,
+            Probe::Reference | Probe::Shipped => continue,
+        };
+        match (cause, same_as_p(probe)) {
+            (Cause::Optimisation, Some(false)) => return Cause::Optimisation,
+            (Cause::Optimisation, Some(true)) => {}
+            (_, Some(true)) => return cause,
+            (_, Some(false)) => {}
+            (_, None) => all_ran = false,
         }
     }
-    match same_as_p(Probe::Without(Cause::Optimisation)) {
-        Some(false) => Cause::Optimisation,
-        Some(true) if all_ran => Cause::Combined,
-        _ => Cause::Undetermined,
+    if all_ran {
+        Cause::Combined
+    } else {
+        Cause::Undetermined
     }
 }
 

@@ -53,6 +53,8 @@ pub fn run_tool_until(
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     die_with_foe(&mut cmd);
+    let started = Instant::now();
+    let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd.spawn()?;
     if let Some(data) = stdin {
         let mut pipe = child.stdin.take().expect("piped stdin");
@@ -76,6 +78,12 @@ pub fn run_tool_until(
     let (status, timed_out) = wait_until(&mut child, timeout, stop)?;
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    tracing::trace!(
+        program,
+        ?status,
+        ms = started.elapsed().as_millis() as u64,
+        "tool ran"
+    );
     Ok(ToolOutput {
         status,
         stdout,

@@ -68,7 +68,7 @@ fn database_entries(file: &Path, db: &Path) -> Vec<PathBuf> {
 }
 
 /// Whether the C library (libc or libm) defines `name`.
-fn c_library_defines(name: &str) -> bool {
+pub(crate) fn c_library_defines(name: &str) -> bool {
     static LIBM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let Ok(symbol) = std::ffi::CString::new(name) else {
         return false;

@@ -177,6 +177,8 @@ pub fn solve(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
 ) -> SolveOutcome {
+    // Z3's answers depend on what its context solved before: a solve starts with fresh ones.
+    limit::fresh_contexts();
     solve_reusing(
         sig,
         queries_p,
@@ -343,7 +345,7 @@ fn solve_reusing(
                 };
             }
         }
-        if domain.is_some_and(|d| interval::refutes(&jobs[i].formula, sig, d)) {
+        if interval::refutes(&jobs[i].formula, sig, domain) {
             return RealResult {
                 verdict: Verdict::Unsat,
                 input: None,

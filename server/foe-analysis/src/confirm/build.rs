@@ -16,6 +16,10 @@ pub const CONFIRM_C: &str = include_str!("../../../../runtime/foe_confirm.c");
 /// set it.
 const DRIVER_FLAGS: &[&str] = &["-c", "-O2", "-fno-fast-math", "-w"];
 
+/// Debug info for the traces' lines and columns (inlined frames included), and no more: it changes no
+/// instruction clang emits, and compiles and links faster than full `-g`.
+const DEBUG_INFO: &str = "-gline-tables-only";
+
 /// Sections whose code runs at start-up or exit (constructors, destructors, init and fini arrays, and their
 /// relocations): the analysis never asks for them, so they are removed from the user's objects before the
 /// shipped binary is linked, as the worker's linking drops them.
@@ -56,6 +60,9 @@ fn into_cache(built: PathBuf, cached: Option<PathBuf>) -> PathBuf {
 /// Removes [`START_UP_SECTIONS`] from `obj` in place (LLVM's objcopy, else binutils'), and the debug info too
 /// when it refers to them.
 pub(super) fn strip_start_up_code(obj: &Path, dir: &Path) -> Result<(), String> {
+    if has_start_up_code(obj) == Some(false) {
+        return Ok(());
+    }
     let tool = ["/usr/lib/llvm-19/bin/llvm-objcopy", "/usr/bin/objcopy"]
         .into_iter()
         .find(|t| Path::new(t).is_file())
@@ -86,6 +93,26 @@ pub(super) fn strip_start_up_code(obj: &Path, dir: &Path) -> Result<(), String> 
         ));
     }
     Ok(())
+}
+
+/// Whether the object has a section of [`START_UP_SECTIONS`]; `None` when it cannot be read. Most have none,
+/// and reading the section headers is cheaper than running objcopy.
+fn has_start_up_code(obj: &Path) -> Option<bool> {
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(obj).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let matches = |name: &str| {
+        START_UP_SECTIONS
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == *pattern,
+            })
+    };
+    Some(
+        file.sections()
+            .any(|section| section.name().is_ok_and(matches)),
+    )
 }
 
 /// The driver object for `clang`: from the on-disk cache, else compiled into `dir` (and cached).
@@ -138,6 +165,7 @@ pub(super) fn unit_object(
         h.update(b"\x01");
         h.update(compile_flags.join("\u{0}").as_bytes());
         h.update(clang.as_os_str().as_encoded_bytes());
+        h.update(DEBUG_INFO.as_bytes());
         h.finalize().to_hex()[..24].to_string()
     };
     let cached = cache_dir("units").map(|d| d.join(format!("{key}.shipped.o")));
@@ -153,7 +181,7 @@ pub(super) fn unit_object(
     let mut cmd = process::command(clang, &cwd);
     cmd.args(unit_flags)
         .args(compile_flags)
-        .args(["-w", "-g", "-Dmain=foe_confirm_unit_main", "-c"])
+        .args(["-w", DEBUG_INFO, "-Dmain=foe_confirm_unit_main", "-c"])
         .arg(unit)
         .arg("-o")
         .arg(&obj);
@@ -183,8 +211,7 @@ pub(super) fn compile_file(
     cmd.args(flags)
         .args([
             "-w",
-            // Debug info for the trace's lines; it changes no instruction clang emits.
-            "-g",
+            DEBUG_INFO,
             "-Dmain=foe_confirm_user_main",
             "-c",
             "-x",

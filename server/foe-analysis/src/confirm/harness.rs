@@ -147,6 +147,9 @@ pub struct Harness {
     objects: Mutex<HashMap<Vec<String>, PathBuf>>,
     /// The stubs an earlier link needed (names, object): linked into every later binary from the start.
     stubs: Mutex<Option<(Vec<String>, PathBuf)>>,
+    /// What no file of the project and not the C library defines ([`crate::project::Linked::unresolved`]):
+    /// stubbed before the first link, so that it does not fail for them.
+    expected_stubs: Vec<String>,
     /// Symbols stubbed although the instrumented builds ran a definition of them (the project's units could not
     /// all be linked): where there are any, the binaries are not the program (a global's value, a callee's
     /// result are missing), so a difference they do not show is not taken as evidence against the
@@ -176,6 +179,7 @@ impl Harness {
             unit_objects: HashMap::new(),
             objects: Mutex::new(HashMap::new()),
             stubs: Mutex::new(None),
+            expected_stubs: Vec::new(),
             stubbed: Default::default(),
         }
     }
@@ -186,6 +190,12 @@ impl Harness {
     pub fn with_units(mut self, linked: &crate::project::Linked, base_flags: &[String]) -> Harness {
         self.unresolved_data = linked.unresolved_data.clone();
         self.beyond_cap = linked.beyond_cap.clone();
+        self.expected_stubs = linked
+            .unresolved
+            .iter()
+            .filter(|s| !crate::project::c_library_defines(s))
+            .cloned()
+            .collect();
         let units = &linked.units;
         self.units = units
             .iter()
@@ -297,6 +307,36 @@ impl Harness {
         }
     }
 
+    /// Compiles stubs for [`Harness::expected_stubs`] before the first link (once), so that links do not fail
+    /// for them first; those standing for data or for a unit past the limit make the binaries not the program,
+    /// as when a failed link names them.
+    fn stub_expected(&mut self, dir: &Path) {
+        let known = self.stubs.get_mut().map(|k| k.is_some()).unwrap_or(true);
+        if known || self.expected_stubs.is_empty() {
+            return;
+        }
+        let names = std::mem::take(&mut self.expected_stubs);
+        let obj = dir.join("expected-stubs.o");
+        match build::compile_stubs(&self.config.clang, dir, &names, &self.unresolved_data, &obj) {
+            Ok(()) => {
+                if let Ok(stubbed) = self.stubbed.get_mut() {
+                    stubbed.extend(
+                        names
+                            .iter()
+                            .filter(|m| {
+                                self.unresolved_data.contains(*m) || self.beyond_cap.contains(*m)
+                            })
+                            .cloned(),
+                    );
+                }
+                if let Ok(stubs) = self.stubs.get_mut() {
+                    *stubs = Some((names, obj));
+                }
+            }
+            Err(e) => tracing::debug!("the expected stubs are left to the links: {e}"),
+        }
+    }
+
     /// Builds the binaries of `probes` not built yet (in parallel); a failure is kept per probe.
     pub fn prepare(&mut self, probes: &[Probe]) {
         let todo: Vec<Probe> = probes
@@ -322,6 +362,7 @@ impl Harness {
             .clone();
         let unit_sets: Vec<Vec<String>> = todo.iter().map(|&p| self.unit_flags(p)).collect();
         self.compile_units(&unit_sets, &dir);
+        self.stub_expected(&dir);
         let source = format!("{}\n{}", self.text, build::thunks(&self.functions));
         let this = &*self;
         let built: Vec<(Probe, Result<PathBuf, String>)> = std::thread::scope(|scope| {
@@ -514,6 +555,7 @@ impl Harness {
             })
             .collect();
         let limit_ms = self.config.exec_timeout_ms.max(1);
+        let t0 = std::time::Instant::now();
         let mut replies: Vec<Reply> = Vec::with_capacity(inputs.len());
         while replies.len() < inputs.len() {
             let rest = &lines[replies.len()..];
@@ -532,6 +574,13 @@ impl Harness {
             .any(|r| r.1.iter().any(|e| e.addr.is_some()))
             .then(|| trace::loader(&exe))
             .flatten();
+        tracing::trace!(
+            ?probe,
+            function,
+            inputs = inputs.len(),
+            ms = t0.elapsed().as_millis() as u64,
+            "probe ran"
+        );
         let lines_in_file = self.text.lines().count() as u32;
         Ok(replies
             .into_iter()

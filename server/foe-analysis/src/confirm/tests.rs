@@ -382,7 +382,8 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
 }
 
 #[test]
-fn the_cause_is_the_first_option_whose_removal_gives_p_s_exceptions() {
+fn the_cause_is_flush_to_zero_then_plain_optimisation_then_the_first_option_whose_removal_gives_p_s_exceptions(
+) {
     let same = |ftz: bool, plain: bool| {
         move |probe: Probe| {
             Some(match probe {
@@ -396,6 +397,18 @@ fn the_cause_is_the_first_option_whose_removal_gives_p_s_exceptions() {
     assert_eq!(decide(same(false, false)), Cause::Optimisation);
     assert_eq!(decide(same(false, true)), Cause::Combined);
     assert_eq!(decide(|_| None), Cause::Undetermined);
+    // Removing re-association gives P's exceptions: re-association, unless plain -O2 diverges too.
+    let reassociation = |plain: bool| {
+        move |probe: Probe| {
+            Some(match probe {
+                Probe::Without(Cause::Reassociation) => true,
+                Probe::Without(Cause::Optimisation) => plain,
+                _ => false,
+            })
+        }
+    };
+    assert_eq!(decide(reassociation(true)), Cause::Reassociation);
+    assert_eq!(decide(reassociation(false)), Cause::Optimisation);
 }
 
 /// The shipped traces of `name` in `src` on `input`, for P and P'.

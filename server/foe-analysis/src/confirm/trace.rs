@@ -111,14 +111,11 @@ fn locate(loader: &addr2line::Loader, addr: u64, lines_in_file: u32) -> Option<(
 }
 
 /// `in FUNCTION (FILE:LINE)` for an instruction outside the analysed file (a unit of the project linked into the
-/// shipped binary): its innermost frame with a function name.
+/// shipped binary): its innermost frame with a function name; with line tables only, a function not inlined
+/// anywhere has no frame of its own, so the symbol table names it and the line table places it.
 fn elsewhere(loader: &addr2line::Loader, addr: u64) -> Option<String> {
-    let mut frames = loader.find_frames(addr).ok()?;
-    while let Ok(Some(frame)) = frames.next() {
-        let Some(function) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) else {
-            continue;
-        };
-        let place = frame.location.and_then(|loc| {
+    let place = |loc: Option<addr2line::Location<'_>>| {
+        loc.and_then(|loc| {
             let file = Path::new(loc.file?)
                 .file_name()?
                 .to_string_lossy()
@@ -127,10 +124,21 @@ fn elsewhere(loader: &addr2line::Loader, addr: u64) -> Option<String> {
                 Some(line) => format!(" ({file}:{line})"),
                 None => format!(" ({file})"),
             })
-        });
-        return Some(format!("in {function}{}", place.unwrap_or_default()));
+        })
+        .unwrap_or_default()
+    };
+    let mut frames = loader.find_frames(addr).ok()?;
+    while let Ok(Some(frame)) = frames.next() {
+        let Some(function) = frame.function.as_ref().and_then(|f| f.raw_name().ok()) else {
+            continue;
+        };
+        return Some(format!("in {function}{}", place(frame.location)));
     }
-    None
+    let function = loader.find_symbol(addr)?;
+    Some(format!(
+        "in {function}{}",
+        place(loader.find_location(addr).ok().flatten())
+    ))
 }
 
 /// The debug info of a shipped binary, or `None` (logged) when it cannot be read.

@@ -4,8 +4,8 @@
 //! backend re-associates `fmul` chains in its MachineCombiner; a `select` becomes a branch again). So every
 //! divergence the search reports is run again by an independent harness ([`Harness`], `confirm/harness.rs`): the
 //! file compiled by clang exactly as a build would be (reference flags for P, fast-math flags for P' and the
-//! program linked with them, so `crtfastmath.o` sets flush-to-zero/denormals-are-zero; `-g` added, which changes
-//! no instruction), no instrumentation, a small driver (`runtime/foe_confirm.c`) that calls the function on the
+//! program linked with them, so `crtfastmath.o` sets flush-to-zero/denormals-are-zero; `-gline-tables-only`
+//! added, which changes no instruction), no instrumentation, a small driver (`runtime/foe_confirm.c`) that calls the function on the
 //! input, reads the sticky flags and records the exception trace by trapping (FPSpy's method: the four exceptions
 //! unmasked, each faulting instruction recorded and run again masked), placed on lines by the debug info
 //! (`confirm/trace.rs`). The verdict is decided on the shipped binaries: exception sets that differ there are
@@ -21,9 +21,11 @@
 //! in that order, two at a time, only for the divergences still unexplained.
 
 mod build;
+mod early;
 mod harness;
 mod trace;
 
+pub use early::{EarlyHarness, EARLY_PROBES};
 pub use harness::{Harness, Probe, ShippedEnd, ShippedRun, CONFIRM_C, PROBES};
 
 use crate::report::{

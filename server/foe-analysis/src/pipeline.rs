@@ -393,9 +393,15 @@ pub fn analyse(
     timings.insert("model".to_string(), ms(started));
 
     // The instrumented runner does not depend on the solver's results: it is built (clang and llc child processes)
-    // while the functions are solved.
+    // while the functions are solved; so do the first shipped binaries, at the lowest priority.
     let signatures: Vec<FunctionSignature> =
         pending.iter().map(|p| p.info.signature.clone()).collect();
+    let mut shipped = (!signatures.is_empty()).then(|| {
+        confirm::EarlyHarness::start(|| {
+            confirm::Harness::new(&config, request.path, request.text, &signatures)
+                .with_units(&linked, &request.config.extra_flags)
+        })
+    });
     let (solved, runner) = std::thread::scope(|scope| -> Result<_, AnalysisError> {
         let builder = (!signatures.is_empty()).then(|| {
             scope.spawn(|| {
@@ -498,9 +504,6 @@ pub fn analyse(
         if let Some(runner) = runner.as_mut() {
             progress.phase(Phase::Execute, "running both builds");
             let started = Instant::now();
-            let mut shipped =
-                confirm::Harness::new(&config, request.path, request.text, &signatures)
-                    .with_units(&linked, &request.config.extra_flags);
             let mut confirm_ms = 0;
             let count = solved.len();
             for (i, (item, solution)) in solved.iter().enumerate() {
@@ -535,7 +538,15 @@ pub fn analyse(
                             report.plain_exceptions = found.plain_exceptions;
                         }
                         let confirming = Instant::now();
-                        confirm::confirm_function(&mut shipped, &item.info.signature, &mut report);
+                        if let Some(shipped) =
+                            shipped.as_mut().filter(|_| !report.divergences.is_empty())
+                        {
+                            confirm::confirm_function(
+                                shipped.get(),
+                                &item.info.signature,
+                                &mut report,
+                            );
+                        }
                         confirm_ms += ms(confirming);
                         if found.crashed > 0 {
                             let first = found.first_crash.as_deref().unwrap_or("crashed");

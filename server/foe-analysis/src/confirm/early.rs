@@ -1,0 +1,70 @@
+//! The shipped binaries built early: they depend on the file and its flags, not on what the solver and the
+//! search find, so P, P' and the first pair of cause probes are built on a thread of the lowest priority while
+//! the functions are solved (whose threads leave a core idle about half of the time) and searched. The first
+//! function with a divergence to confirm waits for them; a file with none never does.
+
+use super::{Harness, Probe};
+use crate::report::Cause;
+use std::thread::JoinHandle;
+
+/// The binaries a divergence needs first: P and P' to confirm it, the flush-to-zero and plain `-O2` probes for its
+/// cause ([`super::decide`] asks them first).
+pub const EARLY_PROBES: [Probe; 4] = [
+    Probe::Reference,
+    Probe::Shipped,
+    Probe::Without(Cause::FlushToZero),
+    Probe::Without(Cause::Optimisation),
+];
+
+/// A harness being prepared in the background, or ready.
+pub struct EarlyHarness<'a> {
+    building: Option<JoinHandle<Harness>>,
+    ready: Option<Harness>,
+    /// Makes a harness again when the background thread could not start or panicked.
+    make: Box<dyn Fn() -> Harness + 'a>,
+}
+
+impl<'a> EarlyHarness<'a> {
+    /// Starts building [`EARLY_PROBES`] of the harness `make` gives.
+    pub fn start(make: impl Fn() -> Harness + 'a) -> EarlyHarness<'a> {
+        let mut harness = make();
+        let building = std::thread::Builder::new()
+            .name("foe-shipped".into())
+            .spawn(move || {
+                lowest_priority();
+                harness.prepare(&EARLY_PROBES);
+                harness
+            })
+            .map_err(|e| tracing::debug!("the shipped binaries are built on demand: {e}"))
+            .ok();
+        EarlyHarness {
+            building,
+            ready: None,
+            make: Box::new(make),
+        }
+    }
+
+    /// The harness, once its early binaries are built.
+    pub fn get(&mut self) -> &mut Harness {
+        if let Some(handle) = self.building.take() {
+            match handle.join() {
+                Ok(harness) => self.ready = Some(harness),
+                Err(_) => tracing::warn!("the thread building the shipped binaries panicked"),
+            }
+        }
+        let make = &self.make;
+        self.ready.get_or_insert_with(|| make())
+    }
+}
+
+/// Gives this thread, and the processes it starts (clang, the linker, which inherit it), the lowest scheduling
+/// priority: they take what the solver and the search leave idle.
+fn lowest_priority() {
+    // SAFETY: setpriority on this thread's own id; it only changes its nice value (Linux keeps one per thread).
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: as above.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19) };
+    if rc != 0 {
+        tracing::debug!("cannot lower the priority of the shipped builds");
+    }
+}

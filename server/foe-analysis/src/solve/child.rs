@@ -141,20 +141,20 @@ pub fn solve_function_isolated(
             sig, queries_p, queries_pp, domain, known, cfg, limits,
         ));
     }
-    // Only the verdicts on this function's formulae cross to the child.
-    let relevant: KnownVerdicts = queries_p
-        .iter()
-        .chain(queries_pp)
-        .filter_map(|q| {
-            let k = known::key(q.formula.fingerprint());
-            Some((k.clone(), known.get(&k)?.clone()))
-        })
-        .collect();
-    // Every formula has a verdict from an earlier function (a wrapper of it, typically) and there is no domain:
-    // nothing reaches Z3, so no process is needed.
-    let all_known = queries_p.iter().chain(queries_pp).all(|q| {
-        q.formula.is_false() || relevant.contains_key(&known::key(q.formula.fingerprint()))
-    });
+    // Only the verdicts on this function's formulae cross to the child. When every formula has one (from an
+    // earlier function, typically the one a wrapper calls) and there is no domain, nothing reaches Z3, so no
+    // process is needed.
+    let mut relevant = KnownVerdicts::new();
+    let mut all_known = true;
+    for q in queries_p.iter().chain(queries_pp) {
+        let k = known::key(q.formula.fingerprint());
+        match known.get(&k) {
+            Some(verdict) => {
+                relevant.insert(k, verdict.clone());
+            }
+            None => all_known &= q.formula.is_false(),
+        }
+    }
     if all_known && domain.is_empty() {
         return Ok(solve_function(
             sig, queries_p, queries_pp, domain, known, cfg, limits,

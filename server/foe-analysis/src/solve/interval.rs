@@ -29,6 +29,9 @@ enum Abs {
 /// Rounds of narrowing the box by the conjuncts: a bound found late can tighten another only in a later round.
 const NARROWING_ROUNDS: usize = 3;
 
+/// Parameters whose box is split in two around a magnitude floor (`|x| >= m` with x's interval spanning zero).
+const MAX_SPLITS: usize = 2;
+
 /// The box: per parameter, its interval (`None` for parameters interval arithmetic knows nothing of).
 type Box = Vec<Option<(f64, f64)>>;
 
@@ -38,6 +41,8 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
     let mut bounds: Box = (0..sig.params.len())
         .map(|i| declared_range(sig, domain, i))
         .collect();
+    // Per parameter, a lower bound on its magnitude (`|x| >= m`): the box less the open interval (-m, m).
+    let mut floors = vec![0.0f64; sig.params.len()];
     let conjuncts: &[Expr] = match formula.kind() {
         Kind::And(xs) => xs,
         _ => std::slice::from_ref(formula),
@@ -46,11 +51,26 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
         let mut memo = sym::FingerprintMap::default();
         let mut narrowed = false;
         for c in conjuncts {
-            for (index, lo, hi) in bounds_from(c, sig, &bounds, &mut memo) {
+            for bound in bounds_from(c, sig, &bounds, &mut memo) {
+                let (index, lo, hi) = match bound {
+                    Bound::Within(index, lo, hi) => (index, lo, hi),
+                    Bound::MagnitudeAtLeast(index, m) => {
+                        floors[index] = floors[index].max(m);
+                        (index, f64::NEG_INFINITY, f64::INFINITY)
+                    }
+                };
                 let Some((old_lo, old_hi)) = bounds[index] else {
                     continue;
                 };
-                let (new_lo, new_hi) = (old_lo.max(lo), old_hi.min(hi));
+                let (mut new_lo, mut new_hi) = (old_lo.max(lo), old_hi.min(hi));
+                // A magnitude floor cuts an interval on one side of it down to its own side.
+                let m = floors[index];
+                if m > 0.0 && new_hi < m {
+                    new_hi = new_hi.min(-m);
+                }
+                if m > 0.0 && new_lo > -m {
+                    new_lo = new_lo.max(m);
+                }
                 if new_lo > new_hi {
                     return true;
                 }
@@ -64,29 +84,115 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
             break;
         }
     }
-    let mut memo = sym::FingerprintMap::default();
-    eval(formula, sig, &bounds, &mut memo) == Abs::Bool(Truth::False)
+    // A parameter whose interval still straddles its gap: the two sides are separate boxes (at most
+    // MAX_SPLITS parameters, so at most 2^MAX_SPLITS boxes), each of which must refute the formula.
+    let mut boxes = vec![bounds];
+    let straddling = (0..floors.len()).filter(|&i| {
+        floors[i] > 0.0 && boxes[0][i].is_some_and(|(lo, hi)| lo < -floors[i] && floors[i] < hi)
+    });
+    for i in straddling.take(MAX_SPLITS).collect::<Vec<_>>() {
+        let m = floors[i];
+        boxes = boxes
+            .into_iter()
+            .flat_map(|b| {
+                let (lo, hi) = b[i].expect("straddling parameters have an interval");
+                let (mut below, mut above) = (b.clone(), b);
+                below[i] = Some((lo, -m));
+                above[i] = Some((m, hi));
+                [below, above]
+            })
+            .collect();
+    }
+    boxes.iter().all(|b| {
+        let mut memo = sym::FingerprintMap::default();
+        eval(formula, sig, b, &mut memo) == Abs::Bool(Truth::False)
+    })
 }
 
-/// The float parameter `e` stands for (itself, or converted to another format: the same real).
-fn param_of(e: &Expr) -> Option<usize> {
+/// What one conjunct says of one parameter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Bound {
+    /// The parameter lies in `[lo, hi]`.
+    Within(usize, f64, f64),
+    /// The parameter's magnitude is at least this: it lies outside the open interval around zero.
+    MagnitudeAtLeast(usize, f64),
+}
+
+/// What an expression is of one float parameter, for bounding that parameter: itself, its negation, its
+/// magnitude or its square (through conversions, which keep the real).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum OfParam {
+    Itself(usize),
+    Negated(usize),
+    Magnitude(usize),
+    Squared(usize),
+}
+
+fn of_param(e: &Expr) -> Option<OfParam> {
     match e.kind() {
         Kind::Param {
             index,
             ty: sym::VarType::Float(_),
-        } => Some(*index as usize),
-        Kind::Convert { a, .. } => param_of(a),
+        } => Some(OfParam::Itself(*index as usize)),
+        Kind::Convert { a, .. } => of_param(a),
+        Kind::Neg(a) => match of_param(a)? {
+            OfParam::Itself(i) => Some(OfParam::Negated(i)),
+            OfParam::Negated(i) => Some(OfParam::Itself(i)),
+            OfParam::Magnitude(_) | OfParam::Squared(_) => None,
+        },
+        Kind::Abs(a) => match of_param(a)? {
+            OfParam::Itself(i) | OfParam::Negated(i) | OfParam::Magnitude(i) => {
+                Some(OfParam::Magnitude(i))
+            }
+            OfParam::Squared(i) => Some(OfParam::Squared(i)),
+        },
+        Kind::Arith {
+            op: ArithOp::Mul,
+            a,
+            b,
+            ..
+        } if a.fingerprint() == b.fingerprint() => match of_param(a)? {
+            OfParam::Itself(i) | OfParam::Negated(i) | OfParam::Magnitude(i) => {
+                Some(OfParam::Squared(i))
+            }
+            OfParam::Squared(_) => None,
+        },
         _ => None,
     }
 }
 
-/// The bounds a conjunct puts on parameters compared with something of known range: `(index, lo, hi)`.
+/// What `e <= hi` says of a parameter.
+fn at_most(e: &Expr, hi: f64) -> Option<Bound> {
+    Some(match of_param(e)? {
+        OfParam::Itself(i) => Bound::Within(i, f64::NEG_INFINITY, hi),
+        OfParam::Negated(i) => Bound::Within(i, -hi, f64::INFINITY),
+        OfParam::Magnitude(i) => Bound::Within(i, -hi, hi),
+        // x² <= hi < 0 holds nowhere: an empty interval.
+        OfParam::Squared(i) if hi < 0.0 => Bound::Within(i, f64::INFINITY, f64::NEG_INFINITY),
+        OfParam::Squared(i) => {
+            let root = hi.sqrt().next_up();
+            Bound::Within(i, -root, root)
+        }
+    })
+}
+
+/// What `lo <= e` says of a parameter.
+fn at_least(e: &Expr, lo: f64) -> Option<Bound> {
+    Some(match of_param(e)? {
+        OfParam::Itself(i) => Bound::Within(i, lo, f64::INFINITY),
+        OfParam::Negated(i) => Bound::Within(i, f64::NEG_INFINITY, -lo),
+        OfParam::Magnitude(i) => Bound::MagnitudeAtLeast(i, lo),
+        OfParam::Squared(i) => Bound::MagnitudeAtLeast(i, lo.max(0.0).sqrt().next_down().max(0.0)),
+    })
+}
+
+/// The bounds a conjunct puts on parameters, or on their magnitudes, compared with something of known range.
 fn bounds_from(
     c: &Expr,
     sig: &FunctionSignature,
     bounds: &Box,
     memo: &mut sym::FingerprintMap<Abs>,
-) -> Vec<(usize, f64, f64)> {
+) -> Vec<Bound> {
     let (op, a, b, negated) = match c.kind() {
         Kind::Cmp { op, a, b } => (*op, a, b, false),
         Kind::Not(inner) => match inner.kind() {
@@ -99,22 +205,22 @@ fn bounds_from(
         Abs::Real(lo, hi) => Some((lo, hi)),
         _ => None,
     };
-    let mut out = Vec::new();
-    // `a op b` (or, negated, `b < a` / `b <= a`): a parameter on the lesser side is at most the greater side's
-    // upper end, one on the greater side at least the lesser side's lower end; an equality bounds both.
+    // `a op b` (or, negated, `b < a` / `b <= a`): the lesser side is at most the greater side's upper end, the
+    // greater side at least the lesser side's lower end; an equality bounds both sides both ways.
     let (less, more) = if negated { (b, a) } else { (a, b) };
-    if let (Some(i), Some((_, hi))) = (param_of(less), range(more)) {
-        out.push((i, f64::NEG_INFINITY, hi));
+    let mut out = Vec::new();
+    if let Some((_, hi)) = range(more) {
+        out.extend(at_most(less, hi));
     }
-    if let (Some(i), Some((lo, _))) = (param_of(more), range(less)) {
-        out.push((i, lo, f64::INFINITY));
+    if let Some((lo, _)) = range(less) {
+        out.extend(at_least(more, lo));
     }
     if op == CmpOp::Eq {
-        if let (Some(i), Some((lo, hi))) = (param_of(a), range(b)) {
-            out.push((i, lo, hi));
+        if let Some((_, hi)) = range(less) {
+            out.extend(at_most(more, hi));
         }
-        if let (Some(i), Some((lo, hi))) = (param_of(b), range(a)) {
-            out.push((i, lo, hi));
+        if let Some((lo, _)) = range(more) {
+            out.extend(at_least(less, lo));
         }
     }
     out
@@ -125,6 +231,16 @@ fn widen(lo: f64, hi: f64) -> Abs {
         return Abs::Top;
     }
     Abs::Real(lo.next_down(), hi.next_up())
+}
+
+fn square((lo, hi): (f64, f64)) -> Abs {
+    if lo >= 0.0 {
+        widen(lo * lo, hi * hi)
+    } else if hi <= 0.0 {
+        widen(hi * hi, lo * lo)
+    } else {
+        widen(0.0, (lo * lo).max(hi * hi))
+    }
 }
 
 fn hull(xs: [f64; 4]) -> Abs {
@@ -207,6 +323,13 @@ fn eval(
             .copied()
             .flatten()
             .map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi)),
+        // A square is never negative (the product of an interval with itself would say [-a², a²] around 0).
+        Kind::Arith {
+            op: ArithOp::Mul,
+            a,
+            b,
+            ..
+        } if a.fingerprint() == b.fingerprint() => real(a, memo).map_or(Abs::Top, square),
         Kind::Arith { op, a, b, .. } => match (real(a, memo), real(b, memo)) {
             (Some(x), Some(y)) => arith(*op, x, y),
             _ => Abs::Top,
@@ -229,6 +352,16 @@ fn eval(
             _ => Abs::Top,
         },
         Kind::Convert { a, .. } => real(a, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi)),
+        // Monotone, and exact on floats.
+        Kind::ToIntegral { mode, a, .. } => real(a, memo).map_or(Abs::Top, |(lo, hi)| {
+            let f = |v: f64| match mode {
+                sym::Integral::Floor => v.floor(),
+                sym::Integral::Ceil => v.ceil(),
+                sym::Integral::Trunc => v.trunc(),
+                sym::Integral::Round => v.round(),
+            };
+            Abs::Real(f(lo), f(hi))
+        }),
         Kind::Cmp { op, a, b } => match (real(a, memo), real(b, memo)) {
             (Some(x), Some(y)) => Abs::Bool(compare(*op, x, y)),
             _ => Abs::Bool(Truth::Unknown),
@@ -357,5 +490,78 @@ mod tests {
             sym::lt(x(), sym::real_i(3)),
         ]);
         assert!(refutes(&empty, &sig(1), None));
+    }
+
+    /// `x * x < 1e-300`: only near zero.
+    fn square_is_tiny() -> Expr {
+        let product = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+        sym::lt(product, sym::real_f64(1e-300))
+    }
+
+    #[test]
+    fn a_square_is_never_negative() {
+        let negative = sym::lt(
+            sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x()),
+            sym::real_i(-1),
+        );
+        assert!(refutes(&negative, &sig(1), Some(&domain(-2.0, 3.0))));
+    }
+
+    #[test]
+    fn magnitudes_bound_a_parameter_on_both_sides_of_zero() {
+        let small = sym::lt(sym::abs(x()), sym::real_i(2));
+        let far_from_zero = sym::not(sym::lt(sym::abs(x()), sym::real_f64(1e-7)));
+        // |x| < 2 keeps x * x from overflowing.
+        assert!(refutes(
+            &sym::and([small.clone(), square_overflows()]),
+            &sig(1),
+            None
+        ));
+        // |x| >= 1e-7 keeps x * x above 1e-300 on both sides of zero (the box is split there).
+        let both = sym::and([small.clone(), far_from_zero.clone(), square_is_tiny()]);
+        assert!(refutes(&both, &sig(1), None));
+        // Without the floor x may be zero.
+        assert!(!refutes(
+            &sym::and([small, square_is_tiny()]),
+            &sig(1),
+            None
+        ));
+        // A floor on one side of zero cuts the interval instead: -1e-8 < x < 1e-8 has no |x| >= 1e-7.
+        let near_zero = sym::and([
+            sym::lt(x(), sym::real_f64(1e-8)),
+            far_from_zero.clone(),
+            sym::lt(sym::real_f64(-1e-8), x()),
+        ]);
+        assert!(refutes(&near_zero, &sig(1), None));
+        let wide = sym::and([sym::lt(x(), sym::real_f64(1.0)), far_from_zero]);
+        assert!(!refutes(&wide, &sig(1), None));
+        // x * x < 2.5625 bounds x by 1.6 on both sides.
+        let square = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+        let bounded_square = sym::and([sym::lt(square, sym::real_f64(2.5625)), square_overflows()]);
+        assert!(refutes(&bounded_square, &sig(1), None));
+    }
+
+    #[test]
+    fn a_negated_parameter_and_its_integral_part_are_bounded_too() {
+        // not(1e14 < -x) and x < 0: x in [-1e14, 0), so floor(-x / 45) squared stays far below Ω.
+        let minus_x = sym::neg(x());
+        let quotient = sym::arith(
+            ArithOp::Div,
+            FloatFormat::Double,
+            minus_x.clone(),
+            sym::real_i(45),
+        );
+        let whole = sym::to_integral(sym::Integral::Floor, FloatFormat::Double, quotient);
+        let squared = sym::arith(ArithOp::Mul, FloatFormat::Double, whole.clone(), whole);
+        let overflows = sym::ge(squared, sym::real(sym::max_finite(FloatFormat::Double)));
+        let path = |upper: Expr| {
+            sym::and([
+                sym::lt(x(), sym::real_i(0)),
+                sym::not(sym::lt(upper, minus_x.clone())),
+                overflows.clone(),
+            ])
+        };
+        assert!(refutes(&path(sym::real_f64(1e14)), &sig(1), None));
+        assert!(!refutes(&path(sym::real_f64(1e300)), &sig(1), None));
     }
 }

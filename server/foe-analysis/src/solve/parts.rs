@@ -392,6 +392,9 @@ pub(super) fn rational_degree(conjuncts: &[Expr]) -> u64 {
 type PartValues = (Vec<(usize, ArgValue)>, Option<Vec<(usize, ArgValue)>>);
 
 /// One Z3 check of a part, with `bindings` fixing some float parameters to values.
+/// The log target that lists the conjuncts of every query part Z3 gave up on (`FOE_LOG=foe_gave_up=trace`).
+const GAVE_UP: &str = "foe_gave_up";
+
 fn check_part(
     sig: &FunctionSignature,
     part: &Part,
@@ -459,6 +462,11 @@ fn check_part(
         fixed = fixed.len(),
         "real query part"
     );
+    if verdict == Verdict::Unknown && tracing::enabled!(target: GAVE_UP, tracing::Level::TRACE) {
+        for c in &part.conjuncts {
+            tracing::trace!(target: GAVE_UP, "{c}");
+        }
+    }
     let model = match verdict {
         Verdict::Sat => solver.get_model(),
         _ => None,

@@ -1,10 +1,14 @@
 //! The shipped binaries built early: they depend on the file and its flags, not on what the solver and the
 //! search find, so P, P' and the first pair of cause probes are built on a thread of the lowest priority while
 //! the functions are solved (whose threads leave a core idle about half of the time) and searched. The first
-//! function with a divergence to confirm waits for them; a file with none never does.
+//! function with a divergence to confirm waits for them; a file with none never does. When they are built before
+//! anything waits for them, the thread goes on to the next pair of probes ([`LATER_PROBES`]) in another harness,
+//! which the first confirmation that needs them waits for.
 
 use super::{Harness, Probe};
 use crate::report::Cause;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The binaries a divergence needs first: P and P' to confirm it, the flush-to-zero and plain `-O2` probes for its
@@ -16,9 +20,17 @@ pub const EARLY_PROBES: [Probe; 4] = [
     Probe::Without(Cause::Optimisation),
 ];
 
+/// The pair of cause probes [`super::decide`] asks after [`EARLY_PROBES`].
+pub const LATER_PROBES: [Probe; 2] = [
+    Probe::Without(Cause::Reassociation),
+    Probe::Without(Cause::Reciprocal),
+];
+
 /// A harness being prepared in the background, or ready.
 pub struct EarlyHarness<'a> {
     building: Option<JoinHandle<Harness>>,
+    /// Whether the early binaries are still awaited by no one: only then does the thread go on to the later ones.
+    unclaimed: Arc<AtomicBool>,
     ready: Option<Harness>,
     /// Makes a harness again when the background thread could not start or panicked.
     make: Box<dyn Fn() -> Harness + 'a>,
@@ -28,17 +40,24 @@ impl<'a> EarlyHarness<'a> {
     /// Starts building [`EARLY_PROBES`] of the harness `make` gives.
     pub fn start(make: impl Fn() -> Harness + 'a) -> EarlyHarness<'a> {
         let mut harness = make();
+        let unclaimed = Arc::new(AtomicBool::new(true));
+        let still_unclaimed = unclaimed.clone();
         let building = std::thread::Builder::new()
             .name("foe-shipped".into())
             .spawn(move || {
                 lowest_priority();
+                let later = harness.sibling();
                 harness.prepare(&EARLY_PROBES);
+                if still_unclaimed.load(Ordering::Acquire) {
+                    harness.build_later(&LATER_PROBES, later);
+                }
                 harness
             })
             .map_err(|e| tracing::debug!("the shipped binaries are built on demand: {e}"))
             .ok();
         EarlyHarness {
             building,
+            unclaimed,
             ready: None,
             make: Box::new(make),
         }
@@ -46,6 +65,7 @@ impl<'a> EarlyHarness<'a> {
 
     /// The harness, once its early binaries are built.
     pub fn get(&mut self) -> &mut Harness {
+        self.unclaimed.store(false, Ordering::Release);
         if let Some(handle) = self.building.take() {
             match handle.join() {
                 Ok(harness) => self.ready = Some(harness),

@@ -140,7 +140,7 @@ pub struct Harness {
     /// A temporary directory holding the objects and binaries, made on first use.
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
-    binaries: HashMap<Probe, Result<PathBuf, String>>,
+    pub(super) binaries: HashMap<Probe, Result<PathBuf, String>>,
     /// The units' objects per compile flags (`Err` when one of them does not compile).
     unit_objects: HashMap<Vec<String>, Result<Vec<PathBuf>, String>>,
     /// The analysed file's objects per compile flags: probes that differ only at the link share one.
@@ -155,6 +155,11 @@ pub struct Harness {
     /// result are missing), so a difference they do not show is not taken as evidence against the
     /// instrumented builds.
     pub(super) stubbed: Mutex<std::collections::BTreeSet<String>>,
+    /// Probes another harness is building on a background thread ([`Harness::build_later`]): taken over when
+    /// one of them is needed.
+    pub(super) background: Option<(Vec<Probe>, std::thread::JoinHandle<Harness>)>,
+    /// Harnesses whose binaries this one took over, kept for their directories.
+    pub(super) adopted: Vec<Harness>,
 }
 
 impl Harness {
@@ -181,6 +186,8 @@ impl Harness {
             stubs: Mutex::new(None),
             expected_stubs: Vec::new(),
             stubbed: Default::default(),
+            background: None,
+            adopted: Vec::new(),
         }
     }
 
@@ -213,7 +220,17 @@ impl Harness {
         self
     }
 
-    fn dir(&mut self) -> Result<PathBuf, String> {
+    /// A harness of the same file, functions and units, with nothing built (its own directory).
+    pub fn sibling(&self) -> Harness {
+        let mut other = Harness::new(&self.config, &self.file, &self.text, &self.functions);
+        other.units = self.units.clone();
+        other.unresolved_data = self.unresolved_data.clone();
+        other.beyond_cap = self.beyond_cap.clone();
+        other.expected_stubs = self.expected_stubs.clone();
+        other
+    }
+
+    pub(super) fn dir(&mut self) -> Result<PathBuf, String> {
         let dir = self.dir.get_or_insert_with(|| {
             tempfile::Builder::new()
                 .prefix("foe-confirm")
@@ -337,8 +354,53 @@ impl Harness {
         }
     }
 
+    /// Has `other` (a harness of the same file) build `probes` on a thread of its own, which inherits the calling
+    /// thread's priority; the first [`Harness::prepare`] that needs one of them waits for it and takes over its
+    /// binaries.
+    pub fn build_later(&mut self, probes: &[Probe], mut other: Harness) {
+        let wanted = probes.to_vec();
+        let spawned = std::thread::Builder::new()
+            .name("foe-probes".into())
+            .spawn(move || {
+                other.prepare(&wanted);
+                other
+            });
+        match spawned {
+            Ok(handle) => self.background = Some((probes.to_vec(), handle)),
+            Err(e) => tracing::debug!("the later probes are built on demand: {e}"),
+        }
+    }
+
+    /// Takes over the background harness's binaries when `probes` needs one of them.
+    fn adopt_background(&mut self, probes: &[Probe]) {
+        let needed = self
+            .background
+            .as_ref()
+            .is_some_and(|(building, _)| probes.iter().any(|p| building.contains(p)));
+        if !needed {
+            return;
+        }
+        let Some((_, handle)) = self.background.take() else {
+            return;
+        };
+        let Ok(mut other) = handle.join() else {
+            tracing::warn!("the thread building the later probes panicked");
+            return;
+        };
+        for (probe, exe) in std::mem::take(&mut other.binaries) {
+            self.binaries.entry(probe).or_insert(exe);
+        }
+        let theirs = std::mem::take(other.stubbed.get_mut().unwrap_or_else(|p| p.into_inner()));
+        self.stubbed
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(theirs);
+        self.adopted.push(other);
+    }
+
     /// Builds the binaries of `probes` not built yet (in parallel); a failure is kept per probe.
     pub fn prepare(&mut self, probes: &[Probe]) {
+        self.adopt_background(probes);
         let todo: Vec<Probe> = probes
             .iter()
             .copied()

@@ -552,3 +552,26 @@ fn a_long_trace_keeps_its_first_events_and_counts_the_rest() {
     assert_eq!(p.dropped, 1000 - 256);
     assert!(p.trace.iter().all(|e| e.line == Some(4)));
 }
+
+#[test]
+fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
+    let src = "double sq(double x) { return x * x; }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sq.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig("sq", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
+    let sibling = h.sibling();
+    let later = [Probe::Without(Cause::Reassociation)];
+    h.build_later(&later, sibling);
+    // Another probe does not wait for the sibling; the sibling's probe is its binary, in its directory.
+    let big = [Input(vec![ArgValue::F64(1e300)])];
+    assert_eq!(ends(h.run(Probe::Shipped, "sq", &big).unwrap()), [ShippedEnd::Raised(4)]);
+    assert!(h.background.is_some(), "the shipped binary did not need the sibling");
+    let runs = h.run(later[0], "sq", &big).unwrap();
+    assert_eq!(ends(runs), [ShippedEnd::Raised(4)]);
+    assert!(h.background.is_none());
+    assert_eq!(h.adopted.len(), 1);
+    let exe = h.binaries[&later[0]].clone().unwrap();
+    assert!(exe.starts_with(h.adopted[0].dir().unwrap()));
+}

@@ -1,12 +1,17 @@
 //! Interval refutation: a query whose exception condition cannot hold anywhere in the box of its inputs is
 //! unsatisfiable, which interval arithmetic over the reals (outward rounded) often shows in microseconds where
 //! nlsat needs milliseconds. The box is the declared input domain (or each format's finite values), narrowed by
-//! the query's own conjuncts that bound a parameter (`x < 2`, `1/x <= y`: the path condition), a few rounds.
+//! the query's own conjuncts that bound a parameter (`x < 2`, `1/x <= y`, `0 <= 1 - x`, `|x| < 0.5`, `x*x < c`:
+//! the path condition), a few rounds. A conjunct that keeps a parameter out of an interval (`|x| >= 1e-7`,
+//! `|x - 1| >= 0.01`) cuts the box there, splitting it in two when the gap lies inside it.
 //! Only a definite "no" is used; everything else goes to Z3.
 
 use crate::domain::Domain;
+use crate::round::f64_to_rational;
 use crate::sym::{self, ArithOp, CmpOp, Expr, Kind};
 use crate::types::{FunctionSignature, ParamType};
+use num_rational::BigRational;
+use num_traits::{One, Signed, Zero};
 
 /// A three-valued truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +34,7 @@ enum Abs {
 /// Rounds of narrowing the box by the conjuncts: a bound found late can tighten another only in a later round.
 const NARROWING_ROUNDS: usize = 3;
 
-/// Parameters whose box is split in two around a magnitude floor (`|x| >= m` with x's interval spanning zero).
+/// Gaps a box is split at (`|x| >= m` where x's interval spans (-m, m)): two boxes per gap.
 const MAX_SPLITS: usize = 2;
 
 /// The box: per parameter, its interval (`None` for parameters interval arithmetic knows nothing of).
@@ -41,8 +46,8 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
     let mut bounds: Box = (0..sig.params.len())
         .map(|i| declared_range(sig, domain, i))
         .collect();
-    // Per parameter, a lower bound on its magnitude (`|x| >= m`): the box less the open interval (-m, m).
-    let mut floors = vec![0.0f64; sig.params.len()];
+    // Per parameter, open intervals it lies outside of (`|x| >= m`, `|x - 1| >= 0.01`).
+    let mut gaps: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sig.params.len()];
     let conjuncts: &[Expr] = match formula.kind() {
         Kind::And(xs) => xs,
         _ => std::slice::from_ref(formula),
@@ -54,8 +59,10 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
             for bound in bounds_from(c, sig, &bounds, &mut memo) {
                 let (index, lo, hi) = match bound {
                     Bound::Within(index, lo, hi) => (index, lo, hi),
-                    Bound::MagnitudeAtLeast(index, m) => {
-                        floors[index] = floors[index].max(m);
+                    Bound::Outside(index, lo, hi) => {
+                        if lo < hi && !gaps[index].contains(&(lo, hi)) {
+                            gaps[index].push((lo, hi));
+                        }
                         (index, f64::NEG_INFINITY, f64::INFINITY)
                     }
                 };
@@ -63,13 +70,14 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
                     continue;
                 };
                 let (mut new_lo, mut new_hi) = (old_lo.max(lo), old_hi.min(hi));
-                // A magnitude floor cuts an interval on one side of it down to its own side.
-                let m = floors[index];
-                if m > 0.0 && new_hi < m {
-                    new_hi = new_hi.min(-m);
-                }
-                if m > 0.0 && new_lo > -m {
-                    new_lo = new_lo.max(m);
+                // A gap cuts an interval that ends inside it (or starts inside it) back to its edge.
+                for &(gap_lo, gap_hi) in &gaps[index] {
+                    if new_lo > gap_lo {
+                        new_lo = new_lo.max(gap_hi);
+                    }
+                    if new_hi < gap_hi {
+                        new_hi = new_hi.min(gap_lo);
+                    }
                 }
                 if new_lo > new_hi {
                     return true;
@@ -84,22 +92,35 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
             break;
         }
     }
-    // A parameter whose interval still straddles its gap: the two sides are separate boxes (at most
-    // MAX_SPLITS parameters, so at most 2^MAX_SPLITS boxes), each of which must refute the formula.
+    // A gap strictly inside its parameter's interval: the two sides are separate boxes (at most MAX_SPLITS gaps,
+    // so at most 2^MAX_SPLITS boxes), each of which must refute the formula.
     let mut boxes = vec![bounds];
-    let straddling = (0..floors.len()).filter(|&i| {
-        floors[i] > 0.0 && boxes[0][i].is_some_and(|(lo, hi)| lo < -floors[i] && floors[i] < hi)
-    });
-    for i in straddling.take(MAX_SPLITS).collect::<Vec<_>>() {
-        let m = floors[i];
+    let straddled: Vec<(usize, f64, f64)> = gaps
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.iter().map(move |&(lo, hi)| (i, lo, hi)))
+        .collect();
+    let mut splits = 0;
+    for (i, gap_lo, gap_hi) in straddled {
+        if splits == MAX_SPLITS {
+            break;
+        }
+        let inside = |b: &Box| b[i].is_some_and(|(lo, hi)| lo <= gap_lo && gap_hi <= hi);
+        if !boxes.iter().any(inside) {
+            continue;
+        }
+        splits += 1;
         boxes = boxes
             .into_iter()
             .flat_map(|b| {
-                let (lo, hi) = b[i].expect("straddling parameters have an interval");
+                if !inside(&b) {
+                    return vec![b];
+                }
+                let (lo, hi) = b[i].expect("a straddled parameter has an interval");
                 let (mut below, mut above) = (b.clone(), b);
-                below[i] = Some((lo, -m));
-                above[i] = Some((m, hi));
-                [below, above]
+                below[i] = Some((lo, gap_lo));
+                above[i] = Some((gap_hi, hi));
+                vec![below, above]
             })
             .collect();
     }
@@ -114,59 +135,119 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
 enum Bound {
     /// The parameter lies in `[lo, hi]`.
     Within(usize, f64, f64),
-    /// The parameter's magnitude is at least this: it lies outside the open interval around zero.
-    MagnitudeAtLeast(usize, f64),
+    /// The parameter lies outside the open interval `(lo, hi)`.
+    Outside(usize, f64, f64),
 }
 
-/// What an expression is of one float parameter, for bounding that parameter: itself, its negation, its
-/// magnitude or its square (through conversions, which keep the real).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// What an expression is of one float parameter `x`, for bounding it: `a·x + b` (through conversions, which keep
+/// the real, and constants added, subtracted, multiplied and divided by), its magnitude, or the square of `x`.
+#[derive(Debug, Clone, PartialEq)]
 enum OfParam {
-    Itself(usize),
-    Negated(usize),
-    Magnitude(usize),
+    Linear(usize, BigRational, BigRational),
+    Magnitude(usize, BigRational, BigRational),
     Squared(usize),
 }
 
+fn constant(e: &Expr) -> Option<&BigRational> {
+    match e.kind() {
+        Kind::RealConst(q) => Some(q),
+        Kind::Convert { a, .. } => constant(a),
+        _ => None,
+    }
+}
+
 fn of_param(e: &Expr) -> Option<OfParam> {
+    use OfParam::*;
+    let linear = |e: &Expr| match of_param(e)? {
+        Linear(i, a, b) => Some((i, a, b)),
+        _ => None,
+    };
     match e.kind() {
         Kind::Param {
             index,
             ty: sym::VarType::Float(_),
-        } => Some(OfParam::Itself(*index as usize)),
+        } => Some(Linear(
+            *index as usize,
+            BigRational::one(),
+            BigRational::zero(),
+        )),
         Kind::Convert { a, .. } => of_param(a),
-        Kind::Neg(a) => match of_param(a)? {
-            OfParam::Itself(i) => Some(OfParam::Negated(i)),
-            OfParam::Negated(i) => Some(OfParam::Itself(i)),
-            OfParam::Magnitude(_) | OfParam::Squared(_) => None,
-        },
+        Kind::Neg(a) => linear(a).map(|(i, a, b)| Linear(i, -a, -b)),
         Kind::Abs(a) => match of_param(a)? {
-            OfParam::Itself(i) | OfParam::Negated(i) | OfParam::Magnitude(i) => {
-                Some(OfParam::Magnitude(i))
-            }
-            OfParam::Squared(i) => Some(OfParam::Squared(i)),
+            Linear(i, a, b) | Magnitude(i, a, b) => Some(Magnitude(i, a, b)),
+            Squared(i) => Some(Squared(i)),
         },
-        Kind::Arith {
-            op: ArithOp::Mul,
-            a,
-            b,
-            ..
-        } if a.fingerprint() == b.fingerprint() => match of_param(a)? {
-            OfParam::Itself(i) | OfParam::Negated(i) | OfParam::Magnitude(i) => {
-                Some(OfParam::Squared(i))
+        Kind::Arith { op, a, b, .. } => {
+            if *op == ArithOp::Mul && a.fingerprint() == b.fingerprint() {
+                return match of_param(a)? {
+                    Linear(i, s, t) | Magnitude(i, s, t) if s.abs().is_one() && t.is_zero() => {
+                        Some(Squared(i))
+                    }
+                    _ => None,
+                };
             }
-            OfParam::Squared(_) => None,
-        },
+            match (linear(a), constant(b), constant(a), linear(b)) {
+                (Some((i, s, t)), Some(c), _, _) => match op {
+                    ArithOp::Add => Some(Linear(i, s, t + c)),
+                    ArithOp::Sub => Some(Linear(i, s, t - c)),
+                    ArithOp::Mul if !c.is_zero() => Some(Linear(i, s * c, t * c)),
+                    ArithOp::Div if !c.is_zero() => Some(Linear(i, s / c, t / c)),
+                    _ => None,
+                },
+                (_, _, Some(c), Some((i, s, t))) => match op {
+                    ArithOp::Add => Some(Linear(i, s, c + t)),
+                    ArithOp::Sub => Some(Linear(i, -s, c - t)),
+                    ArithOp::Mul if !c.is_zero() => Some(Linear(i, s * c, t * c)),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
         _ => None,
     }
+}
+
+/// The float at or below `q`, and at or above it.
+fn down(q: &BigRational) -> f64 {
+    let v = sym::const_f64(q);
+    if v.is_finite() && f64_to_rational(v) > *q {
+        v.next_down()
+    } else {
+        v
+    }
+}
+
+fn up(q: &BigRational) -> f64 {
+    let v = sym::const_f64(q);
+    if v.is_finite() && f64_to_rational(v) < *q {
+        v.next_up()
+    } else {
+        v
+    }
+}
+
+/// `(v - b) / a` exactly, for a finite `v`.
+fn solve_for(v: f64, a: &BigRational, b: &BigRational) -> Option<BigRational> {
+    v.is_finite().then(|| (f64_to_rational(v) - b) / a)
 }
 
 /// What `e <= hi` says of a parameter.
 fn at_most(e: &Expr, hi: f64) -> Option<Bound> {
     Some(match of_param(e)? {
-        OfParam::Itself(i) => Bound::Within(i, f64::NEG_INFINITY, hi),
-        OfParam::Negated(i) => Bound::Within(i, -hi, f64::INFINITY),
-        OfParam::Magnitude(i) => Bound::Within(i, -hi, hi),
+        OfParam::Linear(i, a, b) => {
+            let x = solve_for(hi, &a, &b)?;
+            if a.is_positive() {
+                Bound::Within(i, f64::NEG_INFINITY, up(&x))
+            } else {
+                Bound::Within(i, down(&x), f64::INFINITY)
+            }
+        }
+        // -hi <= a·x + b <= hi
+        OfParam::Magnitude(i, a, b) => {
+            let (x1, x2) = (solve_for(-hi, &a, &b)?, solve_for(hi, &a, &b)?);
+            let (lo, hi) = if x1 <= x2 { (x1, x2) } else { (x2, x1) };
+            Bound::Within(i, down(&lo), up(&hi))
+        }
         // x² <= hi < 0 holds nowhere: an empty interval.
         OfParam::Squared(i) if hi < 0.0 => Bound::Within(i, f64::INFINITY, f64::NEG_INFINITY),
         OfParam::Squared(i) => {
@@ -179,10 +260,25 @@ fn at_most(e: &Expr, hi: f64) -> Option<Bound> {
 /// What `lo <= e` says of a parameter.
 fn at_least(e: &Expr, lo: f64) -> Option<Bound> {
     Some(match of_param(e)? {
-        OfParam::Itself(i) => Bound::Within(i, lo, f64::INFINITY),
-        OfParam::Negated(i) => Bound::Within(i, f64::NEG_INFINITY, -lo),
-        OfParam::Magnitude(i) => Bound::MagnitudeAtLeast(i, lo),
-        OfParam::Squared(i) => Bound::MagnitudeAtLeast(i, lo.max(0.0).sqrt().next_down().max(0.0)),
+        OfParam::Linear(i, a, b) => {
+            let x = solve_for(lo, &a, &b)?;
+            if a.is_positive() {
+                Bound::Within(i, down(&x), f64::INFINITY)
+            } else {
+                Bound::Within(i, f64::NEG_INFINITY, up(&x))
+            }
+        }
+        // a·x + b outside (-lo, lo): the gap rounded inwards.
+        OfParam::Magnitude(i, a, b) if lo > 0.0 => {
+            let (x1, x2) = (solve_for(-lo, &a, &b)?, solve_for(lo, &a, &b)?);
+            let (g1, g2) = if x1 <= x2 { (x1, x2) } else { (x2, x1) };
+            Bound::Outside(i, up(&g1), down(&g2))
+        }
+        OfParam::Squared(i) if lo > 0.0 => {
+            let root = lo.sqrt().next_down();
+            Bound::Outside(i, -root, root)
+        }
+        OfParam::Magnitude(..) | OfParam::Squared(_) => return None,
     })
 }
 
@@ -563,5 +659,56 @@ mod tests {
         };
         assert!(refutes(&path(sym::real_f64(1e14)), &sig(1), None));
         assert!(!refutes(&path(sym::real_f64(1e300)), &sig(1), None));
+    }
+
+    #[test]
+    fn affine_bounds_and_gaps_off_zero_narrow_the_box() {
+        // 0 <= 1 - x and 0 <= 1 + x: x in [-1, 1], so (x * x) * 1e300 cannot overflow.
+        let one = || sym::real_i(1);
+        let square = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+        let scaled = sym::arith(
+            ArithOp::Mul,
+            FloatFormat::Double,
+            square,
+            sym::real_f64(1e300),
+        );
+        let overflows = sym::ge(
+            sym::abs(scaled),
+            sym::real(sym::max_finite(FloatFormat::Double)),
+        );
+        let within = |c: Expr| {
+            sym::and([
+                sym::le(
+                    sym::real_i(0),
+                    sym::arith(ArithOp::Sub, FloatFormat::Double, one(), x()),
+                ),
+                sym::le(
+                    sym::real_i(0),
+                    sym::arith(ArithOp::Add, FloatFormat::Double, c, x()),
+                ),
+                overflows.clone(),
+            ])
+        };
+        assert!(refutes(&within(one()), &sig(1), None));
+        assert!(!refutes(&within(sym::real_f64(1e5)), &sig(1), None));
+        // |x - 1| >= 0.01 leaves nothing of [0.995, 1.005]; both sides of [0.5, 1.5].
+        let away = sym::not(sym::lt(
+            sym::abs(sym::arith(ArithOp::Sub, FloatFormat::Double, x(), one())),
+            sym::real_f64(0.01),
+        ));
+        assert!(refutes(&away, &sig(1), Some(&domain(0.995, 1.005))));
+        assert!(!refutes(&away, &sig(1), Some(&domain(0.5, 1.5))));
+        // ... and splits [0.5, 1.5] there: x * x is then never within 1e-3 of 1.
+        let near_one = sym::lt(
+            sym::abs(sym::arith(
+                ArithOp::Sub,
+                FloatFormat::Double,
+                sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x()),
+                one(),
+            )),
+            sym::real_f64(1e-3),
+        );
+        let both = sym::and([away, near_one]);
+        assert!(refutes(&both, &sig(1), Some(&domain(0.5, 1.5))));
     }
 }

@@ -329,6 +329,50 @@ fn widen(lo: f64, hi: f64) -> Abs {
     Abs::Real(lo.next_down(), hi.next_up())
 }
 
+/// Ulps a libm result may lie from the real function's value, each way (glibc's are within 1-2).
+const LIBM_ULPS: u32 = 4;
+
+/// `[lo, hi]` widened by [`LIBM_ULPS`] each way: the real value of a function computed at the endpoints.
+fn widen_libm(lo: f64, hi: f64) -> Abs {
+    if lo.is_nan() || hi.is_nan() {
+        return Abs::Top;
+    }
+    let (mut lo, mut hi) = (lo, hi);
+    for _ in 0..LIBM_ULPS {
+        lo = lo.next_down();
+        hi = hi.next_up();
+    }
+    Abs::Real(lo, hi)
+}
+
+/// The range of a one-argument elementary function over `[lo, hi]` (its real values): monotone ones at the
+/// endpoints, sine and cosine within [-1, 1], cosh from its minimum; `Top` outside the function's domain.
+fn elementary(func: sym::MathFn, (lo, hi): (f64, f64)) -> Abs {
+    use sym::MathFn::*;
+    let increasing = |f: fn(f64) -> f64| widen_libm(f(lo), f(hi));
+    match func {
+        Sqrt if lo >= 0.0 => increasing(f64::sqrt),
+        Log if lo > 0.0 => increasing(f64::ln),
+        Log2 if lo > 0.0 => increasing(f64::log2),
+        Log10 if lo > 0.0 => increasing(f64::log10),
+        Log1p if lo > -1.0 => increasing(f64::ln_1p),
+        Exp => increasing(f64::exp),
+        Exp2 => increasing(f64::exp2),
+        Expm1 => increasing(f64::exp_m1),
+        Atan => increasing(f64::atan),
+        Cbrt => increasing(f64::cbrt),
+        Sinh => increasing(f64::sinh),
+        Tanh => increasing(f64::tanh),
+        Asin if -1.0 <= lo && hi <= 1.0 => increasing(f64::asin),
+        Acos if -1.0 <= lo && hi <= 1.0 => widen_libm(hi.acos(), lo.acos()),
+        Sin | Cos => Abs::Real(-1.0, 1.0),
+        Cosh if lo >= 0.0 => increasing(f64::cosh),
+        Cosh if hi <= 0.0 => widen_libm(hi.cosh(), lo.cosh()),
+        Cosh => widen_libm(1.0, lo.cosh().max(hi.cosh())),
+        _ => Abs::Top,
+    }
+}
+
 fn square((lo, hi): (f64, f64)) -> Abs {
     if lo >= 0.0 {
         widen(lo * lo, hi * hi)
@@ -500,7 +544,11 @@ fn eval(
         Kind::Exception { kind, site } => {
             eval(&sym::real_condition(*kind, site), sig, bounds, memo)
         }
-        // Integers, elementary functions and the rest: no information.
+        Kind::Math { func, args, .. } => match args.as_slice() {
+            [a] => real(a, memo).map_or(Abs::Top, |x| elementary(*func, x)),
+            _ => Abs::Top,
+        },
+        // Integers, functions of two arguments and the rest: no information.
         _ => Abs::Top,
     };
     // A boolean node with no information still is a boolean.
@@ -710,5 +758,27 @@ mod tests {
         );
         let both = sym::and([away, near_one]);
         assert!(refutes(&both, &sig(1), Some(&domain(0.5, 1.5))));
+    }
+
+    #[test]
+    fn elementary_functions_are_bounded_by_their_ranges() {
+        let f = |func, a: Expr| sym::math(func, FloatFormat::Double, vec![a]);
+        // sin x * 1e300 never overflows; exp x for x <= 700 stays finite; sqrt x <= 2 for x <= 4, and sqrt of a
+        // negative proves nothing.
+        let scaled = sym::arith(
+            ArithOp::Mul,
+            FloatFormat::Double,
+            f(sym::MathFn::Sin, x()),
+            sym::real_f64(1e300),
+        );
+        let omega = || sym::real(sym::max_finite(FloatFormat::Double));
+        assert!(refutes(&sym::ge(scaled, omega()), &sig(1), None));
+        let exp = sym::ge(f(sym::MathFn::Exp, x()), omega());
+        assert!(refutes(&exp, &sig(1), Some(&domain(-5.0, 700.0))));
+        assert!(!refutes(&exp, &sig(1), Some(&domain(-5.0, 710.0))));
+        let root = sym::lt(sym::real_i(3), f(sym::MathFn::Sqrt, x()));
+        assert!(refutes(&root, &sig(1), Some(&domain(0.0, 4.0))));
+        assert!(!refutes(&root, &sig(1), Some(&domain(0.0, 16.0))));
+        assert!(!refutes(&root, &sig(1), Some(&domain(-1.0, 4.0))));
     }
 }

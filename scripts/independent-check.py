@@ -178,9 +178,23 @@ def data_references(inputs):
     return data
 
 
+# C's classification macros, which glibc does not export as functions, called as functions as K&R-era libraries
+# declare them (Cephes' mconf.h: `int isfinite(double);`): defined here with their C meaning on a double.
+CLASSIFICATION = {
+    name: f"#undef {name}\nint {name}(double x) {{ return {body}; }}\n"
+    for name, body in {
+        "isfinite": "__builtin_isfinite(x)",
+        "isnormal": "__builtin_isnormal(x)",
+        "signbit": "__builtin_signbit(x) != 0",
+        "fpclassify": "__builtin_fpclassify(FP_NAN, FP_INFINITE, FP_NORMAL, FP_SUBNORMAL, FP_ZERO, x)",
+    }.items()
+}
+
+
 def link(work, flags, inputs, exe):
     """Links `inputs`; returns (why not or None, the data no file defines). A function defined nowhere (outside
-    the library) becomes a stub that prints the flags raised so far and exits, so a run ends at its call. Data
+    the library) becomes a stub that prints the flags raised so far and exits, so a run ends at its call (but C's
+    classification macros called as functions get their C meaning, [`CLASSIFICATION`]). Data
     defined nowhere gets an unreadable stand-in (64 KiB, page-aligned, in the section the driver protects), never a
     function stub whose code bytes would be read as its value: a run that reads it is not the program's and
     ends with GUARD_EXIT."""
@@ -193,7 +207,8 @@ def link(work, flags, inputs, exe):
         return "does not link: " + (r.stderr.strip().splitlines() or ["?"])[-1], []
     data = set(missing) & data_references(inputs)
     stubs = work / "stubs.c"
-    stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n" + "".join(
+    stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <math.h>\n" + "".join(
+        CLASSIFICATION[m] if m in CLASSIFICATION and m not in data else
         f"__attribute__((aligned(4096), section(\"harness_guard\"))) char {m}[65536];\n" if m in data else
         f"void {m}(void) {{ printf(\"%d\\n\", fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | "
         f"FE_UNDERFLOW)); fflush(stdout); _exit(0); }}\n" for m in missing))

@@ -56,14 +56,14 @@ impl Domain {
                 Some(ArgValue::Int(v)) => *v as f64,
                 _ => return true,
             };
-            let lo_ok = r.lo.map_or(true, |b| {
+            let lo_ok = r.lo.is_none_or(|b| {
                 if b.inclusive {
                     v >= b.value
                 } else {
                     v > b.value
                 }
             });
-            let hi_ok = r.hi.map_or(true, |b| {
+            let hi_ok = r.hi.is_none_or(|b| {
                 if b.inclusive {
                     v <= b.value
                 } else {

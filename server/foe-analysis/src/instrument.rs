@@ -698,8 +698,7 @@ pub fn add_entry<'ctx>(
         let value: BasicValueEnum<'ctx> = match param.ty {
             ParamType::F64 => builder
                 .build_load(ctx.f64_type(), slot, "")
-                .map_err(builder_error(what.clone()))?
-                .into(),
+                .map_err(builder_error(what.clone()))?,
             ParamType::F32 => {
                 let word = builder
                     .build_load(i64t, slot, "")
@@ -711,7 +710,6 @@ pub fn add_entry<'ctx>(
                 builder
                     .build_bit_cast(low, ctx.f32_type(), "")
                     .map_err(builder_error(what.clone()))?
-                    .into()
             }
             ParamType::Int { bits, .. } => {
                 let word = builder

@@ -43,7 +43,7 @@ pub struct Linked {
 
 /// The units of the database `db` other than `file`, canonical.
 fn database_entries(file: &Path, db: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(&db) else {
+    let Ok(text) = std::fs::read_to_string(db) else {
         return vec![];
     };
     let Ok(entries) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else {

@@ -73,7 +73,7 @@ impl<'a> EarlyHarness<'a> {
             }
         }
         let make = &self.make;
-        self.ready.get_or_insert_with(|| make())
+        self.ready.get_or_insert_with(make)
     }
 }
 

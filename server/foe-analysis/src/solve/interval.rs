@@ -56,7 +56,7 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
         let mut memo = sym::FingerprintMap::default();
         let mut narrowed = false;
         for c in conjuncts {
-            for bound in bounds_from(c, sig, &bounds, &mut memo) {
+            for bound in bounds_from(c, &bounds, &mut memo) {
                 let (index, lo, hi) = match bound {
                     Bound::Within(index, lo, hi) => (index, lo, hi),
                     Bound::Outside(index, lo, hi) => {
@@ -126,7 +126,7 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
     }
     boxes.iter().all(|b| {
         let mut memo = sym::FingerprintMap::default();
-        eval(formula, sig, b, &mut memo) == Abs::Bool(Truth::False)
+        eval(formula, b, &mut memo) == Abs::Bool(Truth::False)
     })
 }
 
@@ -283,12 +283,7 @@ fn at_least(e: &Expr, lo: f64) -> Option<Bound> {
 }
 
 /// The bounds a conjunct puts on parameters, or on their magnitudes, compared with something of known range.
-fn bounds_from(
-    c: &Expr,
-    sig: &FunctionSignature,
-    bounds: &Box,
-    memo: &mut sym::FingerprintMap<Abs>,
-) -> Vec<Bound> {
+fn bounds_from(c: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Vec<Bound> {
     let (op, a, b, negated) = match c.kind() {
         Kind::Cmp { op, a, b } => (*op, a, b, false),
         Kind::Not(inner) => match inner.kind() {
@@ -297,7 +292,7 @@ fn bounds_from(
         },
         _ => return Vec::new(),
     };
-    let mut range = |e: &Expr| match eval(e, sig, bounds, memo) {
+    let mut range = |e: &Expr| match eval(e, bounds, memo) {
         Abs::Real(lo, hi) => Some((lo, hi)),
         _ => None,
     };
@@ -439,16 +434,11 @@ fn compare(op: CmpOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Truth {
     }
 }
 
-fn eval(
-    e: &Expr,
-    sig: &FunctionSignature,
-    bounds: &Box,
-    memo: &mut sym::FingerprintMap<Abs>,
-) -> Abs {
+fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
     if let Some(v) = memo.get(&e.fingerprint()) {
         return *v;
     }
-    let real = |x: &Expr, memo: &mut sym::FingerprintMap<Abs>| match eval(x, sig, bounds, memo) {
+    let real = |x: &Expr, memo: &mut sym::FingerprintMap<Abs>| match eval(x, bounds, memo) {
         Abs::Real(lo, hi) => Some((lo, hi)),
         _ => None,
     };
@@ -506,7 +496,7 @@ fn eval(
             (Some(x), Some(y)) => Abs::Bool(compare(*op, x, y)),
             _ => Abs::Bool(Truth::Unknown),
         },
-        Kind::Not(a) => match eval(a, sig, bounds, memo) {
+        Kind::Not(a) => match eval(a, bounds, memo) {
             Abs::Bool(t) => Abs::Bool(not(t)),
             _ => Abs::Bool(Truth::Unknown),
         },
@@ -520,7 +510,7 @@ fn eval(
             let mut all_neutral = true;
             let mut result = None;
             for x in xs {
-                match eval(x, sig, bounds, memo) {
+                match eval(x, bounds, memo) {
                     Abs::Bool(t) if t == absorbing => {
                         result = Some(absorbing);
                         break;
@@ -531,19 +521,17 @@ fn eval(
             }
             Abs::Bool(result.unwrap_or(if all_neutral { neutral } else { Truth::Unknown }))
         }
-        Kind::Ite { c, a, b } => match eval(c, sig, bounds, memo) {
-            Abs::Bool(Truth::True) => eval(a, sig, bounds, memo),
-            Abs::Bool(Truth::False) => eval(b, sig, bounds, memo),
-            _ => match (eval(a, sig, bounds, memo), eval(b, sig, bounds, memo)) {
+        Kind::Ite { c, a, b } => match eval(c, bounds, memo) {
+            Abs::Bool(Truth::True) => eval(a, bounds, memo),
+            Abs::Bool(Truth::False) => eval(b, bounds, memo),
+            _ => match (eval(a, bounds, memo), eval(b, bounds, memo)) {
                 (Abs::Real(a, b), Abs::Real(c, d)) => Abs::Real(a.min(c), b.max(d)),
                 (Abs::Bool(x), Abs::Bool(y)) if x == y => Abs::Bool(x),
                 (Abs::Bool(_), Abs::Bool(_)) => Abs::Bool(Truth::Unknown),
                 _ => Abs::Top,
             },
         },
-        Kind::Exception { kind, site } => {
-            eval(&sym::real_condition(*kind, site), sig, bounds, memo)
-        }
+        Kind::Exception { kind, site } => eval(&sym::real_condition(*kind, site), bounds, memo),
         Kind::Math { func, args, .. } => match args.as_slice() {
             [a] => real(a, memo).map_or(Abs::Top, |x| elementary(*func, x)),
             _ => Abs::Top,

@@ -152,7 +152,7 @@ impl<'a> Seeds<'a> {
         }
         let in_domain = |x: &Input| self.domain.is_none_or(|d| d.contains(x));
         let mut walk = None;
-        for &j in &self.floats(&mentioned) {
+        for &j in &self.floats(mentioned) {
             let here = as_f64(input.0[j]);
             let unit = if here.is_sign_negative() { -1.0 } else { 1.0 };
             let simpler = [0.0, unit]

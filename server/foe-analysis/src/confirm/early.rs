@@ -2,7 +2,7 @@
 //! search find, so P, P' and the first pair of cause probes are built on a thread of the lowest priority while
 //! the functions are solved (whose threads leave a core idle about half of the time) and searched. The first
 //! function with a divergence to confirm waits for them; a file with none never does. When they are built before
-//! anything waits for them, the thread goes on to the next pair of probes ([`LATER_PROBES`]) in another harness,
+//! anything waits for them, the thread goes on to the next pair of probes ([`later_probes`]) in another harness,
 //! which the first confirmation that needs them waits for.
 
 use super::{Harness, Probe};
@@ -20,11 +20,14 @@ pub const EARLY_PROBES: [Probe; 4] = [
     Probe::Without(Cause::Optimisation),
 ];
 
-/// The pair of cause probes [`super::decide`] asks after [`EARLY_PROBES`].
-pub const LATER_PROBES: [Probe; 2] = [
-    Probe::Without(Cause::Reassociation),
-    Probe::Without(Cause::Reciprocal),
-];
+/// The pair of cause probes [`super::decide`] asks after the first pair (which is in [`EARLY_PROBES`]).
+fn later_probes() -> Vec<Probe> {
+    super::probe_order()
+        .chunks(2)
+        .nth(1)
+        .map(<[Probe]>::to_vec)
+        .unwrap_or_default()
+}
 
 /// A harness being prepared in the background, or ready.
 pub struct EarlyHarness<'a> {
@@ -49,7 +52,7 @@ impl<'a> EarlyHarness<'a> {
                 let later = harness.sibling();
                 harness.prepare(&EARLY_PROBES);
                 if still_unclaimed.load(Ordering::Acquire) {
-                    harness.build_later(&LATER_PROBES, later);
+                    harness.build_later(&later_probes(), later);
                 }
                 harness
             })

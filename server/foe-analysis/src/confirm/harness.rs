@@ -359,6 +359,7 @@ impl Harness {
     /// binaries.
     pub fn build_later(&mut self, probes: &[Probe], mut other: Harness) {
         let wanted = probes.to_vec();
+        let building = wanted.clone();
         let spawned = std::thread::Builder::new()
             .name("foe-probes".into())
             .spawn(move || {
@@ -366,21 +367,17 @@ impl Harness {
                 other
             });
         match spawned {
-            Ok(handle) => self.background = Some((probes.to_vec(), handle)),
+            Ok(handle) => self.background = Some((building, handle)),
             Err(e) => tracing::debug!("the later probes are built on demand: {e}"),
         }
     }
 
     /// Takes over the background harness's binaries when `probes` needs one of them.
     fn adopt_background(&mut self, probes: &[Probe]) {
-        let needed = self
+        let Some((_, handle)) = self
             .background
-            .as_ref()
-            .is_some_and(|(building, _)| probes.iter().any(|p| building.contains(p)));
-        if !needed {
-            return;
-        }
-        let Some((_, handle)) = self.background.take() else {
+            .take_if(|(building, _)| probes.iter().any(|p| building.contains(p)))
+        else {
             return;
         };
         let Ok(mut other) = handle.join() else {

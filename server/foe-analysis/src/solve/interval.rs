@@ -27,7 +27,7 @@ enum Abs {
     /// A real in [lo, hi] (endpoints may be infinite).
     Real(f64, f64),
     Bool(Truth),
-    /// Anything (integers, elementary functions, NaN endpoints).
+    /// Anything (integers, functions of two arguments, NaN endpoints).
     Top,
 }
 
@@ -43,11 +43,29 @@ type Box = Vec<Option<(f64, f64)>>;
 /// Whether `formula` is false for every input in the box of `domain` (parameters without a range span their
 /// format's finite values), narrowed by the conjuncts of `formula` that bound a parameter.
 pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&Domain>) -> bool {
+    let Some((bounds, gaps)) = narrowed_box(formula, sig, domain) else {
+        return true;
+    };
+    split_at_gaps(bounds, &gaps).iter().all(|b| {
+        let mut memo = sym::FingerprintMap::default();
+        eval(formula, b, &mut memo) == Abs::Bool(Truth::False)
+    })
+}
+
+/// Per parameter, the open intervals it lies outside of (`|x| >= m`, `|x - 1| >= 0.01`).
+type Gaps = Vec<Vec<(f64, f64)>>;
+
+/// The box of `domain` narrowed by the conjuncts of `formula`, with the gaps they leave in it; `None` when the
+/// box is empty.
+fn narrowed_box(
+    formula: &Expr,
+    sig: &FunctionSignature,
+    domain: Option<&Domain>,
+) -> Option<(Box, Gaps)> {
     let mut bounds: Box = (0..sig.params.len())
         .map(|i| declared_range(sig, domain, i))
         .collect();
-    // Per parameter, open intervals it lies outside of (`|x| >= m`, `|x - 1| >= 0.01`).
-    let mut gaps: Vec<Vec<(f64, f64)>> = vec![Vec::new(); sig.params.len()];
+    let mut gaps: Gaps = vec![Vec::new(); sig.params.len()];
     let conjuncts: &[Expr] = match formula.kind() {
         Kind::And(xs) => xs,
         _ => std::slice::from_ref(formula),
@@ -80,7 +98,7 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
                     }
                 }
                 if new_lo > new_hi {
-                    return true;
+                    return None;
                 }
                 if (new_lo, new_hi) != (old_lo, old_hi) {
                     bounds[index] = Some((new_lo, new_hi));
@@ -92,16 +110,19 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
             break;
         }
     }
-    // A gap strictly inside its parameter's interval: the two sides are separate boxes (at most MAX_SPLITS gaps,
-    // so at most 2^MAX_SPLITS boxes), each of which must refute the formula.
+    Some((bounds, gaps))
+}
+
+/// The boxes left of `bounds` by its gaps: a gap strictly inside its parameter's interval splits each box that
+/// holds it in two (at most [`MAX_SPLITS`] gaps, so at most 2^MAX_SPLITS boxes).
+fn split_at_gaps(bounds: Box, gaps: &Gaps) -> Vec<Box> {
     let mut boxes = vec![bounds];
-    let straddled: Vec<(usize, f64, f64)> = gaps
+    let all_gaps = gaps
         .iter()
         .enumerate()
-        .flat_map(|(i, g)| g.iter().map(move |&(lo, hi)| (i, lo, hi)))
-        .collect();
+        .flat_map(|(i, g)| g.iter().map(move |&(lo, hi)| (i, lo, hi)));
     let mut splits = 0;
-    for (i, gap_lo, gap_hi) in straddled {
+    for (i, gap_lo, gap_hi) in all_gaps {
         if splits == MAX_SPLITS {
             break;
         }
@@ -113,10 +134,9 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
         boxes = boxes
             .into_iter()
             .flat_map(|b| {
-                if !inside(&b) {
+                let Some((lo, hi)) = b[i].filter(|_| inside(&b)) else {
                     return vec![b];
-                }
-                let (lo, hi) = b[i].expect("a straddled parameter has an interval");
+                };
                 let (mut below, mut above) = (b.clone(), b);
                 below[i] = Some((lo, gap_lo));
                 above[i] = Some((gap_hi, hi));
@@ -124,10 +144,7 @@ pub(super) fn refutes(formula: &Expr, sig: &FunctionSignature, domain: Option<&D
             })
             .collect();
     }
-    boxes.iter().all(|b| {
-        let mut memo = sym::FingerprintMap::default();
-        eval(formula, b, &mut memo) == Abs::Bool(Truth::False)
-    })
+    boxes
 }
 
 /// What one conjunct says of one parameter.

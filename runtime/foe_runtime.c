@@ -81,6 +81,44 @@ static void foe_set_mode(int ftz) {
 }
 #endif
 
+/* ---- outputs: the words of the pointer parameters' buffers a run changed ---- */
+
+static unsigned char g_watch_before[FOE_WATCH_CAP][FOE_WATCH_BYTES];
+static const unsigned char *g_watch_buffer[FOE_WATCH_CAP];
+static uint32_t g_watch_param[FOE_WATCH_CAP];
+static uint32_t g_watch_bytes[FOE_WATCH_CAP];
+static uint32_t g_watch_count;
+static struct foe_output g_outputs[FOE_OUTPUT_CAP];
+static uint32_t g_output_count;
+
+void __foe_watch(uint32_t param, const void *buffer, uint32_t bytes) {
+    if (g_watch_count >= FOE_WATCH_CAP)
+        return;
+    uint32_t i = g_watch_count++;
+    if (bytes > FOE_WATCH_BYTES)
+        bytes = FOE_WATCH_BYTES;
+    g_watch_buffer[i] = buffer;
+    g_watch_param[i] = param;
+    g_watch_bytes[i] = bytes & ~7u;
+    memcpy(g_watch_before[i], buffer, g_watch_bytes[i]);
+}
+
+void __foe_observe(void) {
+    for (uint32_t i = 0; i < g_watch_count; i++) {
+        for (uint32_t at = 0; at < g_watch_bytes[i]; at += 8) {
+            uint64_t now, before;
+            memcpy(&now, g_watch_buffer[i] + at, 8);
+            memcpy(&before, g_watch_before[i] + at, 8);
+            if (now == before || g_output_count >= FOE_OUTPUT_CAP)
+                continue;
+            g_outputs[g_output_count].param = g_watch_param[i];
+            g_outputs[g_output_count].offset = at;
+            g_outputs[g_output_count].word = now;
+            g_output_count++;
+        }
+    }
+}
+
 /* ---- reply buffer ---- */
 
 static int g_out_fd = -1;
@@ -111,10 +149,12 @@ static void foe_flush(void) {
     g_flush_requested = 0;
 }
 
-/* Appends a record with the current trace; flushes first when the buffer could overflow. */
+/* Appends a record with the current trace (and the outputs, for a run that returned); flushes first when the
+ * buffer could overflow. */
 static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t detail, uint64_t ret) {
     uint32_t n = g_trace_len;
-    size_t need = sizeof(struct foe_record) + (size_t)n * 4u;
+    uint32_t nout = status == FOE_STATUS_RETURNED && build != FOE_BUILD_DONE ? g_output_count : 0;
+    size_t need = sizeof(struct foe_record) + (size_t)n * 4u + (size_t)nout * sizeof(struct foe_output);
     if (g_out_len + need > sizeof g_out)
         foe_flush();
     struct foe_record rec;
@@ -125,8 +165,11 @@ static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t d
     rec.detail = detail;
     rec.nevents = n;
     rec.ret = ret;
+    rec.noutputs = nout;
+    rec.reserved = 0;
     memcpy(g_out + g_out_len, &rec, sizeof rec);
     memcpy(g_out + g_out_len + sizeof rec, g_trace, (size_t)n * 4u);
+    memcpy(g_out + g_out_len + sizeof rec + (size_t)n * 4u, g_outputs, (size_t)nout * sizeof(struct foe_output));
     g_out_len += need;
 }
 
@@ -311,6 +354,8 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
                         int flush_each) {
     g_trace_len = 0;
     g_trace_truncated = 0;
+    g_watch_count = 0;
+    g_output_count = 0;
     g_cur_input = input;
     g_cur_build = build;
     g_seq++;

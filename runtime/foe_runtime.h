@@ -26,6 +26,15 @@ void __foe_undefined(uint32_t index) __attribute__((noreturn));
  * (index into foe's list of such calls) and returns to the batch driver: the run ends cleanly there. */
 void __foe_stop(uint32_t stop) __attribute__((noreturn));
 
+/* Called by the generated entry before the call, once per pointer parameter, with the buffer it passes (its
+ * contents as the call starts are kept), and after the call: the 8-byte words of the buffers the call changed
+ * become the run's outputs (at most FOE_OUTPUT_CAP; FOE_WATCH_CAP buffers of FOE_WATCH_BYTES each). */
+#define FOE_WATCH_CAP 8u
+#define FOE_WATCH_BYTES 4096u
+#define FOE_OUTPUT_CAP 1024u
+void __foe_watch(uint32_t param, const void *buffer, uint32_t bytes);
+void __foe_observe(void);
+
 /* Generated per analysed function and build: reads the argument bits, calls the build's function,
  * returns the result bits (double/float bit pattern, sign- or zero-extended integer, 0 for void). */
 typedef uint64_t (*foe_entry_fn)(const uint64_t *args);
@@ -36,7 +45,8 @@ extern const uint32_t __foe_entry_count; /* number of functions (half the table 
 
 /* ---- Batch protocol (all integers little-endian) ----
  * Request (stdin): struct foe_batch_header, then ninputs * nargs uint64 argument bit patterns.
- * Reply (stdout): one struct foe_record (+ nevents uint32 events) per (input, build) executed, in order,
+ * Reply (stdout): one struct foe_record (+ nevents uint32 events, + noutputs struct foe_output) per (input,
+ * build) executed, in order,
  * then a record with build FOE_BUILD_DONE. A crash, time-out or exit ends the reply with that record
  * and the worker exits; the parent restarts it for the rest of the batch. */
 #define FOE_BATCH_MAGIC 0x42454f46u /* "FOEB" */
@@ -63,7 +73,7 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 1u
+#define FOE_PROTOCOL_VERSION 2u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */
@@ -85,6 +95,15 @@ struct foe_record {
     uint32_t detail;
     uint32_t nevents;
     uint64_t ret;
-}; /* 24 bytes, followed by nevents uint32 */
+    uint32_t noutputs; /* outputs of a run that returned; 0 otherwise */
+    uint32_t reserved;
+}; /* 32 bytes, followed by nevents uint32, then noutputs struct foe_output */
+
+/* One 8-byte word of a pointer parameter's buffer that the run changed, as it left it. */
+struct foe_output {
+    uint32_t param;  /* the pointer's index among the C parameters */
+    uint32_t offset; /* byte offset into the buffer (a multiple of 8) */
+    uint64_t word;
+}; /* 16 bytes */
 
 #endif

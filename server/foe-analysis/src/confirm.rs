@@ -145,7 +145,7 @@ pub fn confirm_function(
             // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
             // call as its instrumented run): the traces cover what the instrumented ones covered.
             let over_same_extent =
-                ends_as(&rp, d.end_p.as_ref()) && ends_as(&rpp, d.end_p_prime.as_ref());
+                ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
             over_same_extent
                 .then(|| rp.end.raised().zip(rpp.end.raised()))
                 .flatten()
@@ -253,10 +253,10 @@ fn cause_of(p_run: &ShippedRun, sets_differ: bool, runs: &HashMap<Probe, Shipped
 }
 
 /// Whether a shipped run ended as the instrumented run did: both returned, or both stopped at the same call.
-fn ends_as(run: &ShippedRun, instrumented: Option<&RunEnd>) -> bool {
+fn ends_as(run: &ShippedRun, instrumented: &RunEnd) -> bool {
     match (run.end, instrumented) {
-        (ShippedEnd::Raised(_), Some(RunEnd::Returned { .. })) => true,
-        (ShippedEnd::Stopped(_), Some(RunEnd::Stopped { callee, .. })) => {
+        (ShippedEnd::Raised(_), RunEnd::Returned { .. }) => true,
+        (ShippedEnd::Stopped(_), RunEnd::Stopped { callee, .. }) => {
             run.stopped_at.as_deref() == Some(callee.as_str())
         }
         _ => false,

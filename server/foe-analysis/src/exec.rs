@@ -3,13 +3,15 @@
 //! inputs to the worker (sandboxed, restarted after crashes and time-outs) and returns both builds' exception
 //! traces and results per input.
 
+mod outputs;
 mod toolchain;
 pub(crate) use toolchain::first_error;
 mod worker;
+pub use outputs::RawOutput;
 
 use crate::config::AnalysisConfig;
 use crate::instrument::{self, InstrumentError, SiteTable};
-use crate::report::{RunEnd, TraceEvent};
+use crate::report::{RunEnd, Scalar, TraceEvent};
 use crate::types::{
     ArgValue, Build, ExceptionKind, FunctionSignature, Input, ParamType, ReturnType,
 };
@@ -83,6 +85,8 @@ pub struct RawRun {
     pub events: Vec<u32>,
     pub truncated: bool,
     pub end: RawEnd,
+    /// The words of the pointer parameters' buffers the run changed (a run that returned).
+    pub outputs: Vec<RawOutput>,
 }
 
 impl RawRun {
@@ -111,6 +115,8 @@ struct Entry {
     sig: FunctionSignature,
     /// Why the function cannot run in one of the builds.
     unavailable: Option<String>,
+    /// What its pointer parameters point to, to read what a run wrote there.
+    layouts: Vec<crate::ir::PointeeFields>,
 }
 
 /// Counters for benchmarks and logs.
@@ -171,9 +177,11 @@ impl Runner {
         let data_decls;
         let mut entries: Vec<Entry> = functions
             .iter()
-            .map(|sig| Entry {
+            .zip(crate::ir::pointee_layouts(p_ll, functions))
+            .map(|(sig, layouts)| Entry {
                 sig: sig.clone(),
                 unavailable: None,
+                layouts,
             })
             .collect();
         {
@@ -294,14 +302,28 @@ impl Runner {
     /// Runs both builds on each input (in order), batching many inputs per worker start.
     pub fn run(&mut self, function: &str, inputs: &[Input]) -> Result<Vec<PairOutcome>, ExecError> {
         let raw = self.run_raw(function, inputs)?;
-        let sig = &self.entries[self.by_name[function]].sig;
-        Ok(raw
+        let sig = self.entries[self.by_name[function]].sig.clone();
+        Ok(inputs
             .iter()
-            .map(|pair| PairOutcome {
-                p: self.outcome(sig, &pair.p),
-                pp: self.outcome(sig, &pair.pp),
-            })
+            .zip(&raw)
+            .map(|(input, pair)| self.pair_outcome(&sig, input, pair))
             .collect())
+    }
+
+    /// The public form of both builds' raw runs of `sig` on `input`: traces placed, results and outputs read.
+    pub fn pair_outcome(&self, sig: &FunctionSignature, input: &Input, pair: &RawPair) -> PairOutcome {
+        let mut p = self.outcome(sig, &pair.p);
+        let mut pp = self.outcome(sig, &pair.pp);
+        if let Some(entry) = self.by_name.get(&sig.name).map(|&i| &self.entries[i]) {
+            let (out_p, out_pp) =
+                outputs::decode_pair(sig, &entry.layouts, input, &pair.p, &pair.pp);
+            for (end, decoded) in [(&mut p.end, out_p), (&mut pp.end, out_pp)] {
+                if let RunEnd::Returned { outputs, .. } = end {
+                    *outputs = decoded;
+                }
+            }
+        }
+        PairOutcome { p, pp }
     }
 
     /// As [`Runner::run`], with traces as raw site/kind words (what the search works on).
@@ -366,7 +388,7 @@ impl Runner {
         Ok(())
     }
 
-    /// The public form of a raw run of `sig`.
+    /// The public form of a raw run of `sig`, without its outputs (they are read in pairs: [`Runner::pair_outcome`]).
     pub fn outcome(&self, sig: &FunctionSignature, raw: &RawRun) -> RunOutcome {
         RunOutcome {
             trace: raw.events.iter().filter_map(|&e| self.event(e)).collect(),
@@ -390,9 +412,7 @@ impl Runner {
     /// How a run ended, with the result formatted for `sig`'s return type.
     pub fn end(&self, sig: &FunctionSignature, end: RawEnd) -> RunEnd {
         match end {
-            RawEnd::Returned(bits) => RunEnd::Returned {
-                value: format_return(sig.ret, bits),
-            },
+            RawEnd::Returned(bits) => RunEnd::returned(return_value(sig.ret, bits)),
             RawEnd::Crashed(signal) => RunEnd::Crashed {
                 signal,
                 name: signal_name(signal),
@@ -508,50 +528,16 @@ pub fn int_fits(v: i64, bits: u32, signed: bool) -> bool {
     }
 }
 
-/// A returned value as `%a (decimal)`, or a decimal integer; `None` for void and untracked types.
-pub fn format_return(ret: ReturnType, bits: u64) -> Option<String> {
+/// The value a function of return type `ret` returned, from the result bits the entry passes back; `None` for
+/// `void` and types foe does not read.
+pub fn return_value(ret: ReturnType, bits: u64) -> Option<Scalar> {
     match ret {
-        ReturnType::F64 => {
-            let v = ArgValue::F64(f64::from_bits(bits));
-            Some(format!("{} ({})", v.hex(), v.decimal()))
-        }
-        ReturnType::F32 => {
-            let v = ArgValue::F32(f32::from_bits(bits as u32));
-            Some(format!("{} ({})", v.hex(), v.decimal()))
-        }
-        ReturnType::Int {
-            bits: width,
-            signed,
-        } => Some(if signed {
-            (bits as i64).to_string()
-        } else if width >= 64 {
-            bits.to_string()
-        } else {
-            (bits & ((1u64 << width) - 1)).to_string()
-        }),
+        ReturnType::F64 => Some(Scalar::F64(f64::from_bits(bits))),
+        ReturnType::F32 => Some(Scalar::F32(f32::from_bits(bits as u32))),
+        ReturnType::Int { signed: true, .. } => Some(Scalar::Int(bits as i64)),
+        ReturnType::Int { bits: width, .. } if width >= 64 => Some(Scalar::UInt(bits)),
+        ReturnType::Int { bits: width, .. } => Some(Scalar::UInt(bits & ((1u64 << width) - 1))),
         ReturnType::Void | ReturnType::Other => None,
-    }
-}
-
-/// One line describing how a run ended (`0x1p+0 (1.0e0)`, `crashed (SIGSEGV)`, `timed out after 1000 ms`).
-pub fn describe_end(end: &RunEnd) -> String {
-    match end {
-        RunEnd::Returned { value: Some(v) } => v.clone(),
-        RunEnd::Returned { value: None } => "returned".into(),
-        RunEnd::Crashed { name, .. } => format!("crashed ({name})"),
-        RunEnd::TimedOut { limit_ms } => format!("timed out after {limit_ms} ms"),
-        RunEnd::Stopped {
-            callee,
-            line,
-            column,
-        } => {
-            let at = match (line, column) {
-                (Some(l), Some(c)) => format!(" (line {l}:{c})"),
-                (Some(l), None) => format!(" (line {l})"),
-                _ => String::new(),
-            };
-            format!("stopped at `{callee}`{at}")
-        }
     }
 }
 

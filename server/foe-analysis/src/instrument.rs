@@ -22,6 +22,9 @@ use std::path::Path;
 
 /// The runtime function called after every floating-point instruction.
 pub const CHECK_FN: &str = "__foe_check";
+/// The runtime's hooks around an entry's call: keep the pointer parameters' buffers, then compare them.
+const WATCH_FN: &str = "__foe_watch";
+const OBSERVE_FN: &str = "__foe_observe";
 /// The runtime function a call the worker must not execute is replaced by (its operand is the stop id).
 pub const STOP_FN: &str = "__foe_stop";
 /// Metadata kind marking an instrumented instruction (its operand is the site id); makes the pass idempotent.
@@ -778,6 +781,36 @@ pub fn add_entry<'ctx>(
             .map_err(builder_error(what.clone()))?;
         let _ = store.set_alignment(1);
     }
+    // The pointer parameters' buffers as the call starts: the words the call changes are the run's outputs.
+    let watch = module.get_function(WATCH_FN).unwrap_or_else(|| {
+        let fn_type = ctx.void_type().fn_type(
+            &[ctx.i32_type().into(), ptr.into(), ctx.i32_type().into()],
+            false,
+        );
+        module.add_function(WATCH_FN, fn_type, None)
+    });
+    let observe = module.get_function(OBSERVE_FN).unwrap_or_else(|| {
+        module.add_function(OBSERVE_FN, ctx.void_type().fn_type(&[], false), None)
+    });
+    for (index, (param, value)) in sig
+        .params
+        .iter()
+        .zip(&values)
+        .filter(|(p, _)| p.pointee.is_none())
+        .enumerate()
+    {
+        let ParamType::OutPtr { bytes } = param.ty else {
+            continue;
+        };
+        let args = [
+            ctx.i32_type().const_int(index as u64, false).into(),
+            (*value).into(),
+            ctx.i32_type().const_int(bytes as u64, false).into(),
+        ];
+        builder
+            .build_call(watch, &args, "")
+            .map_err(builder_error(what.clone()))?;
+    }
     let call_args: Vec<BasicMetadataValueEnum<'ctx>> = sig
         .params
         .iter()
@@ -787,6 +820,9 @@ pub fn add_entry<'ctx>(
         .collect();
     let call = builder
         .build_call(target, &call_args, "")
+        .map_err(builder_error(what.clone()))?;
+    builder
+        .build_call(observe, &[], "")
         .map_err(builder_error(what.clone()))?;
     let result = call.try_as_basic_value().basic();
     let bits = match (sig.ret, result) {

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub mod fields;
-pub use fields::{name_fields, PointeeFields};
+pub use fields::{name_fields, PointeeField, PointeeFields};
 
 /// Size of the zeroed buffer passed for each pointer (out-)parameter.
 pub const OUT_BUFFER_BYTES: u32 = 4096;
@@ -172,6 +172,26 @@ pub fn describe_functions(
         Err(_) => u32::MAX,
     });
     out
+}
+
+/// What the pointer parameters of each of `functions` point to, from the debug info of `ll` (P's IR): the layouts
+/// the runner reads the values a run wrote through them with.
+pub fn pointee_layouts(ll: &str, functions: &[FunctionSignature]) -> Vec<Vec<PointeeFields>> {
+    let facts = DebugFacts::from_ll(ll);
+    let types = fields::TypeFacts::from_ll(ll);
+    functions
+        .iter()
+        .map(|sig| {
+            sig.call_params()
+                .enumerate()
+                .filter(|(_, p)| matches!(p.ty, crate::types::ParamType::OutPtr { .. }))
+                .filter_map(|(i, _)| {
+                    let ty = facts.arg(&sig.name, i)?.1?;
+                    types.pointee_fields(i as u32, ty)
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// The functions the analysed file defines (not declarations, intrinsics or foe's own), with their names.

@@ -23,6 +23,7 @@ pub mod project;
 pub mod report;
 pub mod rng;
 pub mod round;
+pub mod scalar;
 pub mod sandbox;
 pub mod search;
 pub mod solve;

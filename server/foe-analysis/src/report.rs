@@ -7,6 +7,10 @@ use crate::types::{ArgValue, ExceptionKind, FunctionSignature, SourceLoc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod run;
+pub use crate::scalar::{Scalar, ScalarType, ValueClass};
+pub use run::{Output, RunEnd};
+
 /// One value of an input tuple, named after its parameter.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NamedValue {
@@ -65,29 +69,6 @@ pub enum DivergenceClass {
     Order,
 }
 
-/// How one execution of one build ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
-pub enum RunEnd {
-    Returned {
-        value: Option<String>,
-    },
-    Crashed {
-        signal: i32,
-        name: String,
-    },
-    TimedOut {
-        limit_ms: u64,
-    },
-    /// The run reached a call foe does not execute (no definition, I/O, allocation, exit: an error reporter
-    /// such as `gsl_error`) and stopped cleanly there; its trace holds the events before the call.
-    Stopped {
-        callee: String,
-        line: Option<u32>,
-        column: Option<u32>,
-    },
-}
-
 /// An input on which P and P' raise different exception traces, confirmed by running both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Divergence {
@@ -97,9 +78,13 @@ pub struct Divergence {
     /// Index of the first position where the kind sequences differ.
     pub first_divergence: usize,
     pub class: DivergenceClass,
-    /// The return value of P, as `%a` hex and decimal (`0x1p+0 (1)`), or how the run ended.
-    pub result_p: String,
-    pub result_p_prime: String,
+    /// How the instrumented runs of P and P' ended: what they returned and wrote through pointers, or where they
+    /// stopped (a run that stopped at a call foe does not run is compared with the shipped run over the same
+    /// extent).
+    #[serde(default)]
+    pub end_p: RunEnd,
+    #[serde(default)]
+    pub end_p_prime: RunEnd,
     /// Whether the input satisfies the function's declared input domain (`// foe: assume`).
     pub in_domain: bool,
     /// Where the editor should flag it: the first diverging event of P', else of P.
@@ -127,12 +112,6 @@ pub struct Divergence {
     /// Candidates whose neighbourhood search gave this input as their best (merged when several did).
     #[serde(default = "one")]
     pub candidates: usize,
-    /// How the instrumented runs ended, for comparing the shipped runs over the same extent (a run that stopped
-    /// at a call foe does not run against a shipped run that stopped there too); not part of the report.
-    #[serde(skip)]
-    pub end_p: Option<RunEnd>,
-    #[serde(skip)]
-    pub end_p_prime: Option<RunEnd>,
 }
 
 fn one() -> usize {
@@ -149,8 +128,8 @@ impl Default for Divergence {
             trace_p_prime: vec![],
             first_divergence: 0,
             class: DivergenceClass::default(),
-            result_p: String::new(),
-            result_p_prime: String::new(),
+            end_p: RunEnd::default(),
+            end_p_prime: RunEnd::default(),
             in_domain: true,
             location: None,
             summary: String::new(),
@@ -161,8 +140,6 @@ impl Default for Divergence {
             shipped_trace_p_prime: vec![],
             cause: Cause::default(),
             candidates: one(),
-            end_p: None,
-            end_p_prime: None,
         }
     }
 }
@@ -481,6 +458,11 @@ impl FunctionReport {
         for d in &mut self.divergences {
             if let Some(l) = &mut d.location {
                 shift(&mut l.line);
+            }
+            for end in [&mut d.end_p, &mut d.end_p_prime] {
+                if let RunEnd::Stopped { line, .. } = end {
+                    shift_opt(line);
+                }
             }
             for e in d
                 .trace_p

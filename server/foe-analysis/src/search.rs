@@ -10,7 +10,7 @@
 
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
-use crate::exec::{describe_end, ExecError, RawPair, Runner};
+use crate::exec::{ExecError, RawPair, Runner};
 use crate::report::{Divergence, DivergenceClass, NamedValue, PlainException, TraceEvent};
 use crate::rng::SplitMix;
 use crate::round::{step_f32, step_f64};
@@ -312,7 +312,7 @@ fn search_group(
                         crate::exec::RawEnd::Stopped(_) => {
                             state.stopped += 1;
                             if state.first_stop.is_none() {
-                                state.first_stop = Some(describe_end(&runner.end(sig, run.end)));
+                                state.first_stop = Some(runner.end(sig, run.end).describe());
                             }
                         }
                         other => {
@@ -321,7 +321,7 @@ fn search_group(
                                 state.unknown_data += 1;
                             }
                             if state.first_crash.is_none() {
-                                state.first_crash = Some(describe_end(&runner.end(sig, other)));
+                                state.first_crash = Some(runner.end(sig, other).describe());
                             }
                         }
                     }
@@ -658,8 +658,7 @@ fn divergence(
     class: DivergenceClass,
     in_domain: bool,
 ) -> Divergence {
-    let p = runner.outcome(sig, &pair.p);
-    let pp = runner.outcome(sig, &pair.pp);
+    let crate::exec::PairOutcome { p, pp } = runner.pair_outcome(sig, input, pair);
     let (summary, location) = explain(&p.trace, &pp.trace, first, class);
     Divergence {
         inputs: named_inputs(sig, input),
@@ -667,8 +666,6 @@ fn divergence(
         trace_p_prime: pp.trace,
         first_divergence: first,
         class,
-        result_p: describe_end(&p.end),
-        result_p_prime: describe_end(&pp.end),
         in_domain,
         location,
         summary,
@@ -679,8 +676,8 @@ fn divergence(
         shipped_trace_p_prime: vec![],
         cause: Default::default(),
         candidates: 1,
-        end_p: Some(p.end),
-        end_p_prime: Some(pp.end),
+        end_p: p.end,
+        end_p_prime: pp.end,
     }
 }
 

@@ -1,32 +1,14 @@
 //! Rendering for people and tools: the engine's findings as compiler-style text, JSON and SARIF 2.1.0;
 //! replays; Table III rows.
 
+use foe_analysis::findings::render::{self, Style};
 use foe_analysis::findings::{self, Code, Finding, Severity};
 use foe_analysis::pipeline::ReplayReport;
-use foe_analysis::report::{FileReport, FunctionStatus, TraceEvent};
+use foe_analysis::report::{FileReport, FunctionStatus};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
-
-fn event_text(e: &TraceEvent) -> String {
-    match (e.line, e.column.filter(|c| *c > 0)) {
-        (Some(l), Some(c)) => format!("{} at {l}:{c} ({})", e.kind, e.operation),
-        (Some(l), None) => format!("{} at {l} ({})", e.kind, e.operation),
-        _ => format!(
-            "{} at an instruction without a debug location ({})",
-            e.kind, e.operation
-        ),
-    }
-}
-
-/// A trace as one line: `overflow at 3:45 (fmul), invalid at 4:2 (fsub)` or `no exceptions`.
-pub fn trace_text(trace: &[TraceEvent]) -> String {
-    if trace.is_empty() {
-        return "no exceptions".into();
-    }
-    trace.iter().map(event_text).collect::<Vec<_>>().join(", ")
-}
 
 fn severity_label(s: Severity) -> &'static str {
     match s {
@@ -71,18 +53,16 @@ fn finding_text(out: &mut String, file: &str, f: &Finding, report: &FileReport) 
     let _ = writeln!(out, "    in `{}`, input: {}", f.function, inputs.join(", "));
     let _ = writeln!(
         out,
-        "    P  ({}): {}; {}",
+        "    P  ({}): {}",
         report.flags_p.join(" "),
-        trace_text(&best.trace_p),
-        run_ending(&best.result_p)
+        render::run_line(&best.trace_p, &best.end_p, usize::MAX, Style::Plain)
     );
     let ftz = if report.ftz_p_prime { ", FTZ/DAZ" } else { "" };
     let _ = writeln!(
         out,
-        "    P' ({}{ftz}): {}; {}",
+        "    P' ({}{ftz}): {}",
         report.flags_p_prime.join(" "),
-        trace_text(&best.trace_p_prime),
-        run_ending(&best.result_p_prime)
+        render::run_line(&best.trace_p_prime, &best.end_p_prime, usize::MAX, Style::Plain)
     );
     let _ = writeln!(out, "    {}", best.confirmation.describe());
     for line in &f.shipped {
@@ -93,19 +73,6 @@ fn finding_text(out: &mut String, file: &str, f: &Finding, report: &FileReport) 
     }
     if let Some(r) = &f.related {
         let _ = writeln!(out, "    {}: {}", place(file, r.line, r.column), r.message);
-    }
-}
-
-/// How a run ended, for a sentence: `returns 0x1p+0 (1)`, or the run's own ending (`stopped at `gsl_error`
-/// (line 12:5)`, `crashed (SIGSEGV)`, `timed out after 1000 ms`).
-fn run_ending(result: &str) -> String {
-    if ["returned", "crashed", "timed out", "stopped"]
-        .iter()
-        .any(|p| result.starts_with(p))
-    {
-        result.to_string()
-    } else {
-        format!("returns {result}")
     }
 }
 
@@ -187,17 +154,15 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
     );
     let _ = writeln!(
         out,
-        "P  ({}): {}; {}",
+        "P  ({}): {}",
         r.flags_p.join(" "),
-        trace_text(&r.trace_p),
-        run_ending(&r.result_p)
+        render::run_line(&r.trace_p, &r.end_p, usize::MAX, Style::Plain)
     );
     let _ = writeln!(
         out,
-        "P' ({}): {}; {}",
+        "P' ({}): {}",
         r.flags_p_prime.join(" "),
-        trace_text(&r.trace_p_prime),
-        run_ending(&r.result_p_prime)
+        render::run_line(&r.trace_p_prime, &r.end_p_prime, usize::MAX, Style::Plain)
     );
     match (r.first_divergence, r.class) {
         (Some(i), Some(c)) => {
@@ -322,8 +287,8 @@ pub fn sarif(report: &FileReport, findings: &[Finding]) -> Value {
                     "shipped": f.shipped,
                     "shippedTracePlain": best.map(|d| &d.shipped_trace_p),
                     "shippedTraceFastMath": best.map(|d| &d.shipped_trace_p_prime),
-                    "resultPlain": best.map(|d| &d.result_p),
-                    "resultFastMath": best.map(|d| &d.result_p_prime),
+                    "resultPlain": best.map(|d| d.end_p.describe()),
+                    "resultFastMath": best.map(|d| d.end_p_prime.describe()),
                 }
             })
         })

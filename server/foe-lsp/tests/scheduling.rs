@@ -7,7 +7,7 @@ use foe_analysis::pipeline::{
     AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress,
 };
 use foe_analysis::report::{
-    Divergence, FileReport, FunctionReport, FunctionSpan, FunctionStatus, TraceEvent,
+    Divergence, FileReport, FunctionReport, FunctionSpan, FunctionStatus, RunEnd, Scalar, TraceEvent,
 };
 use foe_analysis::types::{ExceptionKind, SourceLoc};
 use foe_lsp::client::LspClient;
@@ -86,8 +86,8 @@ impl Engine for Scripted {
         });
         f.divergences.push(Divergence {
             trace_p_prime: vec![event],
-            result_p: "1".into(),
-            result_p_prime: "inf".into(),
+            end_p: RunEnd::returned(Some(Scalar::F64(1.0))),
+            end_p_prime: RunEnd::returned(Some(Scalar::F64(f64::INFINITY))),
             location: Some(SourceLoc { line: 1, column: 1 }),
             ..Divergence::default()
         });

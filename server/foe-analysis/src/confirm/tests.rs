@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::config::AnalysisConfig;
+use crate::report::RunEnd;
 use crate::types::{Param, ReturnType};
 
 /// How each run ended.
@@ -115,7 +116,7 @@ fn a_run_that_stops_at_an_error_reporter_is_confirmed_against_one_that_returns()
     let d = report
         .divergences
         .iter()
-        .find(|d| d.result_p.starts_with("stopped at `report_nan`"))
+        .find(|d| matches!(&d.end_p, RunEnd::Stopped { callee, .. } if callee == "report_nan"))
         .unwrap_or_else(|| panic!("{:?}", report.divergences));
     assert_eq!(d.confirmation, Confirmation::Confirmed, "{d:?}");
     assert!(d.shipped_p.contains(&ExceptionKind::Invalid));

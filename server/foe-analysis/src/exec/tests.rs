@@ -2,7 +2,7 @@
 
 use super::testutil::runner;
 use super::*;
-use crate::report::RunEnd;
+use crate::report::{RunEnd, Scalar};
 
 fn kinds(o: &RunOutcome) -> Vec<ExceptionKind> {
     o.trace.iter().map(|e| e.kind).collect()
@@ -30,15 +30,11 @@ fn identity_overflows_in_p_only() {
     // P computes inf * 0.5 = inf; P' returns x.
     assert_eq!(
         out[0].p.end,
-        RunEnd::Returned {
-            value: Some(format_return(ReturnType::F64, f64::INFINITY.to_bits()).unwrap())
-        }
+        RunEnd::returned(Some(Scalar::F64(f64::INFINITY)))
     );
     assert_eq!(
         out[0].pp.end,
-        RunEnd::Returned {
-            value: format_return(ReturnType::F64, 1e308f64.to_bits())
-        }
+        RunEnd::returned(Some(Scalar::F64(1e308)))
     );
     assert!(out[1].p.trace.is_empty() && out[1].pp.trace.is_empty());
     assert!(r.stats().build_time < Duration::from_secs(10));
@@ -89,9 +85,7 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
     assert_eq!(kinds(&out[0].pp), vec![ExceptionKind::Overflow]);
     assert_eq!(
         out[1].p.end,
-        RunEnd::Returned {
-            value: format_return(ReturnType::F32, 9.0f32.to_bits() as u64)
-        }
+        RunEnd::returned(Some(Scalar::F32(9.0)))
     );
     let ins = [
         Input(vec![
@@ -102,12 +96,13 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
         Input(vec![ArgValue::F64(1.0), ArgValue::Int(0), ArgValue::OutPtr]),
     ];
     let out = r.run("scaled", &ins).unwrap();
-    assert_eq!(
-        out[0].p.end,
-        RunEnd::Returned {
-            value: Some("-3".into())
-        }
-    );
+    // What the function writes through its pointer is an output of both builds, named as C names it.
+    for end in [&out[0].p.end, &out[0].pp.end] {
+        assert_eq!(end.value(), Some(Scalar::Int(-3)));
+        assert_eq!(end.output("*out"), Some(Scalar::F64(-14.0)), "{end:?}");
+    }
+    // 1.0 * 0 leaves the zeroed buffer as it was: no word changed, no output.
+    assert!(out[1].pp.end.outputs().is_empty());
     assert!(out[0].p.trace.is_empty());
     // 1/0 = inf: divide-by-zero, then (int)inf is invalid.
     assert_eq!(
@@ -117,12 +112,10 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
     let out = r.run("uc", &[Input(vec![ArgValue::Int(255)])]).unwrap();
     assert_eq!(
         out[0].p.end,
-        RunEnd::Returned {
-            value: Some("0".into())
-        }
+        RunEnd::returned(Some(Scalar::Int(0)))
     );
     let out = r.run("nothing", &[f64s(&[1e10])]).unwrap();
-    assert_eq!(out[0].p.end, RunEnd::Returned { value: None });
+    assert_eq!(out[0].p.end, RunEnd::returned(None));
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     // Inputs that do not fit are errors, not panics.
     assert!(matches!(
@@ -223,9 +216,7 @@ int idiv(int a, int b) { return a / b; }
     assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
     assert_eq!(
         out[1].pp.end,
-        RunEnd::Returned {
-            value: Some("2".into())
-        }
+        RunEnd::returned(Some(Scalar::Int(2)))
     );
 }
 
@@ -263,9 +254,7 @@ double stubborn(double x) {
     let out = r.run("chatty", &[f64s(&[1.5]), f64s(&[1e308])]).unwrap();
     assert_eq!(
         out[0].p.end,
-        RunEnd::Returned {
-            value: format_return(ReturnType::F64, 3.0f64.to_bits())
-        }
+        RunEnd::returned(Some(Scalar::F64(3.0)))
     );
     assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow]);
 
@@ -341,7 +330,7 @@ double allocates(double x) { double *p = malloc(8); *p = x; return *p * 2; }
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
     assert_eq!(
-        crate::exec::describe_end(&out[0].p.end),
+        out[0].p.end.describe(),
         "stopped at `report` (line 7:5)"
     );
     let out = r.run("allocates", &[f64s(&[1.0])]).unwrap();
@@ -388,9 +377,7 @@ double user(double x) { return unused_by_others(x); }
     let out = r.run("twice", &[f64s(&[3.0]), f64s(&[1e200])]).unwrap();
     assert_eq!(
         out[0].p.end,
-        RunEnd::Returned {
-            value: format_return(ReturnType::F64, 18.0f64.to_bits())
-        }
+        RunEnd::returned(Some(Scalar::F64(18.0)))
     );
     assert_eq!(
         kinds(&out[1].p),
@@ -398,7 +385,7 @@ double user(double x) { return unused_by_others(x); }
     );
     // Each build has its own copy of `calls` (P' may have folded it away entirely).
     let out = r.run("count", &[Input(vec![])]).unwrap();
-    assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_) }));
+    assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_), .. }));
     // P' inlined the static helpers and dropped them.
     assert!(
         r.unavailable("helper").is_some(),
@@ -488,13 +475,17 @@ fn forged_and_flooded_replies_are_errors() {
     const FAKE: &str = r#"
 #include <stdint.h>
 #include <unistd.h>
-struct rec { uint32_t input; uint8_t build, status; uint16_t flags; uint32_t detail, nevents; uint64_t ret; };
-static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents) {
-  struct rec r = {input, build, 0, 0, detail, nevents, 0};
+struct rec { uint32_t input; uint8_t build, status; uint16_t flags; uint32_t detail, nevents; uint64_t ret;
+             uint32_t noutputs, reserved; };
+static void put_out(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents, uint32_t noutputs) {
+  struct rec r = {input, build, 0, 0, detail, nevents, 0, noutputs, 0};
   write(1, &r, sizeof r);
 }
+static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents) {
+  put_out(input, build, detail, nevents, 0);
+}
 int main(void) {
-  put(0xffffffffu, 0xff, 1, 0);
+  put(0xffffffffu, 0xff, 2, 0);
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1
@@ -515,6 +506,10 @@ int main(void) {
   write(1, events, sizeof events);
   put(0, 1, 0, 0);
   put(1, 0xff, 0, 0);
+#elif MODE == 7
+  put_out(0, 0, 0, 0, 5000);
+  static char junk[1 << 16];
+  for (;;) write(1, junk, sizeof junk);
 #endif
   pause();
   return 0;
@@ -534,6 +529,7 @@ int main(void) {
         (4, "second hello"),
         (5, "trickle"),
         (6, "names no plain-build site"),
+        (7, "claims 5000 outputs"),
     ];
     for (mode, expected) in cases {
         let exe = dir.path().join(format!("fake{mode}"));

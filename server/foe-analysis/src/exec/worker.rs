@@ -7,7 +7,7 @@
 //! within the stall limit (a trickle of bytes does not keep a record alive), the hello comes once, and anything
 //! else ends the batch with an error on that function, never a panic and never unbounded memory.
 
-use super::{ExecError, RawEnd, RawPair, RawRun};
+use super::{ExecError, RawEnd, RawOutput, RawPair, RawRun};
 use crate::process::{self, SandboxLimits};
 use std::io::{Read, Write};
 use std::os::unix::io::AsRawFd;
@@ -32,10 +32,13 @@ const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 1;
-const RECORD_BYTES: usize = 24;
+const PROTOCOL_VERSION: u32 = 2;
+const RECORD_BYTES: usize = 32;
+const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
 pub const MAX_EVENTS: usize = 4096;
+/// Most outputs one record may carry (`FOE_OUTPUT_CAP` of the runtime).
+pub const MAX_OUTPUTS: usize = 1024;
 /// Most argument words sent in one batch (4 MiB); bounds the worker's input buffer.
 const MAX_BATCH_WORDS: usize = 1 << 19;
 /// A worker older than this is replaced before the next batch (its CPU-time limit is cumulative).
@@ -80,6 +83,7 @@ struct Record {
     detail: u32,
     ret: u64,
     events: Vec<u32>,
+    outputs: Vec<RawOutput>,
 }
 
 enum Reply {
@@ -179,22 +183,43 @@ impl Worker {
                 "malformed reply: a record claims {nevents} events (at most {MAX_EVENTS})"
             )));
         }
-        let total = RECORD_BYTES + nevents * 4;
+        let noutputs = u32_at(24) as usize;
+        if noutputs > MAX_OUTPUTS || (noutputs > 0 && avail[5] != STATUS_RETURNED) {
+            return Err(ExecError::Worker(format!(
+                "malformed reply: a record claims {noutputs} outputs (at most {MAX_OUTPUTS}, and only for a \
+                 run that returned)"
+            )));
+        }
+        let events_end = RECORD_BYTES + nevents * 4;
+        let total = events_end + noutputs * OUTPUT_BYTES;
         if avail.len() < total {
             return Ok(None);
         }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&avail[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
         let events = (0..nevents).map(|i| u32_at(RECORD_BYTES + 4 * i)).collect();
+        let outputs = (0..noutputs)
+            .map(|i| {
+                let at = events_end + OUTPUT_BYTES * i;
+                RawOutput {
+                    param: u32_at(at),
+                    offset: u32_at(at + 4),
+                    word: u64_at(at + 8),
+                }
+            })
+            .collect();
         let rec = Record {
             input: u32_at(0),
             build: avail[4],
             status: avail[5],
             flags: u16::from_le_bytes([avail[6], avail[7]]),
             detail: u32_at(8),
-            ret: u64::from_le_bytes([
-                avail[16], avail[17], avail[18], avail[19], avail[20], avail[21], avail[22],
-                avail[23],
-            ]),
+            ret: u64_at(16),
             events,
+            outputs,
         };
         self.start += total;
         if self.start == self.buf.len() {
@@ -405,6 +430,7 @@ pub fn run_batches(
                             events: rec.events,
                             truncated,
                             end,
+                            outputs: rec.outputs,
                         },
                     );
                     if terminal {
@@ -494,6 +520,7 @@ fn unexplained_death(
             events: vec![],
             truncated: false,
             end,
+            outputs: vec![],
         },
     );
     // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.

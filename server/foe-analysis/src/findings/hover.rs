@@ -1,47 +1,16 @@
 //! Hover text (short markdown without tables, readable as plain text in Neovim 0.7) and the full traces
 //! behind an editor's trace command.
 
-use super::message::{plural, short_result, short_value};
+use super::message::{plural, short_value};
+use super::render::{run_line, Style};
 use super::Finding;
-use crate::report::{Divergence, FileReport, FunctionReport, TraceEvent};
+use crate::report::{Divergence, FileReport, FunctionReport};
 use std::fmt::Write;
 
 /// Most input values listed in a hover.
 const HOVER_VALUES: usize = 6;
 /// Most events of one trace listed in a hover.
 const HOVER_EVENTS: usize = 4;
-
-fn event_text(e: &TraceEvent) -> String {
-    match (e.line, e.column) {
-        (Some(l), Some(c)) if c > 0 => format!("{} at {l}:{c} (`{}`)", e.kind, e.operation),
-        (Some(l), _) => format!("{} at line {l} (`{}`)", e.kind, e.operation),
-        _ => format!("{} (`{}`)", e.kind, e.operation),
-    }
-}
-
-/// A trace in one line, at most `limit` events.
-pub fn trace_line(trace: &[TraceEvent], limit: usize) -> String {
-    if trace.is_empty() {
-        return "no exception".into();
-    }
-    let mut parts: Vec<String> = trace.iter().take(limit).map(event_text).collect();
-    if trace.len() > limit {
-        parts.push(format!("… {} more", trace.len() - limit));
-    }
-    parts.join(", ")
-}
-
-fn run_line(trace: &[TraceEvent], result: &str, limit: usize) -> String {
-    let mut s = trace_line(trace, limit);
-    match short_result(result) {
-        Some(r) if r.starts_with("crashed") || r.starts_with("timed out") => {
-            s.push_str(&format!("; {r}"))
-        }
-        Some(r) => s.push_str(&format!("; returns `{r}`")),
-        None => {}
-    }
-    s
-}
 
 /// A shell word: quoted when it holds anything but letters, digits and `_.+-=:`  (`'b->mass=0x1p+0'`).
 fn shell_word(w: &str) -> String {
@@ -116,13 +85,13 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
         md,
         "\nPlain build (`{}`): {}  ",
         report.flags_p.join(" "),
-        run_line(&best.trace_p, &best.result_p, HOVER_EVENTS)
+        run_line(&best.trace_p, &best.end_p, HOVER_EVENTS, Style::Markdown)
     );
     let _ = writeln!(
         md,
         "Fast-math build (`{}`{ftz}): {}\n",
         report.flags_p_prime.join(" "),
-        run_line(&best.trace_p_prime, &best.result_p_prime, HOVER_EVENTS)
+        run_line(&best.trace_p_prime, &best.end_p_prime, HOVER_EVENTS, Style::Markdown)
     );
     for line in &finding.shipped {
         let _ = writeln!(md, "{line}  ");
@@ -167,13 +136,13 @@ pub fn trace_markdown(report: &FileReport, findings: &[&Finding]) -> String {
                 md,
                 "\nPlain build (`{}`): {}  ",
                 report.flags_p.join(" "),
-                run_line(&d.trace_p, &d.result_p, usize::MAX)
+                run_line(&d.trace_p, &d.end_p, usize::MAX, Style::Markdown)
             );
             let _ = writeln!(
                 md,
                 "Fast-math build (`{}`{ftz}): {}  ",
                 report.flags_p_prime.join(" "),
-                run_line(&d.trace_p_prime, &d.result_p_prime, usize::MAX)
+                run_line(&d.trace_p_prime, &d.end_p_prime, usize::MAX, Style::Markdown)
             );
             for line in super::message::shipped_lines(d, usize::MAX) {
                 let _ = writeln!(md, "{line}  ");

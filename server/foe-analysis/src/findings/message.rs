@@ -147,37 +147,10 @@ pub fn is_extreme(f: &FunctionReport, d: &Divergence) -> bool {
         .any(|v| !constrained(&v.name) && extreme_value(v))
 }
 
-/// How a run ended, short: `-0`, `nan`, `crashed (SIGFPE)`; `None` for a void function that returned.
-pub fn short_result(result: &str) -> Option<String> {
-    if result == "returned" || result.is_empty() {
-        return None;
-    }
-    // `0x1p+0 (1)`: the decimal in parentheses.
-    if let (Some(open), true) = (result.rfind(" ("), result.ends_with(')')) {
-        if !result.starts_with("crashed") && !result.starts_with("timed out") {
-            let dec = &result[open + 2..result.len() - 1];
-            return Some(match dec.parse::<f64>() {
-                Ok(x) => crate::fpfmt::short(x),
-                Err(_) => dec.to_string(),
-            });
-        }
-    }
-    Some(result.to_string())
-}
-
-fn ended(result: &str) -> Option<String> {
-    let r = short_result(result)?;
-    Some(if r.starts_with("crashed") || r.starts_with("timed out") {
-        r
-    } else {
-        format!("returns {r}")
-    })
-}
-
-/// What the caller observes differently, when the results differ: `the fast-math build returns -0 where
-/// the plain build returns nan`.
+/// What the caller observes differently, when the builds' runs end differently: `the fast-math build returns -0
+/// where the plain build returns nan`, `the fast-math build stops at `gsl_error` where the plain build returns 0`.
 pub fn observed(d: &Divergence) -> Option<String> {
-    let (p, pp) = (ended(&d.result_p)?, ended(&d.result_p_prime)?);
+    let (p, pp) = (d.end_p.observed()?, d.end_p_prime.observed()?);
     (p != pp).then(|| format!("the fast-math build {pp} where the plain build {p}"))
 }
 

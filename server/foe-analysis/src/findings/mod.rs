@@ -10,6 +10,7 @@ pub mod code;
 pub mod hover;
 pub mod message;
 pub mod options;
+pub mod render;
 
 pub use code::{Code, Direction};
 pub use options::{FindingOptions, Severity, ShownAs};

@@ -1,7 +1,7 @@
 //! Findings from hand-made reports: grouping, ranking, severities, messages, hovers, fingerprints.
 
 use super::*;
-use crate::report::{FormulaCounts, FunctionSpan, TraceEvent};
+use crate::report::{FormulaCounts, FunctionSpan, RunEnd, Scalar, TraceEvent};
 use crate::types::{ArgValue, ExceptionKind};
 
 fn ev(kind: ExceptionKind, line: u32, column: u32) -> TraceEvent {
@@ -19,8 +19,8 @@ fn div(x: f64, p: Vec<TraceEvent>, q: Vec<TraceEvent>, in_domain: bool) -> Diver
         inputs: vec![NamedValue::new("x", ArgValue::F64(x))],
         trace_p: p,
         trace_p_prime: q,
-        result_p: "nan (nan)".into(),
-        result_p_prime: "-0x0p+0 (-0)".into(),
+        end_p: RunEnd::returned(Some(Scalar::F64(f64::NAN))),
+        end_p_prime: RunEnd::returned(Some(Scalar::F64(-0.0))),
         in_domain,
         location,
         ..Divergence::default()
@@ -51,6 +51,7 @@ fn report(functions: Vec<FunctionReport>) -> FileReport {
         flags_p_prime: vec!["-O2".into(), "-ffast-math".into()],
         ftz_p_prime: true,
         linked_units: vec![],
+        dropped_flags: vec![],
     }
 }
 
@@ -121,8 +122,8 @@ fn declared_domains_decide_the_severity() {
 fn hovers_are_short_and_name_no_void_result() {
     use ExceptionKind::*;
     let mut d = div(2.0, vec![], vec![ev(Overflow, 4, 9)], false);
-    d.result_p = "returned".into();
-    d.result_p_prime = "returned".into();
+    d.end_p = RunEnd::returned(None);
+    d.end_p_prime = RunEnd::returned(None);
     let r = report(vec![function(vec![d], vec![])]);
     let all = findings(&r, SOURCE, &FindingOptions::default());
     let hover = &all[0].hover;

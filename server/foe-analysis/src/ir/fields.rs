@@ -1,20 +1,58 @@
-//! Struct fields behind pointer parameters, from the debug info's types: an input read at byte 16 of
-//! `const struct body *b` is named `b->vel.x` rather than `b[2]`.
+//! What pointer parameters point to, from the debug info's types: an input read at byte 16 of
+//! `const struct body *b` is named `b->vel.x` rather than `b[2]`, and a value written at byte 8 of `double *out`
+//! is `out[1]`, read as a double.
 
+use crate::scalar::ScalarType;
 use crate::types::FunctionSignature;
 use regex::Regex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// The leaf fields of the struct a pointer parameter points to.
+/// The leaf fields of the struct (or the one scalar) a pointer parameter points to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PointeeFields {
     /// Index of the pointer among the C parameters.
     pub param: u32,
-    /// The struct's size in bytes (elements past the first are `b[1].pos.x`).
+    /// The pointee's size in bytes (elements past the first are `b[1].pos.x`, `out[1]`).
     pub struct_bytes: u32,
-    /// Byte offset → field path (`pos.x`), every scalar field.
-    pub fields: Vec<(u32, String)>,
+    /// Every scalar field, by byte offset: its path (`pos.x`; empty for a pointer to a scalar) and its C type
+    /// when it is a number foe reads.
+    pub fields: Vec<PointeeField>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointeeField {
+    pub offset: u32,
+    pub path: String,
+    pub ty: Option<ScalarType>,
+}
+
+impl PointeeFields {
+    /// How C names the field at `offset` of element `index`: `*out`, `out[2]`, `r->y`, `r[1].pos.x`.
+    pub fn name(&self, pointer: &str, index: u32, field: &PointeeField) -> String {
+        match (index, field.path.is_empty()) {
+            (0, true) => format!("*{pointer}"),
+            (i, true) => format!("{pointer}[{i}]"),
+            (0, false) => format!("{pointer}->{}", field.path),
+            (i, false) => format!("{pointer}[{i}].{}", field.path),
+        }
+    }
+
+    /// The scalar fields that lie wholly in the `len` bytes from `start`, as (element, field, absolute offset).
+    pub fn fields_in(&self, start: u32, len: u32) -> Vec<(u32, &PointeeField, u32)> {
+        let size = self.struct_bytes.max(1);
+        let mut out = vec![];
+        for at in start..start + len {
+            let (index, within) = (at / size, at % size);
+            for f in self.fields.iter().filter(|f| f.offset == within) {
+                let Some(ty) = f.ty else { continue };
+                if at + ty.bytes() <= start + len {
+                    out.push((index, f, at));
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Type metadata read from the textual IR.
@@ -30,6 +68,8 @@ pub struct TypeFacts {
     tuples: HashMap<u32, Vec<u32>>,
     /// Member → (name, base type, offset in bits, size in bits).
     members: HashMap<u32, (String, u32, u32, u32)>,
+    /// Basic type → its C type, for the numbers foe reads.
+    scalars: HashMap<u32, ScalarType>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -42,6 +82,7 @@ impl TypeFacts {
         static STRUCT: OnceLock<Regex> = OnceLock::new();
         static TUPLE: OnceLock<Regex> = OnceLock::new();
         static FIELD: OnceLock<Regex> = OnceLock::new();
+        static BASIC: OnceLock<Regex> = OnceLock::new();
         let derived = re(
             &DERIVED,
             r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(\w+),(.*)$"#,
@@ -54,6 +95,10 @@ impl TypeFacts {
         let field = re(
             &FIELD,
             r#"\b(name|baseType|size|offset|elements): (?:!|")?([\w]+)"#,
+        );
+        let basic = re(
+            &BASIC,
+            r#"(?m)^!(\d+) = !DIBasicType\(.*?\bsize: (\d+), encoding: DW_ATE_(\w+)"#,
         );
         let num = |s: &str| s.parse::<u32>().unwrap_or(0);
         let fields_of = |rest: &str| -> HashMap<String, String> {
@@ -97,6 +142,22 @@ impl TypeFacts {
                 .collect();
             facts.tuples.insert(num(&c[1]), items);
         }
+        for c in basic.captures_iter(ll) {
+            let bits = num(&c[2]);
+            let ty = match (&c[3], bits) {
+                ("float", 64) => Some(ScalarType::F64),
+                ("float", 32) => Some(ScalarType::F32),
+                ("signed" | "signed_char", 8 | 16 | 32 | 64) => Some(ScalarType::Int { bits, signed: true }),
+                ("unsigned" | "unsigned_char", 8 | 16 | 32 | 64) => {
+                    Some(ScalarType::Int { bits, signed: false })
+                }
+                ("boolean", 8) => Some(ScalarType::Int { bits: 8, signed: false }),
+                _ => None,
+            };
+            if let Some(ty) = ty {
+                facts.scalars.insert(num(&c[1]), ty);
+            }
+        }
         facts
     }
 
@@ -111,7 +172,7 @@ impl TypeFacts {
     }
 
     /// Every scalar field of a struct type, with its byte offset, depth-first (at most 256).
-    fn leaves(&self, ty: u32, base: u32, prefix: &str, out: &mut Vec<(u32, String)>, depth: u32) {
+    fn leaves(&self, ty: u32, base: u32, prefix: &str, out: &mut Vec<PointeeField>, depth: u32) {
         let Some(&(_, elements)) = self.structs.get(&ty) else {
             return;
         };
@@ -129,14 +190,29 @@ impl TypeFacts {
             if self.structs.contains_key(&inner) && depth < 8 {
                 self.leaves(inner, at, &path, out, depth + 1);
             } else if out.len() < 256 {
-                out.push((at, path));
+                out.push(PointeeField {
+                    offset: at,
+                    path,
+                    ty: self.scalars.get(&inner).copied(),
+                });
             }
         }
     }
 
-    /// The fields behind a pointer parameter of debug type `ty`, if it points to a struct.
+    /// The fields behind a pointer parameter of debug type `ty`, if it points to a struct or a number.
     pub fn pointee_fields(&self, param: u32, ty: u32) -> Option<PointeeFields> {
         let pointee = self.strip(*self.pointer_base.get(&self.strip(ty))?);
+        if let Some(&scalar) = self.scalars.get(&pointee) {
+            return Some(PointeeFields {
+                param,
+                struct_bytes: scalar.bytes(),
+                fields: vec![PointeeField {
+                    offset: 0,
+                    path: String::new(),
+                    ty: Some(scalar),
+                }],
+            });
+        }
         let &(size_bits, _) = self.structs.get(&pointee)?;
         let mut fields = vec![];
         self.leaves(pointee, 0, "", &mut fields, 0);
@@ -153,14 +229,22 @@ pub fn name_fields(sig: &mut FunctionSignature, pointees: &[PointeeFields]) {
     let names: Vec<String> = sig.params.iter().map(|p| p.name.clone()).collect();
     for p in &mut sig.params {
         let Some(at) = p.pointee else { continue };
-        let Some(layout) = pointees.iter().find(|l| l.param == at.param) else {
+        let Some(layout) = pointees
+            .iter()
+            .find(|l| l.param == at.param && l.fields.iter().all(|f| !f.path.is_empty()))
+        else {
             continue;
         };
         let (index, within) = (
             at.offset / layout.struct_bytes,
             at.offset % layout.struct_bytes,
         );
-        let Some((_, path)) = layout.fields.iter().find(|(o, _)| *o == within) else {
+        let Some(path) = layout
+            .fields
+            .iter()
+            .find(|f| f.offset == within)
+            .map(|f| &f.path)
+        else {
             continue;
         };
         let Some(pointer) = names.get(at.param as usize) else {

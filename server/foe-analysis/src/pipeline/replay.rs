@@ -3,7 +3,7 @@
 use super::{compile_error, effective_config, AnalysisError, AnalysisRequest};
 use crate::config::AnalysisConfig;
 use crate::fpfmt;
-use crate::report::{DivergenceClass, NamedValue, TraceEvent};
+use crate::report::{DivergenceClass, NamedValue, RunEnd, TraceEvent};
 use crate::types::{ArgValue, Build, FunctionSignature, Input, ParamType};
 use crate::{compile, exec, ir, model, search};
 use inkwell::context::Context;
@@ -15,8 +15,9 @@ pub struct ReplayReport {
     pub inputs: Vec<NamedValue>,
     pub trace_p: Vec<TraceEvent>,
     pub trace_p_prime: Vec<TraceEvent>,
-    pub result_p: String,
-    pub result_p_prime: String,
+    /// How each build's run ended: what it returned and wrote through pointers, or where it stopped.
+    pub end_p: RunEnd,
+    pub end_p_prime: RunEnd,
     /// Index of the first differing event and how the traces differ; None when they are equal.
     pub first_divergence: Option<usize>,
     pub class: Option<DivergenceClass>,
@@ -72,8 +73,8 @@ pub fn replay(
             .searchable_params()
             .map(|(i, p)| NamedValue::new(&p.name, input.0[i]))
             .collect(),
-        result_p: exec::describe_end(&outcome.p.end),
-        result_p_prime: exec::describe_end(&outcome.pp.end),
+        end_p: outcome.p.end,
+        end_p_prime: outcome.pp.end,
         trace_p: outcome.p.trace,
         trace_p_prime: outcome.pp.trace,
         first_divergence: divergence.map(|d| d.0),

@@ -1,0 +1,106 @@
+//! The one renderer of exception traces and run endings, for the CLI (plain text) and for hovers and the trace
+//! command (markdown): the same words in each, only the code quoting differs.
+
+use crate::report::{RunEnd, TraceEvent};
+
+/// Plain text (the CLI) or markdown (hovers, the trace command: operations and values in backticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    Markdown,
+}
+
+impl Style {
+    fn code(self, s: &str) -> String {
+        match self {
+            Style::Plain => s.to_string(),
+            Style::Markdown => format!("`{s}`"),
+        }
+    }
+}
+
+/// One event: `overflow at 3:16 (fmul)`, `invalid at line 4 (call sqrt)`, `underflow (fdiv, no source line)`.
+pub fn event(e: &TraceEvent, style: Style) -> String {
+    let op = style.code(&e.operation);
+    match (e.line, e.column.filter(|c| *c > 0)) {
+        (Some(l), Some(c)) => format!("{} at {l}:{c} ({op})", e.kind),
+        (Some(l), None) => format!("{} at line {l} ({op})", e.kind),
+        _ => format!("{} ({op}, no source line)", e.kind),
+    }
+}
+
+/// A trace in one line, at most `limit` events: `overflow at 3:16 (fmul), … 2 more`, or `no exception`.
+pub fn trace_line(trace: &[TraceEvent], limit: usize, style: Style) -> String {
+    if trace.is_empty() {
+        return "no exception".into();
+    }
+    let mut parts: Vec<String> = trace.iter().take(limit).map(|e| event(e, style)).collect();
+    if trace.len() > limit {
+        parts.push(format!("… {} more", trace.len() - limit));
+    }
+    parts.join(", ")
+}
+
+/// How a run ended, after its trace: `returns 0x1p+0 (1.0e0)` (exact, with what it wrote through pointers), or
+/// `crashed (SIGSEGV)`, `stopped at `gsl_error` (line 12:5)`, `timed out after 1000 ms`; `None` for a `void` function
+/// that returned and wrote nothing.
+pub fn ending(end: &RunEnd, style: Style) -> Option<String> {
+    match end {
+        RunEnd::Returned { value, outputs } => {
+            let mut parts = vec![];
+            if let Some(v) = value {
+                parts.push(format!("returns {}", style.code(&v.exact())));
+            }
+            for o in outputs {
+                parts.push(format!("{} = {}", style.code(&o.name), style.code(&o.value.exact())));
+            }
+            (!parts.is_empty()).then(|| parts.join(", "))
+        }
+        other => Some(other.describe()),
+    }
+}
+
+/// A run in one line: its trace, then how it ended.
+pub fn run_line(trace: &[TraceEvent], end: &RunEnd, limit: usize, style: Style) -> String {
+    let mut s = trace_line(trace, limit, style);
+    if let Some(e) = ending(end, style) {
+        s.push_str("; ");
+        s.push_str(&e);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Scalar;
+    use crate::types::ExceptionKind;
+
+    #[test]
+    fn a_stopped_run_reads_as_a_stop_in_every_style() {
+        let stopped = RunEnd::Stopped {
+            callee: "gsl_error".into(),
+            line: Some(1279),
+            column: Some(9),
+        };
+        for style in [Style::Plain, Style::Markdown] {
+            let line = run_line(&[], &stopped, 4, style);
+            assert_eq!(line, "no exception; stopped at `gsl_error` (line 1279:9)");
+        }
+        let ev = TraceEvent {
+            kind: ExceptionKind::Overflow,
+            line: Some(3),
+            column: Some(16),
+            operation: "fmul".into(),
+        };
+        let returned = RunEnd::returned(Some(Scalar::F64(f64::INFINITY)));
+        assert_eq!(
+            run_line(&[ev.clone()], &returned, 4, Style::Plain),
+            "overflow at 3:16 (fmul); returns inf (inf)"
+        );
+        assert_eq!(
+            run_line(&[ev], &returned, 4, Style::Markdown),
+            "overflow at 3:16 (`fmul`); returns `inf (inf)`"
+        );
+    }
+}

@@ -5,8 +5,9 @@
  *
  * Protocol, one request per line on stdin: `INDEX W0 W1 ...` (the thunk index, then one hexadecimal 64-bit word
  * per parameter, as the instrumented runner encodes them). One reply per line on stdout, flushed:
- * `r FLAGS RESULT EVENT...` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4, underflow 8,
- * and the result's bits, both hexadecimal; then the trace in order), `s FLAGS NAME EVENT...` when the call
+ * `r FLAGS RESULT OUTPUT... EVENT...` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4,
+ * underflow 8, and the result's bits, both hexadecimal; then `o:PARAM:OFFSET:WORD` for each 8-byte word of a
+ * pointer parameter's buffer the call changed, hexadecimal; then the trace in order), `s FLAGS NAME EVENT...` when the call
  * reached a function no file of the project defines (the harness links a stub for it that calls
  * foe_confirm_stop: the call is left there, as the instrumented worker stops its run at it, and nothing of the
  * callee runs), or `t` when the call did not return within the time limit (argv[1], milliseconds); the process
@@ -56,6 +57,7 @@ extern foe_confirm_thunk const foe_confirm_table[];
 extern const int foe_confirm_count;
 
 #define FOE_MAX_WORDS 256
+#define FOE_SHIPPED_OUTPUTS 256 /* SHIPPED_OUTPUTS in confirm/build.rs */
 #define FOE_TRACKED (FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
 #define FOE_TRACE_CAP 256
 #define FOE_TRAP_CAP 4096
@@ -273,7 +275,9 @@ int main(int argc, char **argv) {
             fflush(replies);
             continue;
         }
-        unsigned long long result = 0;
+        /* result[0]: the return value; result[1]: how many (param, offset, word) triples follow. */
+        static unsigned long long result[2 + 3 * FOE_SHIPPED_OUTPUTS];
+        result[0] = result[1] = 0;
         struct itimerval timer;
         memset(&timer, 0, sizeof timer);
         timer.it_value.tv_sec = limit_ms / 1000;
@@ -286,7 +290,7 @@ int main(int argc, char **argv) {
         __builtin_ia32_ldmxcsr((mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)));
         g_stopped_at = NULL;
         if (sigsetjmp(g_call, 0) == 0)
-            foe_confirm_table[index](words, &result);
+            foe_confirm_table[index](words, result);
         mxcsr = __builtin_ia32_stmxcsr();
         __builtin_ia32_ldmxcsr(mxcsr | MX_TRACKED_MASKS);
         int raised = fetestexcept(FOE_TRACKED);
@@ -296,8 +300,12 @@ int main(int argc, char **argv) {
         setitimer(ITIMER_REAL, &timer, NULL);
         if (g_stopped_at)
             fprintf(replies, "s %x %s", flags, g_stopped_at);
-        else
-            fprintf(replies, "r %x %llx", flags, result);
+        else {
+            fprintf(replies, "r %x %llx", flags, result[0]);
+            unsigned long long n = result[1] < FOE_SHIPPED_OUTPUTS ? result[1] : FOE_SHIPPED_OUTPUTS;
+            for (unsigned long long i = 0; i < n; i++)
+                fprintf(replies, " o:%llx:%llx:%llx", result[2 + 3 * i], result[3 + 3 * i], result[4 + 3 * i]);
+        }
         put_events(replies);
         fputc('\n', replies);
         fflush(replies);

@@ -12,6 +12,10 @@
 //! - `// foe: any-divergences`: divergences on lines without annotations are allowed (the paper's programs,
 //!   whose exact set of divergent lines and kinds moves with solver time-outs); they must still replay.
 //! - `// foe: exit N`: `foe check` exits with status N (default: 1 when divergences are expected, else 0).
+//! - `// foe: result CLASS` on the line a result divergence is flagged at (the function's declaration):
+//!   its outputs differ in CLASS (`special-value`, `accuracy`). In a fixture with a `// foe: result` annotation
+//!   every result divergence must be annotated; elsewhere (fixtures written for exceptions) result divergences
+//!   are allowed. Every one must replay with the same outputs.
 
 use foe_e2e::{foe, repo_root};
 use serde_json::Value;
@@ -26,6 +30,8 @@ struct Expectations {
     analysed: Vec<String>,
     exit: Option<i32>,
     any_divergences: bool,
+    /// (line, class) of result divergences: `// foe: result CLASS`.
+    results: BTreeSet<(u32, String)>,
     /// (line, kind) allowed but not required: `// foe: maybe KIND` (results that depend on solver timing).
     optional: BTreeSet<(u32, String)>,
 }
@@ -53,6 +59,9 @@ fn expectations(text: &str) -> Expectations {
                 ["analysed", name, ..] => e.analysed.push(name.to_string()),
                 ["exit", n, ..] => e.exit = n.parse().ok(),
                 ["any-divergences", ..] => e.any_divergences = true,
+                ["result", class, ..] => {
+                    e.results.insert((i as u32 + 1, class.to_string()));
+                }
                 ["maybe", kinds @ ..] => {
                     for kind in kinds
                         .join(" ")
@@ -104,7 +113,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
         &rel,
     ]);
     let code = out.status.code().unwrap_or(-1);
-    let want_exit = expected.exit.unwrap_or(if expected.divergences.is_empty() {
+    let want_exit = expected.exit.unwrap_or(if expected.divergences.is_empty() && expected.results.is_empty() {
         0
     } else {
         1
@@ -124,12 +133,19 @@ fn check_fixture(path: &Path) -> Vec<String> {
     };
     let functions = report["functions"].as_array().cloned().unwrap_or_default();
     let mut seen = BTreeSet::new();
+    let mut results_seen = BTreeSet::new();
     for f in &functions {
         let name = f["name"].as_str().unwrap();
+        let decl = f["span"]["line"].as_u64().unwrap_or(0) as u32;
         for d in f["divergences"].as_array().unwrap() {
-            let line = d["location"]["line"].as_u64().unwrap_or(0) as u32;
-            let kind = first_kind(d);
-            seen.insert((line, kind.clone()));
+            let line = d["location"]["line"].as_u64().map_or(decl, |l| l as u32);
+            let class = d["class"].as_str().unwrap_or_default();
+            let result_only = matches!(class, "special_value" | "accuracy");
+            if result_only {
+                results_seen.insert((line, class.replace('_', "-")));
+            } else {
+                seen.insert((line, first_kind(d)));
+            }
             // every report must replay: both builds run again on exactly this input, traces differ
             let mut args = vec![
                 "replay".to_string(),
@@ -150,10 +166,16 @@ fn check_fixture(path: &Path) -> Vec<String> {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let replay = foe(&args);
             let replayed: Value = serde_json::from_slice(&replay.stdout).unwrap_or(Value::Null);
-            if replayed["first_divergence"].is_null()
-                || replayed["trace_p"] != d["trace_p"]
-                || replayed["trace_p_prime"] != d["trace_p_prime"]
-            {
+            let replays = if result_only {
+                replayed["result"]["class"] == d["class"]
+                    && replayed["end_p"] == d["end_p"]
+                    && replayed["end_p_prime"] == d["end_p_prime"]
+            } else {
+                !replayed["first_divergence"].is_null()
+                    && replayed["trace_p"] == d["trace_p"]
+                    && replayed["trace_p_prime"] == d["trace_p_prime"]
+            };
+            if !replays {
                 problems.push(format!(
                     "{rel}: {name}: divergence at line {line} does not replay: {}",
                     String::from_utf8_lossy(&replay.stdout)
@@ -175,6 +197,20 @@ fn check_fixture(path: &Path) -> Vec<String> {
             "{rel}:{}: unexpected divergence ({})",
             extra.0, extra.1
         ));
+    }
+    for missing in expected.results.difference(&results_seen) {
+        problems.push(format!(
+            "{rel}:{}: expected a result divergence ({}) that was not reported",
+            missing.0, missing.1
+        ));
+    }
+    if !expected.results.is_empty() {
+        for extra in results_seen.difference(&expected.results) {
+            problems.push(format!(
+                "{rel}:{}: unexpected result divergence ({})",
+                extra.0, extra.1
+            ));
+        }
     }
     for (status, name, reason) in &expected.skipped {
         match functions.iter().find(|f| f["name"] == name.as_str()) {
@@ -280,4 +316,9 @@ fn project_fixture_links_the_units_it_uses() {
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["after_helper", "with_constant", "reports_error"]);
+}
+
+#[test]
+fn result_fixtures_meet_their_expectations() {
+    check_dir("results");
 }

@@ -51,6 +51,10 @@ pub struct AnalysisConfig {
     pub ftz_daz: FtzMode,
     /// Also report exceptions the plain build itself raises (the Ariadne view); default false.
     pub report_plain_exceptions: bool,
+    /// Finite results of the two builds that differ in at least this many bits (log2 of one plus the floats between
+    /// them) are an accuracy divergence; a change of category (NaN, infinite, zero, finite) is always reported;
+    /// default 20.
+    pub accuracy_bits: u32,
     /// Worker threads for solving; default the number of cores.
     pub threads: usize,
     /// Wall-clock budget of one function (model, solve and search together), in milliseconds; a function that
@@ -90,6 +94,7 @@ impl Default for AnalysisConfig {
             memory_limit_mib: 2048,
             ftz_daz: FtzMode::Auto,
             report_plain_exceptions: false,
+            accuracy_bits: 20,
             threads: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),

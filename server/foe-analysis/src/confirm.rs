@@ -133,8 +133,8 @@ pub fn confirm_function(
     let mut kept = Vec::new();
     let mut dropped = 0;
     let mut kept_unconfirmed = 0;
-    // Divergences whose cause is looked for: (index in `kept`, input, P's shipped run, whether sets differ).
-    let mut to_explain: Vec<(usize, Input, ShippedRun, bool)> = Vec::new();
+    // Divergences whose cause is looked for: (index in `kept`, input, P's shipped run, what differs).
+    let mut to_explain: Vec<(usize, Input, ShippedRun, Explain)> = Vec::new();
     for ((mut d, runs), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
         let Some((rp, rpp)) = runs else {
             d.confirmation = Confirmation::NotRun;
@@ -159,6 +159,33 @@ pub fn confirm_function(
             kept.push(d);
             continue;
         };
+        // A result divergence holds on the shipped binaries when their outputs differ the same way.
+        if !d.class.is_exception() {
+            let bits = harness.config.accuracy_bits;
+            let input = input.expect("ran");
+            let (sp, spp) = (
+                shipped_end(sig, &d.end_p, &input, &rp),
+                shipped_end(sig, &d.end_p_prime, &input, &rpp),
+            );
+            let same_way = crate::search::results::compare(&sp, &spp, bits)
+                .is_some_and(|r| r.class == d.class);
+            d.shipped_p = kinds(a);
+            d.shipped_p_prime = kinds(b);
+            d.shipped_trace_p = rp.trace.clone();
+            d.shipped_trace_p_prime = rpp.trace.clone();
+            if same_way {
+                d.confirmation = Confirmation::Confirmed;
+                to_explain.push((kept.len(), input, rp, Explain::Result(d.clone())));
+                kept.push(d);
+            } else if stubbed.is_empty() {
+                dropped += 1;
+            } else {
+                d.confirmation = Confirmation::NotRun;
+                kept_unconfirmed += 1;
+                kept.push(d);
+            }
+            continue;
+        }
         d.shipped_p = kinds(a);
         d.shipped_p_prime = kinds(b);
         let differ = sequences_differ(&rp, &rpp);
@@ -167,7 +194,7 @@ pub fn confirm_function(
         d.shipped_trace_p_prime = rpp.trace;
         if a != b {
             d.confirmation = Confirmation::Confirmed;
-            to_explain.push((kept.len(), input.expect("ran"), p_run, true));
+            to_explain.push((kept.len(), input.expect("ran"), p_run, Explain::Sets));
         } else if differ.unwrap_or(
             // Incomplete shipped traces: the instrumented ones decide whether only order or count differ.
             d.class != DivergenceClass::Appears && bits_of(&d.trace_p) == bits_of(&d.trace_p_prime),
@@ -175,7 +202,7 @@ pub fn confirm_function(
             d.confirmation = Confirmation::TraceOnly;
             if differ.is_some() {
                 // The shipped traces differ in order or count: the probes' traces tell why.
-                to_explain.push((kept.len(), input.expect("ran"), p_run, false));
+                to_explain.push((kept.len(), input.expect("ran"), p_run, Explain::Sequence));
             }
         } else {
             let inputs: Vec<String> = d
@@ -210,7 +237,13 @@ pub fn confirm_function(
         );
         report.reason = join(&report.reason, &note);
     }
-    report.diff_producing = report.divergences.iter().map(|d| d.candidates).sum();
+    // Table III's count: the solver candidates behind the exception divergences kept.
+    report.diff_producing = report
+        .divergences
+        .iter()
+        .filter(|d| d.class.is_exception())
+        .map(|d| d.candidates)
+        .sum();
     if to_explain.is_empty() {
         return;
     }
@@ -238,18 +271,89 @@ pub fn confirm_function(
         }
         for &w in &open {
             // Explained once a single option, or optimisation without fast-math, is the cause.
-            let cause = cause_of(&to_explain[w].2, to_explain[w].3, &runs[w]);
+            let (_, input, p_run, what) = &to_explain[w];
+            let cause = cause_of(sig, input, p_run, what, &runs[w], harness.config.accuracy_bits);
             explained[w] = !matches!(cause, Cause::Combined | Cause::Undetermined);
         }
     }
-    for (w, (at, _, p_run, sets_differ)) in to_explain.iter().enumerate() {
-        report.divergences[*at].cause = cause_of(p_run, *sets_differ, &runs[w]);
+    for (w, (at, input, p_run, what)) in to_explain.iter().enumerate() {
+        let bits = harness.config.accuracy_bits;
+        report.divergences[*at].cause = cause_of(sig, input, p_run, what, &runs[w], bits);
     }
 }
 
+/// What a witness's cause is looked for in: the exception sets, the kind sequences, or the outputs.
+enum Explain {
+    Sets,
+    Sequence,
+    /// A result divergence (its instrumented runs name the outputs to read back).
+    Result(Divergence),
+}
+
 /// [`decide`] on the probes' runs of one witness so far.
-fn cause_of(p_run: &ShippedRun, sets_differ: bool, runs: &HashMap<Probe, ShippedRun>) -> Cause {
-    decide(|probe| same_as(p_run, runs.get(&probe)?, sets_differ))
+fn cause_of(
+    sig: &FunctionSignature,
+    input: &Input,
+    p_run: &ShippedRun,
+    what: &Explain,
+    runs: &HashMap<Probe, ShippedRun>,
+    accuracy_bits: u32,
+) -> Cause {
+    decide(|probe| {
+        let run = runs.get(&probe)?;
+        match what {
+            Explain::Sets => same_as(p_run, run, true),
+            Explain::Sequence => same_as(p_run, run, false),
+            // The probe explains a result divergence when it computes what P computes.
+            Explain::Result(d) => {
+                let (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) = (p_run.end, run.end) else {
+                    return None;
+                };
+                let plain = shipped_end(sig, &d.end_p, input, p_run);
+                let probe_end = shipped_end(sig, &d.end_p_prime, input, run);
+                let still = crate::search::results::compare(&plain, &probe_end, accuracy_bits);
+                Some(still.is_none_or(|r| r.class != d.class && d.class == DivergenceClass::SpecialValue))
+            }
+        }
+    })
+}
+
+/// A shipped call's ending as the instrumented run's (`instrumented` names the outputs to read: the same places,
+/// read back from the words the shipped call changed, or from what the call started with).
+fn shipped_end(
+    sig: &FunctionSignature,
+    instrumented: &RunEnd,
+    input: &Input,
+    run: &ShippedRun,
+) -> RunEnd {
+    if !matches!(run.end, ShippedEnd::Raised(_)) {
+        return RunEnd::Crashed {
+            signal: 0,
+            name: "did not return".into(),
+        };
+    }
+    let outputs = instrumented
+        .outputs()
+        .iter()
+        .filter_map(|o| {
+            let word_at = o.offset & !7;
+            let word = run
+                .produced
+                .outputs
+                .iter()
+                .find(|w| w.param == o.param && w.offset == word_at)
+                .map_or_else(|| crate::exec::initial_word(sig, input, o.param, word_at), |w| w.word);
+            let value = o.ty.read(&word.to_le_bytes()[(o.offset - word_at) as usize..])?;
+            Some(crate::report::Output {
+                value,
+                ..o.clone()
+            })
+        })
+        .collect();
+    RunEnd::Returned {
+        value: crate::exec::return_value(sig.ret, run.produced.result),
+        outputs,
+    }
 }
 
 /// Whether a shipped run ended as the instrumented run did: both returned, or both stopped at the same call.

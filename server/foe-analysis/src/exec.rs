@@ -7,7 +7,7 @@ mod outputs;
 mod toolchain;
 pub(crate) use toolchain::first_error;
 mod worker;
-pub use outputs::RawOutput;
+pub use outputs::{initial_word, RawOutput};
 
 use crate::config::AnalysisConfig;
 use crate::instrument::{self, InstrumentError, SiteTable};
@@ -312,18 +312,34 @@ impl Runner {
 
     /// The public form of both builds' raw runs of `sig` on `input`: traces placed, results and outputs read.
     pub fn pair_outcome(&self, sig: &FunctionSignature, input: &Input, pair: &RawPair) -> PairOutcome {
-        let mut p = self.outcome(sig, &pair.p);
-        let mut pp = self.outcome(sig, &pair.pp);
+        let (end_p, end_pp) = self.results(sig, input, pair);
+        PairOutcome {
+            p: RunOutcome {
+                end: end_p,
+                ..self.outcome(sig, &pair.p)
+            },
+            pp: RunOutcome {
+                end: end_pp,
+                ..self.outcome(sig, &pair.pp)
+            },
+        }
+    }
+
+    /// How both builds' runs of `sig` on `input` ended, with what they returned and wrote through pointers (the
+    /// same places read in both).
+    pub fn results(&self, sig: &FunctionSignature, input: &Input, pair: &RawPair) -> (RunEnd, RunEnd) {
+        let mut p = self.end(sig, pair.p.end);
+        let mut pp = self.end(sig, pair.pp.end);
         if let Some(entry) = self.by_name.get(&sig.name).map(|&i| &self.entries[i]) {
             let (out_p, out_pp) =
                 outputs::decode_pair(sig, &entry.layouts, input, &pair.p, &pair.pp);
-            for (end, decoded) in [(&mut p.end, out_p), (&mut pp.end, out_pp)] {
+            for (end, decoded) in [(&mut p, out_p), (&mut pp, out_pp)] {
                 if let RunEnd::Returned { outputs, .. } = end {
                     *outputs = decoded;
                 }
             }
         }
-        PairOutcome { p, pp }
+        (p, pp)
     }
 
     /// As [`Runner::run`], with traces as raw site/kind words (what the search works on).

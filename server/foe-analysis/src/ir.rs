@@ -36,6 +36,8 @@ pub struct FunctionInfo {
     pub span: Option<FunctionSpan>,
     /// The fields of the structs its pointer parameters point to, to name the inputs behind them.
     pub pointee_fields: Vec<PointeeFields>,
+    /// Whether it tests its values for NaN or infinity ([`tests_special_values`]).
+    pub tests_special_values: bool,
 }
 
 /// Debug-info facts read from the textual IR: subprograms and argument variables.
@@ -162,6 +164,7 @@ pub fn describe_functions(
                         signature,
                         span,
                         pointee_fields,
+                        tests_special_values: tests_special_values(function),
                     }
                 })
                 .map_err(|r| (name, r)),
@@ -205,6 +208,64 @@ pub fn user_functions<'ctx>(
         let name = function.get_name().to_string_lossy().into_owned();
         (!name.starts_with("__foe") && !name.starts_with("llvm.")).then_some((function, name))
     })
+}
+
+/// Whether `function` (P's body) tests its values for NaN or infinity: `isnan`, `isinf`, `isfinite`, `fpclassify`,
+/// `x != x`, an ordered/unordered comparison, a comparison with an infinite constant. Such a function expects
+/// these values, so what fast-math makes of them there is a warning, not a hint.
+pub fn tests_special_values(function: FunctionValue<'_>) -> bool {
+    use inkwell::values::{AnyValue, BasicValueEnum, InstructionOpcode};
+    use inkwell::FloatPredicate;
+    let infinite = |v: Option<BasicValueEnum<'_>>| match v {
+        Some(BasicValueEnum::FloatValue(f)) => f.get_constant().is_some_and(|(x, _)| x.is_infinite()),
+        _ => false,
+    };
+    for block in function.get_basic_block_iter() {
+        for inst in block.get_instructions() {
+            match inst.get_opcode() {
+                InstructionOpcode::FCmp => {
+                    let (a, b) = (
+                        inst.get_operand(0).and_then(|o| o.value()),
+                        inst.get_operand(1).and_then(|o| o.value()),
+                    );
+                    let unordered = matches!(
+                        inst.get_fcmp_predicate(),
+                        Some(FloatPredicate::UNO | FloatPredicate::ORD)
+                    );
+                    // `x != x`: the same value, or (at -O0) two loads of the same variable.
+                    fn loaded_from(v: Option<BasicValueEnum<'_>>) -> Option<BasicValueEnum<'_>> {
+                        use inkwell::values::BasicValue;
+                        v.and_then(|v| v.as_instruction_value())
+                            .filter(|i| i.get_opcode() == InstructionOpcode::Load)
+                            .and_then(|i| i.get_operand(0))
+                            .and_then(|o| o.value())
+                    }
+                    let same = a.is_some() && a == b
+                        || loaded_from(a).is_some() && loaded_from(a) == loaded_from(b);
+                    if unordered || infinite(a) || infinite(b) || same {
+                        return true;
+                    }
+                }
+                InstructionOpcode::Call => {
+                    let n = inst.get_num_operands();
+                    let callee = n
+                        .checked_sub(1)
+                        .and_then(|last| inst.get_operand(last))
+                        .and_then(|o| o.value())
+                        .map(|v| v.print_to_string().to_string())
+                        .unwrap_or_default();
+                    if ["isnan", "isinf", "finite", "fpclassify", "llvm.is.fpclass"]
+                        .iter()
+                        .any(|name| callee.contains(name))
+                    {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// The last source line any instruction of `function` is attributed to.

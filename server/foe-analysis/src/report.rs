@@ -67,6 +67,55 @@ pub enum DivergenceClass {
     Count,
     /// The same exceptions occur, only in another order.
     Order,
+    /// The traces agree (or differ too); an output is NaN, infinite, zero or finite in one build and in another
+    /// category in the other, or an integer output differs ([`Divergence::result`] says which).
+    SpecialValue,
+    /// The traces agree; finite outputs differ by more than the accuracy threshold.
+    Accuracy,
+}
+
+impl DivergenceClass {
+    /// Whether the class is about exception traces (the paper's comparison; what Table III counts).
+    pub fn is_exception(self) -> bool {
+        matches!(
+            self,
+            DivergenceClass::Appears | DivergenceClass::Count | DivergenceClass::Order
+        )
+    }
+
+    /// The order findings are ranked in: an exception or a special value that appears or disappears first, then
+    /// the same exceptions in another number or order, then lost accuracy.
+    pub fn rank(self) -> u8 {
+        match self {
+            DivergenceClass::Appears => 0,
+            DivergenceClass::SpecialValue => 1,
+            DivergenceClass::Count => 2,
+            DivergenceClass::Order => 3,
+            DivergenceClass::Accuracy => 4,
+        }
+    }
+}
+
+/// How the two builds' outputs differ on one input: the output that differs most, its value in each build.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultDifference {
+    /// [`DivergenceClass::SpecialValue`] or [`DivergenceClass::Accuracy`].
+    pub class: DivergenceClass,
+    /// The output, as C names it (`*err`, `r->y`); `None` for the return value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    pub plain: Scalar,
+    pub fast_math: Scalar,
+    /// For finite floats: how many floats lie between the two values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ulps: Option<u64>,
+}
+
+impl ResultDifference {
+    /// `log2(1 + ulps)`: the bits in which the builds' values disagree (Herbie's measure between them).
+    pub fn bits(&self) -> Option<f64> {
+        self.ulps.map(|u| ((u as f64) + 1.0).log2())
+    }
 }
 
 /// An input on which P and P' raise different exception traces, confirmed by running both.
@@ -85,6 +134,9 @@ pub struct Divergence {
     pub end_p: RunEnd,
     #[serde(default)]
     pub end_p_prime: RunEnd,
+    /// How the builds' outputs differ on this input, when they do (with or without a trace difference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ResultDifference>,
     /// Whether the input satisfies the function's declared input domain (`// foe: assume`).
     pub in_domain: bool,
     /// Where the editor should flag it: the first diverging event of P', else of P.
@@ -130,6 +182,7 @@ impl Default for Divergence {
             class: DivergenceClass::default(),
             end_p: RunEnd::default(),
             end_p_prime: RunEnd::default(),
+            result: None,
             in_domain: true,
             location: None,
             summary: String::new(),
@@ -372,6 +425,10 @@ pub struct FunctionReport {
     /// Divergences of the instrumented builds whose set difference the shipped binaries did not show (dropped).
     #[serde(default)]
     pub not_reproduced: usize,
+    /// Whether the function tests its values for NaN or infinity (`isnan`, `x != x`, a comparison with
+    /// `INFINITY`): it expects such values, so a finding that needs one is a warning.
+    #[serde(default)]
+    pub tests_special_values: bool,
 }
 
 impl FunctionReport {
@@ -396,6 +453,7 @@ impl FunctionReport {
             executions: 0,
             cached: false,
             not_reproduced: 0,
+            tests_special_values: false,
         }
     }
 

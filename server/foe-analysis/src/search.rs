@@ -17,12 +17,15 @@ use crate::round::{step_f32, step_f64};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::{HashMap, HashSet};
 
+pub mod results;
+
 /// What the search of one function found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchOutcome {
     /// One per diff-producing candidate (its best input), identical inputs merged, best first.
     pub divergences: Vec<Divergence>,
-    /// Candidates whose neighbourhood held at least one divergent input.
+    /// Candidates whose neighbourhood held at least one input with diverging exception traces (the paper's
+    /// diff-producing candidates; special-value inputs and result divergences are not counted).
     pub diff_producing: usize,
     /// Inputs run (each on both builds); an input shared by the neighbourhoods of candidates far apart in the
     /// candidate list may run twice.
@@ -126,6 +129,7 @@ pub fn search(
     let group = (GROUP_POINTS / per_candidate).max(1);
     let mut state = SearchState {
         domain,
+        diff_producing: 0,
         plain: vec![],
         plain_seen: HashSet::new(),
         found: vec![],
@@ -147,17 +151,39 @@ pub fn search(
             state.out_of_time = true;
             break;
         }
-        search_group(runner, sig, chunk, g * group, cfg, &mut state)?;
+        search_group(runner, sig, chunk, g * group, cfg, false, &mut state)?;
+    }
+    // Special values (NaN, infinities, zeros, subnormals, the range's edges) in each float input of the first
+    // candidates, each run once: where finite-math and flush-to-zero change what the function computes.
+    if state.timed_out < MAX_TIMEOUTS && !state.past_deadline() {
+        let bases: Vec<&Input> = cands.iter().take(2).copied().collect();
+        let special = results::special_inputs(sig, &bases);
+        let single = AnalysisConfig {
+            radius: 0,
+            neighbourhood_budget: 1,
+            ..cfg.clone()
+        };
+        let refs: Vec<&Input> = special.iter().collect();
+        let first = cands.len();
+        for chunk in refs.chunks(GROUP_POINTS) {
+            if state.past_deadline() {
+                state.out_of_time = true;
+                break;
+            }
+            search_group(runner, sig, chunk, first, &single, true, &mut state)?;
+        }
+    } else if state.past_deadline() {
+        state.out_of_time = true;
     }
     let stopped_early = state.timed_out >= MAX_TIMEOUTS;
-    let diff_producing = state.found.len();
+    let diff_producing = state.diff_producing;
     state.found.sort_by_key(|f| f.0);
     // Candidates that found the same input share one report, which counts them all.
     let mut reported: HashMap<Vec<u64>, usize> = HashMap::new();
     let mut divergences: Vec<Divergence> = Vec::new();
     for (_, key, d) in state.found {
         match reported.get(&key) {
-            Some(&at) => divergences[at].candidates += 1,
+            Some(&at) => divergences[at].candidates += d.candidates,
             None => {
                 reported.insert(key, divergences.len());
                 divergences.push(d);
@@ -203,15 +229,18 @@ fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
     cube.min(cfg.neighbourhood_budget.max(1) as u128) as usize
 }
 
-/// (outside the domain, class, candidate index), input key, report.
-type Found = ((bool, DivergenceClass, usize), Vec<u64>, Divergence);
+/// (outside the domain, class rank, candidate index), input key, report.
+type Found = ((bool, u8, usize), Vec<u64>, Divergence);
 
 struct SearchState<'a> {
     domain: Option<&'a Domain>,
     plain: Vec<PlainException>,
     plain_seen: HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
-    /// Per diff-producing candidate: its rank, input key and report.
+    /// Per diff-producing candidate: its rank, input key and report (its best exception divergence, and its best
+    /// result divergence on another input).
     found: Vec<Found>,
+    /// Solver candidates whose neighbourhood held an exception divergence.
+    diff_producing: usize,
     executions: usize,
     timed_out: usize,
     crashed: usize,
@@ -243,6 +272,7 @@ fn search_group(
     group: &[&Input],
     first_index: usize,
     cfg: &AnalysisConfig,
+    special: bool,
     state: &mut SearchState<'_>,
 ) -> Result<(), ExecError> {
     let mut cands: Vec<CandidateState> = group
@@ -251,6 +281,7 @@ fn search_group(
             points: neighbourhood(sig, c, cfg),
             next: 0,
             best: None,
+            best_result: None,
             done: false,
         })
         .collect();
@@ -356,13 +387,27 @@ fn search_group(
                 {
                     continue;
                 }
+                let inside = state.in_domain(input);
+                if pair.p.returned() && pair.pp.returned() {
+                    let (end_p, end_pp) = runner.results(sig, input, pair);
+                    if let Some(d) = results::compare(&end_p, &end_pp, cfg.accuracy_bits) {
+                        let rank = (!inside, d.class.rank(), pos);
+                        if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
+                            c.best_result = Some(Best {
+                                rank,
+                                run,
+                                first: 0,
+                                class: d.class,
+                            });
+                        }
+                    }
+                }
                 let kp: Vec<u8> = pair.p.kinds().collect();
                 let kpp: Vec<u8> = pair.pp.kinds().collect();
                 let Some((first, class)) = compare_kinds(&kp, &kpp) else {
                     continue;
                 };
-                let inside = state.in_domain(input);
-                let rank = (!inside, class, pos);
+                let rank = (!inside, class.rank(), pos);
                 if c.best.as_ref().is_none_or(|b| rank < b.rank) {
                     c.best = Some(Best {
                         rank,
@@ -388,13 +433,32 @@ fn search_group(
         round_end = round_end.saturating_mul(8);
     }
     for (i, c) in cands.iter().enumerate() {
-        let Some(b) = &c.best else { continue };
-        let (input, pair) = &runs[b.run];
-        let inside = state.in_domain(input);
-        let d = divergence(runner, sig, input, pair, b.first, b.class, inside);
-        state
-            .found
-            .push(((!inside, b.class, first_index + i), input.key(), d));
+        // A special-value input is not a solver candidate (Table III counts those).
+        if c.best.is_some() && !special {
+            state.diff_producing += 1;
+        }
+        let result_run = c.best_result.as_ref().map(|b| b.run);
+        for b in c.best.iter().chain(
+            c.best_result
+                .as_ref()
+                .filter(|r| c.best.as_ref().is_none_or(|b| b.run != r.run)),
+        ) {
+            let (input, pair) = &runs[b.run];
+            let inside = state.in_domain(input);
+            let mut d = divergence(runner, sig, input, pair, b.first, b.class, inside);
+            // Table III counts solver candidates with an exception divergence; special inputs and result
+            // divergences are findings of their own.
+            d.candidates = usize::from(b.class.is_exception() && !special);
+            if !b.class.is_exception() || result_run == Some(b.run) {
+                d.result = results::compare(&d.end_p, &d.end_p_prime, cfg.accuracy_bits);
+            }
+            if !b.class.is_exception() {
+                d.summary = result_summary(&d);
+            }
+            state
+                .found
+                .push(((!inside, b.class.rank(), first_index + i), input.key(), d));
+        }
     }
     Ok(())
 }
@@ -405,12 +469,14 @@ struct CandidateState {
     /// Points before this were judged.
     next: usize,
     best: Option<Best>,
+    /// The best input whose outputs differ (it may also be `best`).
+    best_result: Option<Best>,
     done: bool,
 }
 
 struct Best {
-    /// (outside the domain, class, position in the search order): smaller is better.
-    rank: (bool, DivergenceClass, usize),
+    /// (outside the domain, class rank, position in the search order): smaller is better.
+    rank: (bool, u8, usize),
     /// Index into the runs.
     run: usize,
     first: usize,
@@ -678,6 +744,27 @@ fn divergence(
         candidates: 1,
         end_p: p.end,
         end_p_prime: pp.end,
+        result: None,
+    }
+}
+
+/// The one-line summary of a result divergence: `the fast-math build returns inf where the plain build returns
+/// 1.27e308`, `*err is 0 in the fast-math build, 1e-20 in the plain build`.
+fn result_summary(d: &Divergence) -> String {
+    match &d.result {
+        Some(r) => match &r.output {
+            None => format!(
+                "the fast-math build returns {} where the plain build returns {}",
+                r.fast_math.short(),
+                r.plain.short()
+            ),
+            Some(name) => format!(
+                "{name} is {} in the fast-math build, {} in the plain build",
+                r.fast_math.short(),
+                r.plain.short()
+            ),
+        },
+        None => "the builds' results differ".into(),
     }
 }
 
@@ -758,6 +845,9 @@ fn explain(
             (s, first_loc)
         }
         DivergenceClass::Order => ("same exceptions in another order".into(), first_loc),
+        DivergenceClass::SpecialValue | DivergenceClass::Accuracy => {
+            ("the builds' results differ".into(), first_loc)
+        }
     }
 }
 

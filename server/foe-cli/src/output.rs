@@ -173,6 +173,19 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
             let _ = writeln!(out, "traces are equal");
         }
     }
+    if let Some(d) = &r.result {
+        let what = d.output.as_deref().unwrap_or("the return value");
+        let _ = writeln!(
+            out,
+            "results differ: {what} is {} in P, {} in P' [{}]",
+            d.plain.short(),
+            d.fast_math.short(),
+            match d.class {
+                foe_analysis::report::DivergenceClass::Accuracy => Code::Accuracy,
+                _ => Code::SpecialValue,
+            }
+        );
+    }
     out
 }
 

@@ -353,7 +353,12 @@ pub(super) fn c_prototype(sig: &FunctionSignature) -> Result<(String, Vec<String
 
 /// The C appended to the file: a thunk per function that unpacks the words, calls the function through a
 /// volatile pointer (so it is emitted and called as it ships, not inlined into the thunk), and packs the
-/// result; and the table the driver calls through. Functions the driver cannot call get an empty thunk.
+/// result in `r[0]`, then the words of its pointer parameters' buffers the call changed: their count in `r[1]`,
+/// then (parameter, offset, word) triples, at most [`SHIPPED_OUTPUTS`] (as the instrumented runner reports
+/// them); and the table the driver calls through. Functions the driver cannot call get an empty thunk.
+/// Most changed words of pointer parameters one shipped call reports (`FOE_SHIPPED_OUTPUTS` of the driver).
+pub const SHIPPED_OUTPUTS: usize = 256;
+
 pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
     let mut out = String::from("\n/* foe confirmation harness */\n");
     for (i, sig) in functions.iter().enumerate() {
@@ -401,6 +406,15 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
                     at.param, at.offset
                 ));
             }
+            // The buffers as the call starts, to report the words it changed.
+            for (k, p) in sig.params.iter().enumerate() {
+                if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
+                    out.push_str(&format!(
+                        "  static unsigned char b{k}[{}]; __builtin_memcpy(b{k}, a{k}, sizeof b{k});\n",
+                        bytes.max(1)
+                    ));
+                }
+            }
             let call = format!(
                 "(({ret} (*)({}))fn)({})",
                 if params.is_empty() {
@@ -411,7 +425,7 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
                 args.join(", ")
             );
             match sig.ret {
-                ReturnType::Void => out.push_str(&format!("  {call};\n  (void)r;\n")),
+                ReturnType::Void => out.push_str(&format!("  {call};\n  r[0] = 0;\n")),
                 ReturnType::F64 | ReturnType::F32 => out.push_str(&format!(
                     "  {ret} res = {call};\n  __builtin_memcpy(r, &res, sizeof res);\n"
                 )),
@@ -420,8 +434,21 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
                 }
                 _ => out.push_str(&format!("  *r = (unsigned long long){call};\n")),
             }
+            out.push_str("  unsigned long long n = 0;\n");
+            for (k, p) in sig.params.iter().enumerate() {
+                let c_index = sig.params[..k].iter().filter(|q| q.pointee.is_none()).count();
+                if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
+                    out.push_str(&format!(
+                        "  for (unsigned o = 0; o + 8 <= {bytes}u; o += 8) {{\n    unsigned long long now, was;\n    \
+                         __builtin_memcpy(&now, a{k} + o, 8); __builtin_memcpy(&was, b{k} + o, 8);\n    \
+                         if (now != was && n < {SHIPPED_OUTPUTS}) {{ r[2 + 3 * n] = {c_index}; r[3 + 3 * n] = o; \
+                         r[4 + 3 * n] = now; n++; }}\n  }}\n"
+                    ));
+                }
+            }
+            out.push_str("  r[1] = n;\n");
         } else {
-            out.push_str("  (void)w; (void)r;\n");
+            out.push_str("  (void)w; r[0] = 0; r[1] = 0;\n");
         }
         out.push_str("}\n");
     }

@@ -5,6 +5,7 @@
 use super::build;
 use super::trace::{self, RawEvent};
 use crate::compile;
+use crate::exec::RawOutput;
 use crate::config::{AnalysisConfig, FtzMode};
 use crate::process::{self, SandboxLimits};
 use crate::report::{Cause, TraceEvent};
@@ -71,6 +72,16 @@ pub struct ShippedRun {
     pub dropped: usize,
     /// The function the call stopped at ([`ShippedEnd::Stopped`]).
     pub stopped_at: Option<String>,
+    /// What a call that returned produced.
+    pub produced: Produced,
+}
+
+/// What a shipped call that returned produced: the result bits and the words of its pointer parameters' buffers
+/// it changed (as the instrumented runner reports them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Produced {
+    pub result: u64,
+    pub outputs: Vec<RawOutput>,
 }
 
 impl ShippedRun {
@@ -80,6 +91,7 @@ impl ShippedRun {
             trace: Vec::new(),
             dropped: 0,
             stopped_at: None,
+            produced: Produced::default(),
         }
     }
 
@@ -126,7 +138,7 @@ struct BuildSpec<'a> {
 
 /// The shipped binaries of one file, built on first use.
 pub struct Harness {
-    config: AnalysisConfig,
+    pub(super) config: AnalysisConfig,
     file: PathBuf,
     text: String,
     functions: Vec<FunctionSignature>,
@@ -624,7 +636,7 @@ impl Harness {
             replies.extend(got);
             if n < rest.len() && !stopped {
                 // The process died on the next input without replying.
-                replies.push((ShippedEnd::Crashed, Vec::new(), 0, None));
+                replies.push((ShippedEnd::Crashed, Vec::new(), 0, None, Produced::default()));
             }
         }
         replies.truncate(inputs.len());
@@ -643,12 +655,13 @@ impl Harness {
         let lines_in_file = self.text.lines().count() as u32;
         Ok(replies
             .into_iter()
-            .map(|(end, events, dropped, stopped_at)| match end {
+            .map(|(end, events, dropped, stopped_at, produced)| match end {
                 ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => ShippedRun {
                     end,
                     trace: trace::to_trace(debug_info.as_ref(), lines_in_file, &events),
                     dropped,
                     stopped_at,
+                    produced,
                 },
                 _ => ShippedRun::ended(end),
             })
@@ -657,7 +670,7 @@ impl Harness {
 }
 
 /// One reply of the driver: how the call ended, its events, how many it dropped, where it stopped.
-type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>);
+type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>, Produced);
 
 /// Runs the driver on `lines` until it exits; its replies in order (fewer than `lines` when it crashed or timed
 /// out), each with its events and how many it dropped.
@@ -712,9 +725,24 @@ fn run_driver(
                     .next()
                     .and_then(|w| u8::from_str_radix(w, 16).ok())
                     .unwrap_or(0);
-                let _result = words.next();
-                let (events, dropped) = trace::parse_events(words)?;
-                ends.push((ShippedEnd::Raised(bits & 0xf), events, dropped, None));
+                let result = words
+                    .next()
+                    .and_then(|w| u64::from_str_radix(w, 16).ok())
+                    .unwrap_or(0);
+                let mut produced = Produced {
+                    result,
+                    outputs: vec![],
+                };
+                let mut rest = vec![];
+                for w in words {
+                    match w.strip_prefix("o:").map(parse_output) {
+                        Some(Some(o)) => produced.outputs.push(o),
+                        Some(None) => return Err(format!("the shipped binary replied `{line}`")),
+                        None => rest.push(w),
+                    }
+                }
+                let (events, dropped) = trace::parse_events(rest.into_iter())?;
+                ends.push((ShippedEnd::Raised(bits & 0xf), events, dropped, None, produced));
             }
             Some("s") => {
                 let bits = words
@@ -723,16 +751,27 @@ fn run_driver(
                     .unwrap_or(0);
                 let name = words.next().map(str::to_string);
                 let (events, dropped) = trace::parse_events(words)?;
-                ends.push((ShippedEnd::Stopped(bits & 0xf), events, dropped, name));
+                ends.push((ShippedEnd::Stopped(bits & 0xf), events, dropped, name, Produced::default()));
             }
             Some("t") => {
-                ends.push((ShippedEnd::TimedOut, Vec::new(), 0, None));
+                ends.push((ShippedEnd::TimedOut, Vec::new(), 0, None, Produced::default()));
                 break;
             }
             _ => return Err(format!("the shipped binary replied `{line}`")),
         }
     }
     Ok(ends)
+}
+
+/// `PARAM:OFFSET:WORD` (hexadecimal) of an `o:` reply word.
+fn parse_output(text: &str) -> Option<RawOutput> {
+    let mut parts = text.split(':').map(|p| u64::from_str_radix(p, 16).ok());
+    let (param, offset, word) = (parts.next()??, parts.next()??, parts.next()??);
+    Some(RawOutput {
+        param: u32::try_from(param).ok()?,
+        offset: u32::try_from(offset).ok()?,
+        word,
+    })
 }
 
 /// The word the driver reads for one value (as the instrumented runner encodes it).

@@ -39,6 +39,11 @@ pub enum Code {
     },
     /// `fast-math-exception-order`: the same exceptions, in another order.
     ExceptionOrder,
+    /// `fast-math-special-value`: an output is NaN, infinite, zero or finite in one build and in another category
+    /// in the other, or an integer output differs.
+    SpecialValue,
+    /// `fast-math-accuracy`: finite outputs that differ by more than the accuracy threshold.
+    Accuracy,
     /// `plain-<kind>`: the plain build itself raises the kind (the Ariadne view, on request).
     Plain(ExceptionKind),
     /// `compile-error`: the file does not compile.
@@ -57,6 +62,8 @@ impl Code {
             }
         }
         all.push(Code::ExceptionOrder);
+        all.push(Code::SpecialValue);
+        all.push(Code::Accuracy);
         all.push(Code::CompileError);
         all.extend(ExceptionKind::ALL.map(Code::Plain));
         all.push(Code::FunctionSkipped);
@@ -69,6 +76,8 @@ impl Code {
                 format!("fast-math-{kind}-{}", direction.name())
             }
             Code::ExceptionOrder => "fast-math-exception-order".into(),
+            Code::SpecialValue => "fast-math-special-value".into(),
+            Code::Accuracy => "fast-math-accuracy".into(),
             Code::Plain(kind) => format!("plain-{kind}"),
             Code::CompileError => "compile-error".into(),
             Code::FunctionSkipped => "function-skipped".into(),
@@ -77,7 +86,10 @@ impl Code {
 
     /// Whether this is a difference between the builds (the codes a quick fix addresses).
     pub fn is_divergence(self) -> bool {
-        matches!(self, Code::Divergence { .. } | Code::ExceptionOrder)
+        matches!(
+            self,
+            Code::Divergence { .. } | Code::ExceptionOrder | Code::SpecialValue | Code::Accuracy
+        )
     }
 
     /// The SARIF rule's one-line description.
@@ -96,6 +108,10 @@ impl Code {
                 direction: Direction::Count,
             } => format!("-ffast-math changes how often {kind} is raised"),
             Code::ExceptionOrder => "-ffast-math changes the order of the exceptions raised".into(),
+            Code::SpecialValue => {
+                "-ffast-math changes whether a result is NaN, infinite, zero or finite".into()
+            }
+            Code::Accuracy => "-ffast-math changes a result by more than the accuracy threshold".into(),
             Code::Plain(kind) => format!("the plain build raises {kind} here"),
             Code::CompileError => "the file does not compile".into(),
             Code::FunctionSkipped => "foe did not analyse this function".into(),
@@ -119,6 +135,11 @@ impl Serialize for Code {
 /// of that kind nearest the first difference (the fast-math side first); for a count, the first kind whose
 /// counts differ (the one at the first difference first); otherwise the order code.
 pub fn classify(d: &Divergence) -> (Code, Option<&TraceEvent>) {
+    match d.class {
+        DivergenceClass::SpecialValue => return (Code::SpecialValue, None),
+        DivergenceClass::Accuracy => return (Code::Accuracy, None),
+        _ => {}
+    }
     classify_traces(&d.trace_p, &d.trace_p_prime, d.first_divergence, d.class)
 }
 

@@ -60,8 +60,34 @@ pub fn what(code: Code, d: &Divergence) -> String {
             times(count(&d.trace_p_prime, kind)),
             times(count(&d.trace_p, kind))
         ),
+        Code::SpecialValue | Code::Accuracy => result_what(d),
         _ => "both builds raise the same exceptions here, in another order".into(),
     }
+}
+
+/// What a caller observes of a result divergence: `the fast-math build returns inf where the plain build returns
+/// 1.27e308`, `` `*err` is 0 in the fast-math build, 1e-20 in the plain build ``, with the bits apart for finite
+/// values.
+fn result_what(d: &Divergence) -> String {
+    let Some(r) = &d.result else {
+        return "the builds' results differ".into();
+    };
+    let mut s = match &r.output {
+        None => format!(
+            "the fast-math build returns {} where the plain build returns {}",
+            r.fast_math.short(),
+            r.plain.short()
+        ),
+        Some(name) => format!(
+            "`{name}` is {} in the fast-math build, {} in the plain build",
+            r.fast_math.short(),
+            r.plain.short()
+        ),
+    };
+    if let (Some(bits), crate::report::DivergenceClass::Accuracy) = (r.bits(), r.class) {
+        s.push_str(&format!(" ({bits:.0} bits apart)"));
+    }
+    s
 }
 
 /// `v=-0.25, w=1.34e154` (at most `limit` values, then `…`).
@@ -132,6 +158,16 @@ fn extreme_value(v: &NamedValue) -> bool {
     !x.is_finite() || e > limit as f64 || e < -(limit as f64)
 }
 
+/// Whether a divergence's input holds a NaN or an infinity.
+pub fn needs_non_finite(d: &Divergence) -> bool {
+    d.inputs.iter().any(|v| match v.raw {
+        Some(ArgValue::F64(x)) => !x.is_finite(),
+        Some(ArgValue::F32(x)) => !x.is_finite(),
+        Some(_) => false,
+        None => matches!(v.value.as_str(), "nan" | "-nan" | "inf" | "-inf"),
+    })
+}
+
 /// Whether a divergence needs an extreme magnitude in some value. Inside a declared domain, the values the
 /// domain constrains are the user's to choose and never count as extreme.
 pub fn is_extreme(f: &FunctionReport, d: &Divergence) -> bool {
@@ -163,7 +199,7 @@ pub fn divergence_message(f: &Finding, best: &Divergence, _event: Option<&TraceE
             short_inputs(&f.best_inputs, MESSAGE_VALUES)
         ));
     }
-    if let Some(o) = observed(best) {
+    if let Some(o) = observed(best).filter(|_| !matches!(f.code, Code::SpecialValue | Code::Accuracy)) {
         m.push_str(&format!("; {o}"));
     }
     if f.inputs > 1 {

@@ -76,6 +76,8 @@ pub enum Rank {
     OutsideDomain,
     /// Only on extreme inputs (near overflow, subnormal, infinite).
     ExtremeInputs,
+    /// Only with a NaN or infinite input.
+    NonFiniteInputs,
     /// Not a divergence: a skipped function, an exception of the plain build, a compile error.
     Note,
 }
@@ -289,9 +291,10 @@ fn divergence_findings(
     for ((loc, cause), mut members) in groups {
         // Best first: inside the declared domain, then ordinary magnitudes, then the engine's order.
         let extreme = |d: &Divergence| message::is_extreme(f, d);
+        let non_finite = |d: &Divergence| message::needs_non_finite(d);
         members.sort_by_key(|&i| {
             let d = &f.divergences[i];
-            (declared && !d.in_domain, extreme(d), i)
+            (declared && !d.in_domain, non_finite(d), extreme(d), i)
         });
         let best = &f.divergences[members[0]];
         let domain = match (declared, best.in_domain) {
@@ -301,6 +304,14 @@ fn divergence_findings(
         };
         let extreme = extreme(best);
         let (rank, shown) = match domain {
+            // A function that tests for NaN or infinity expects them: what fast-math makes of them is a warning.
+            _ if non_finite(best) && f.tests_special_values => {
+                (Rank::NonFiniteInputs, Some(Severity::Warning))
+            }
+            _ if non_finite(best) => (
+                Rank::NonFiniteInputs,
+                options.non_finite_inputs_severity.severity(),
+            ),
             DomainFit::Inside if extreme => (
                 Rank::ExtremeInputs,
                 options.extreme_inputs_severity.severity(),

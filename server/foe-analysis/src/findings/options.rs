@@ -55,6 +55,10 @@ pub struct FindingOptions {
     /// overflow near the largest double, subnormals, infinities); `warning`, `information`, `hint` or
     /// `off`; default `hint`.
     pub extreme_inputs_severity: ShownAs,
+    /// Severity of findings that need a NaN or infinite input, in a function that never tests for NaN or
+    /// infinity itself (where it does, they are warnings: it expects such values); `warning`, `information`,
+    /// `hint` or `off`; default `hint`.
+    pub non_finite_inputs_severity: ShownAs,
     /// Show a hint on each function foe did not analyse, with the reason; default true.
     pub report_skipped: bool,
 }
@@ -64,6 +68,7 @@ impl Default for FindingOptions {
         FindingOptions {
             outside_domain_severity: ShownAs::Information,
             extreme_inputs_severity: ShownAs::Hint,
+            non_finite_inputs_severity: ShownAs::Hint,
             report_skipped: true,
         }
     }

@@ -3,7 +3,7 @@
 use super::{compile_error, effective_config, AnalysisError, AnalysisRequest};
 use crate::config::AnalysisConfig;
 use crate::fpfmt;
-use crate::report::{DivergenceClass, NamedValue, RunEnd, TraceEvent};
+use crate::report::{DivergenceClass, NamedValue, ResultDifference, RunEnd, TraceEvent};
 use crate::types::{ArgValue, Build, FunctionSignature, Input, ParamType};
 use crate::{compile, exec, ir, model, search};
 use inkwell::context::Context;
@@ -18,6 +18,8 @@ pub struct ReplayReport {
     /// How each build's run ended: what it returned and wrote through pointers, or where it stopped.
     pub end_p: RunEnd,
     pub end_p_prime: RunEnd,
+    /// How the builds' outputs differ (the default accuracy threshold); None when they agree.
+    pub result: Option<ResultDifference>,
     /// Index of the first differing event and how the traces differ; None when they are equal.
     pub first_divergence: Option<usize>,
     pub class: Option<DivergenceClass>,
@@ -73,6 +75,7 @@ pub fn replay(
             .searchable_params()
             .map(|(i, p)| NamedValue::new(&p.name, input.0[i]))
             .collect(),
+        result: search::results::compare(&outcome.p.end, &outcome.pp.end, config.accuracy_bits),
         end_p: outcome.p.end,
         end_p_prime: outcome.pp.end,
         trace_p: outcome.p.trace,

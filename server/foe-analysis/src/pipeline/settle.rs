@@ -166,5 +166,6 @@ pub(super) fn base_report(
     r.signature = Some(item.info.signature.clone());
     r.span = item.info.span.clone();
     r.domain = item.domain.text.clone();
+    r.tests_special_values = item.info.tests_special_values;
     r
 }

@@ -1,0 +1,253 @@
+//! Results, not only exceptions: how the two builds' outputs (the return value and what a run wrote through its
+//! pointer parameters) differ on one input, and the special values every search also tries as inputs (NaN,
+//! infinities, signed zeros, subnormals, the edges of the normal range), where `-ffinite-math-only` and
+//! flush-to-zero change what a function computes.
+
+use crate::report::{DivergenceClass, ResultDifference, RunEnd, Scalar};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+
+/// Compares what two runs that both returned produced: a category change (NaN, infinite, zero, finite) or a
+/// different integer in any output is a special-value difference; otherwise finite floats that differ by at
+/// least `accuracy_bits` bits (log2 of one plus the floats between them) are an accuracy difference. The output
+/// that differs most is the one reported (the return value first among equals).
+pub fn compare(p: &RunEnd, pp: &RunEnd, accuracy_bits: u32) -> Option<ResultDifference> {
+    let (RunEnd::Returned { .. }, RunEnd::Returned { .. }) = (p, pp) else {
+        return None;
+    };
+    let mut pairs: Vec<(Option<&str>, Scalar, Scalar)> = vec![];
+    if let (Some(a), Some(b)) = (p.value(), pp.value()) {
+        pairs.push((None, a, b));
+    }
+    for (a, b) in p.outputs().iter().zip(pp.outputs()) {
+        if a.name == b.name {
+            pairs.push((Some(&a.name), a.value, b.value));
+        }
+    }
+    let mut best: Option<(u8, u64, ResultDifference)> = None;
+    for (output, a, b) in pairs {
+        if a.same(b) {
+            continue;
+        }
+        let special = match (a.class(), b.class()) {
+            (Some(x), Some(y)) => x != y,
+            _ => true, // integers (a count, a flag, what `isnan` returned) differ
+        };
+        let ulps = a.ulps(b);
+        let (class, order, weight) = if special {
+            (DivergenceClass::SpecialValue, 0, 0)
+        } else {
+            let Some(u) = ulps.filter(|&u| bits(u) >= accuracy_bits as f64) else {
+                continue;
+            };
+            (DivergenceClass::Accuracy, 1, u64::MAX - u)
+        };
+        let better = best
+            .as_ref()
+            .is_none_or(|(o, w, _)| (order, weight) < (*o, *w));
+        if better {
+            best = Some((
+                order,
+                weight,
+                ResultDifference {
+                    class,
+                    output: output.map(String::from),
+                    plain: a,
+                    fast_math: b,
+                    ulps,
+                },
+            ));
+        }
+    }
+    best.map(|(_, _, d)| d)
+}
+
+fn bits(ulps: u64) -> f64 {
+    ((ulps as f64) + 1.0).log2()
+}
+
+/// The special doubles every search tries for each float input: NaN, ±infinity, ±0, the smallest and largest
+/// subnormal, the smallest normal and the largest finite value (both signs where the sign matters).
+const SPECIAL_F64: [f64; 12] = [
+    f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    0.0,
+    -0.0,
+    f64::from_bits(1),
+    f64::from_bits((1 << 52) - 1),
+    -f64::from_bits((1 << 52) - 1),
+    f64::MIN_POSITIVE,
+    -f64::MIN_POSITIVE,
+    f64::MAX,
+    f64::MIN,
+];
+
+const SPECIAL_F32: [f32; 12] = [
+    f32::NAN,
+    f32::INFINITY,
+    f32::NEG_INFINITY,
+    0.0,
+    -0.0,
+    f32::from_bits(1),
+    f32::from_bits((1 << 23) - 1),
+    -f32::from_bits((1 << 23) - 1),
+    f32::MIN_POSITIVE,
+    -f32::MIN_POSITIVE,
+    f32::MAX,
+    f32::MIN,
+];
+
+/// Ordinary magnitudes tried in each float input with the others at 1 (or the first candidates' values): where a
+/// compensation term or a cancelled sum is lost at inputs a caller passes every day, not only at the range's edges.
+const ORDINARY: [f64; 7] = [1e-20, 1e-8, 0.1, 0.7, 3.0, 1e8, 1e20];
+
+/// Most special-value inputs one function's search runs.
+pub const MAX_SPECIAL_INPUTS: usize = 512;
+
+/// The special-value inputs of a function, deterministically: for each base input (the first candidates, then
+/// ordinary values), each float input (parameters and values read through pointers) set to each special value
+/// in turn, the other coordinates kept; then every float input set to the same special value at once. At most
+/// [`MAX_SPECIAL_INPUTS`], distinct.
+pub fn special_inputs(sig: &FunctionSignature, bases: &[&Input]) -> Vec<Input> {
+    let floats: Vec<usize> = sig
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.ty, ParamType::F64 | ParamType::F32))
+        .map(|(i, _)| i)
+        .collect();
+    let special = |ty: ParamType, k: usize| match ty {
+        ParamType::F32 => ArgValue::F32(SPECIAL_F32[k]),
+        _ => ArgValue::F64(SPECIAL_F64[k]),
+    };
+    let ordinary = |ty: ParamType, x: f64| match ty {
+        ParamType::F32 => ArgValue::F32(x as f32),
+        _ => ArgValue::F64(x),
+    };
+    // Every float at 1, integers as the first base has them.
+    let ones = bases.first().map(|b| {
+        Input(
+            b.0.iter()
+                .zip(&sig.params)
+                .map(|(v, p)| match p.ty {
+                    ParamType::F64 | ParamType::F32 => ordinary(p.ty, 1.0),
+                    _ => *v,
+                })
+                .collect(),
+        )
+    });
+    let mut seen = std::collections::HashSet::new();
+    let mut out = vec![];
+    let mut push = |input: Input, out: &mut Vec<Input>| {
+        if out.len() < MAX_SPECIAL_INPUTS && seen.insert(input.key()) {
+            out.push(input);
+        }
+    };
+    for base in ones.iter().chain(bases.iter().copied()) {
+        for &x in &ORDINARY {
+            for &i in &floats {
+                let mut values = base.0.clone();
+                values[i] = ordinary(sig.params[i].ty, x);
+                push(Input(values), &mut out);
+            }
+        }
+    }
+    for base in bases {
+        for k in 0..SPECIAL_F64.len() {
+            for &i in &floats {
+                let mut values = base.0.clone();
+                values[i] = special(sig.params[i].ty, k);
+                push(Input(values), &mut out);
+            }
+        }
+        if floats.len() > 1 {
+            for k in 0..SPECIAL_F64.len() {
+                let mut values = base.0.clone();
+                for &i in &floats {
+                    values[i] = special(sig.params[i].ty, k);
+                }
+                push(Input(values), &mut out);
+            }
+        }
+    }
+    out
+}
+
+/// Whether an input holds a NaN or an infinity (a finding that needs one is shown by how the function treats
+/// such values: a warning where it tests for them, a hint otherwise).
+pub fn non_finite(input: &Input) -> bool {
+    input.0.iter().any(|v| match v {
+        ArgValue::F64(x) => !x.is_finite(),
+        ArgValue::F32(x) => !x.is_finite(),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Output;
+    use crate::scalar::ScalarType;
+    use crate::types::Param;
+
+    fn ret(v: f64) -> RunEnd {
+        RunEnd::returned(Some(Scalar::F64(v)))
+    }
+
+    #[test]
+    fn a_category_change_is_a_special_value_and_last_bits_are_not_reported() {
+        let d = compare(&ret(1.27e308), &ret(f64::INFINITY), 20).expect("differs");
+        assert_eq!(d.class, DivergenceClass::SpecialValue);
+        assert_eq!(d.output, None);
+        assert!(compare(&ret(1.0), &ret(1.0 + f64::EPSILON), 20).is_none());
+        assert!(compare(&ret(f64::NAN), &ret(-f64::NAN), 20).is_none());
+        let far = compare(&ret(1.0), &ret(1.0 + 1e-6), 20).expect("20 bits apart");
+        assert_eq!(far.class, DivergenceClass::Accuracy);
+        assert!(far.bits().unwrap() >= 20.0);
+    }
+
+    #[test]
+    fn a_lost_compensation_term_is_reported_on_its_output() {
+        let out = |v: f64| Output {
+            name: "*err".into(),
+            value: Scalar::F64(v),
+            param: 2,
+            offset: 0,
+            ty: ScalarType::F64,
+        };
+        let p = RunEnd::Returned {
+            value: Some(Scalar::F64(1.0)),
+            outputs: vec![out(1e-20)],
+        };
+        let pp = RunEnd::Returned {
+            value: Some(Scalar::F64(1.0)),
+            outputs: vec![out(0.0)],
+        };
+        let d = compare(&p, &pp, 20).expect("the error term is lost");
+        assert_eq!(d.class, DivergenceClass::SpecialValue);
+        assert_eq!(d.output.as_deref(), Some("*err"));
+        assert_eq!(d.fast_math, Scalar::F64(0.0));
+    }
+
+    #[test]
+    fn special_inputs_vary_one_float_at_a_time_then_all() {
+        let sig = FunctionSignature {
+            name: "f".into(),
+            params: vec![
+                Param::new("x", ParamType::F64),
+                Param::new("n", ParamType::Int { bits: 32, signed: true }),
+                Param::new("y", ParamType::F32),
+            ],
+            ret: crate::types::ReturnType::F64,
+        };
+        let base = Input(vec![ArgValue::F64(1.0), ArgValue::Int(2), ArgValue::F32(0.5)]);
+        let inputs = special_inputs(&sig, &[&base]);
+        // Ordinary magnitudes around all-ones and around the base, then the special values.
+        let ordinary = 7 * 2 * 2;
+        assert_eq!(inputs.len(), ordinary - 1 + 12 * 2 + 12);
+        let nan = &inputs[ordinary - 1];
+        assert!(nan.0[0].bits() == f64::NAN.to_bits() && nan.0[1] == ArgValue::Int(2));
+        assert!(inputs.iter().all(|i| i.0[1] == ArgValue::Int(2)));
+        assert!(non_finite(&inputs[0]) && !non_finite(&base));
+    }
+}

@@ -1,5 +1,8 @@
 //! Compiling the C file twice with clang, to textual LLVM IR with debug info: the reference build P and the
-//! fast-math build P'. Include paths and defines come from `compile_commands.json` when one is found.
+//! fast-math build P'. Include paths and defines come from `compile_commands.json` when one is found, through the
+//! allow-list of [`flags`].
+
+pub mod flags;
 
 use crate::config::AnalysisConfig;
 use crate::process;
@@ -285,24 +288,32 @@ fn source_dir(file: &Path) -> Option<PathBuf> {
 
 /// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
 /// `build/` subdirectories; only `database` when given, a file or the directory holding it, as `clang-tidy -p`)
-/// and returns the include paths, defines and language flags of its entry.
+/// and returns the include paths, defines and language flags of its entry ([`flags::filter`]: what the entry
+/// has beyond [`flags`]'s table is dropped and logged once).
 pub fn flags_from_compile_commands(
     file: &Path,
     database: Option<&Path>,
 ) -> Option<(PathBuf, Vec<String>)> {
-    let (db, args, directory) = compile_command(file, database)?;
-    Some((db, keep_preprocessor_flags(&args, &directory)))
+    let (db, entry) = database_entry(file, database)?;
+    Some((db, entry.meaning))
 }
 
-/// The code-generation flags of `file`'s `compile_commands.json` entry (optimisation, `-f`/`-m` options such as
-/// `-march` and the fast-math ones), without preprocessor, output, dependency, warning and debug flags; `None`
-/// when there is no entry.
+/// The build flags of `file`'s `compile_commands.json` entry (optimisation, target and architecture,
+/// floating-point and code-generation options from [`flags`]'s table); `None` when there is no entry.
 pub fn build_flags_from_compile_commands(
     file: &Path,
     database: Option<&Path>,
 ) -> Option<Vec<String>> {
-    let (_, args, _) = compile_command(file, database)?;
-    Some(keep_codegen_flags(&args))
+    let (_, entry) = database_entry(file, database)?;
+    Some(entry.build)
+}
+
+/// The flags of `file`'s `compile_commands.json` entry that foe does not use, as written (empty when there is no
+/// entry or it has none): for the report.
+pub fn dropped_flags_from_compile_commands(file: &Path, database: Option<&Path>) -> Vec<String> {
+    database_entry(file, database)
+        .map(|(_, entry)| entry.dropped)
+        .unwrap_or_default()
 }
 
 /// P and P' for the user's own build flags `flags`: P' is them (with `-ffast-math` added when they have no
@@ -315,23 +326,27 @@ pub fn user_build_pair(flags: &[String]) -> (Vec<String>, Vec<String>) {
     (without_fast_math(&pp), pp)
 }
 
-/// Keeps the flags that change the generated code: `-O*`, `-f*` and `-m*` options, minus the ones that only
-/// change diagnostics or output.
-fn keep_codegen_flags(args: &[String]) -> Vec<String> {
-    args.iter()
-        .skip(1)
-        .filter(|a| {
-            (a.starts_with("-O") || a.starts_with("-f") || a.starts_with("-m"))
-                && !a.starts_with("-fdiagnostics")
-                && !a.starts_with("-fcolor-diagnostics")
-                && !a.starts_with("-fno-color-diagnostics")
-                && !a.starts_with("-fsyntax-only")
-                && !a.starts_with("-fdebug")
-                && !a.starts_with("-fmessage-length")
-                && !a.starts_with("-fdump")
-        })
-        .cloned()
-        .collect()
+/// The database and the sorted flags of `file`'s entry; what was dropped is logged once per entry and process.
+fn database_entry(file: &Path, database: Option<&Path>) -> Option<(PathBuf, flags::EntryFlags)> {
+    let (db, args, directory) = compile_command(file, database)?;
+    let entry = flags::filter(&args, &directory);
+    if !entry.dropped.is_empty() {
+        static WARNED: std::sync::Mutex<Vec<(PathBuf, PathBuf, Vec<String>)>> =
+            std::sync::Mutex::new(Vec::new());
+        let key = (db.clone(), file.to_path_buf(), entry.dropped.clone());
+        let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+        if !warned.contains(&key) {
+            tracing::warn!(
+                "{}: the entry of {} has flags foe does not use (only includes, defines, language, target, \
+                 floating-point and optimisation flags are): dropped {}",
+                db.display(),
+                file.display(),
+                entry.dropped.join(", ")
+            );
+            warned.push(key);
+        }
+    }
+    Some((db, entry))
 }
 
 /// The compile command of `file` found as [`flags_from_compile_commands`] describes: the database, the
@@ -391,55 +406,8 @@ fn entry_args(db: &Path, file: &Path) -> Option<(Vec<String>, PathBuf)> {
     None
 }
 
-/// Keeps the flags that change what the file means (includes, defines, language standard), resolving relative
-/// paths against the entry's directory; drops optimisation and output flags, which foe sets itself.
-fn keep_preprocessor_flags(args: &[String], directory: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut i = 1; // skip the compiler
-    let resolve = |p: &str| -> String {
-        let path = Path::new(p);
-        if path.is_absolute() {
-            p.to_string()
-        } else {
-            directory.join(path).display().to_string()
-        }
-    };
-    while i < args.len() {
-        let a = &args[i];
-        let with_value = [
-            "-I",
-            "-isystem",
-            "-iquote",
-            "-include",
-            "-D",
-            "-U",
-            "-idirafter",
-        ];
-        if let Some(flag) = with_value.iter().find(|f| a == *f) {
-            if let Some(v) = args.get(i + 1) {
-                let v = if matches!(*flag, "-D" | "-U") {
-                    v.clone()
-                } else {
-                    resolve(v)
-                };
-                out.push(flag.to_string());
-                out.push(v);
-            }
-            i += 2;
-            continue;
-        }
-        if let Some(p) = a.strip_prefix("-I") {
-            out.push(format!("-I{}", resolve(p)));
-        } else if a.starts_with("-D") || a.starts_with("-U") || a.starts_with("-std=") {
-            out.push(a.clone());
-        }
-        i += 1;
-    }
-    out
-}
-
 /// Splits a shell-style command line (double and single quotes, backslash escapes).
-fn split_command(command: &str) -> Vec<String> {
+pub(crate) fn split_command(command: &str) -> Vec<String> {
     let mut args = Vec::new();
     let mut cur = String::new();
     let mut in_arg = false;

@@ -306,6 +306,7 @@ mod tests {
             flags_p_prime: vec![],
             ftz_p_prime: false,
             linked_units: vec![],
+            dropped_flags: vec![],
         }
     }
 

@@ -629,5 +629,9 @@ pub fn analyse(
             .iter()
             .map(|u| u.display().to_string())
             .collect(),
+        dropped_flags: compile::dropped_flags_from_compile_commands(
+            request.path,
+            request.config.compile_commands.as_deref(),
+        ),
     })
 }

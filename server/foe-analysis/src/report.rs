@@ -552,6 +552,9 @@ pub struct FileReport {
     /// Other units of the compilation database linked into both builds (what the file calls from them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub linked_units: Vec<String>,
+    /// Flags of the file's `compile_commands.json` entry foe did not use (`compile::flags`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_flags: Vec<String>,
 }
 
 impl FileReport {

@@ -99,6 +99,7 @@ impl Engine for Scripted {
             flags_p_prime: request.config.flags_p_prime.clone(),
             ftz_p_prime: false,
             linked_units: vec![],
+            dropped_flags: vec![],
         })
     }
 }

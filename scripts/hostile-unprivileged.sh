@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-tests=$(cargo test -p foe-e2e --no-run --test hostile_sandbox --test hostile_files --test hostile_lsp 2>&1 |
+tests=$(cargo test -p foe-e2e --no-run --test hostile_sandbox --test hostile_files --test hostile_lsp --test hostile_databases 2>&1 |
   sed -n 's/.*Executable .*(\(.*\))$/\1/p')
 run=()
 who=$(id -un)

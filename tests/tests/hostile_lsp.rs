@@ -1,7 +1,7 @@
 //! What a client can do to the language server: malformed framing and bodies are answered with the JSON-RPC
 //! error and the session goes on; `shutdown` with null params works; `exit` without `shutdown`, the end of
 //! input or SIGTERM during an analysis end foe at once with no child process and no temporary directory left;
-//! 200 analyses in a row leave nothing behind.
+//! 200 analyses in a row leave nothing behind (a process that is left is described: its state, where it waits).
 
 use foe_e2e::foe_binary;
 use foe_lsp::client::LspClient;
@@ -117,6 +117,48 @@ impl Server {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// What is in the scratch directories under `tmp` besides their locks (and anything else in `tmp`).
+fn scratch_contents(tmp: &std::path::Path) -> Vec<String> {
+    let mut found = vec![];
+    for entry in std::fs::read_dir(tmp).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("foe-") || !entry.path().is_dir() {
+            found.push(name);
+            continue;
+        }
+        for own in std::fs::read_dir(entry.path()).unwrap().flatten() {
+            for item in std::fs::read_dir(own.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if item.file_name() != ".lock" {
+                    found.push(item.path().display().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A process's state for a failure message: its stat line, where it waits, its kernel stack when readable,
+/// its command line and its parent.
+fn process_state(pid: &str) -> String {
+    let read = |what: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{what}"))
+            .map(|s| s.replace('\0', " ").trim().to_string())
+            .unwrap_or_else(|e| format!("({e})"))
+    };
+    format!(
+        "pid {pid}: stat {}; wchan {}; cmdline {}; stack {}; status {}",
+        read("stat"),
+        read("wchan"),
+        read("cmdline"),
+        read("stack"),
+        read("status").replace('\n', ", ")
+    )
 }
 
 fn processes_with(marker: &str) -> Vec<String> {
@@ -277,12 +319,20 @@ fn two_hundred_analyses_leave_nothing_behind() {
         std::thread::sleep(Duration::from_millis(200));
     }
     let me_and_server: Vec<_> = processes_with(&marker);
+    let server = s.client.child_mut().expect("a process").id().to_string();
+    let others: Vec<String> = me_and_server
+        .iter()
+        .filter(|p| p.split(':').next() != Some(server.as_str()))
+        .map(|p| process_state(p.split(':').next().unwrap_or_default()))
+        .collect();
     assert_eq!(
         me_and_server.len(),
         1,
-        "only the server runs: {me_and_server:?}"
+        "only the server runs: {me_and_server:?}\nthe others:\n{}",
+        others.join("\n")
     );
-    let temps: Vec<_> = std::fs::read_dir(s.tmp.path()).unwrap().flatten().collect();
+    // The server's scratch directory ($TMPDIR/foe-<uid>/<pid>) holds its lock and nothing else.
+    let temps = scratch_contents(s.tmp.path());
     assert!(temps.is_empty(), "temporary files left: {temps:?}");
     let status = s.client.request("shutdown", None, REQUEST);
     assert!(status.is_ok());

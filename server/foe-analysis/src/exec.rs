@@ -170,7 +170,7 @@ impl Runner {
     ) -> Result<Runner, ExecError> {
         let _span = tracing::debug_span!("build_runner").entered();
         let started = Instant::now();
-        let dir = tempfile::Builder::new().prefix("foe-exec").tempdir()?;
+        let dir = crate::scratch::tempdir("foe-exec")?;
         let runtime = toolchain::runtime_object(&cfg.clang, dir.path())?;
         let module_obj = dir.path().join("builds.o");
         let mut sites = SiteTable::default();

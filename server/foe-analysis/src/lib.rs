@@ -25,6 +25,7 @@ pub mod rng;
 pub mod round;
 pub mod scalar;
 pub mod sandbox;
+pub mod scratch;
 pub mod search;
 pub mod solve;
 pub mod sym;

@@ -1,9 +1,12 @@
 //! The one place that spawns processes: every child gets a working directory, a clean environment, a time
 //! limit and a parent-death signal (it ends when foe does); user code runs in the sandbox of [`crate::sandbox`].
 
+use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::sandbox::{Layers, SandboxLimits};
@@ -15,6 +18,22 @@ pub struct ToolOutput {
     pub stdout: Vec<u8>,
     pub stderr: String,
     pub timed_out: bool,
+}
+
+thread_local! {
+    /// Set by [`stop_tools_when`]: the tools this thread runs stop when it is set.
+    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// From now on, the tools this thread runs ([`run_tool`]) are killed as soon as `flag` is set, and none is
+/// started after it (work in the background that must not outlive its analysis); `None` undoes it.
+pub fn stop_tools_when(flag: Option<Arc<AtomicBool>>) {
+    STOP.with(|s| *s.borrow_mut() = flag);
+}
+
+/// The flag [`stop_tools_when`] gave this thread, to hand on to the threads it starts.
+pub fn tools_stop_flag() -> Option<Arc<AtomicBool>> {
+    STOP.with(|s| s.borrow().clone())
 }
 
 /// Builds a command with the working directory and the minimal environment foe's children get.
@@ -29,17 +48,40 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
     cmd
 }
 
-/// Runs a tool (clang, the linker) to completion with `stdin` fed in, killing it after `timeout`.
+/// Runs a tool (clang, the linker, objcopy) to completion with `stdin` fed in, killing it after `timeout`, in
+/// the compiler's sandbox ([`crate::sandbox::confine_tool`]): it writes only in foe's scratch directory
+/// ([`crate::scratch`]) and foe's cache, where its outputs go, and its temporary files go there too.
 pub fn run_tool(
-    cmd: Command,
+    mut cmd: Command,
     stdin: Option<&[u8]>,
     timeout: Duration,
 ) -> std::io::Result<ToolOutput> {
-    run_tool_until(cmd, stdin, timeout, &|| false)
+    let mut writable = vec![crate::scratch::dir()?.to_path_buf()];
+    if let Some(cache) = crate::scratch::cache_dir().filter(|c| c.is_dir()) {
+        writable.push(cache);
+    }
+    let program = std::path::PathBuf::from(cmd.get_program());
+    cmd.env("TMPDIR", &writable[0]);
+    die_with_foe(&mut cmd);
+    crate::sandbox::confine_tool(&mut cmd, &program, &writable);
+    run_child(cmd, stdin, timeout, &|| false)
 }
 
-/// [`run_tool`], also killing the tool as soon as `stop()` says so (reported as timed out).
+/// Runs one of foe's own programs (the solver child, a child `foe check`) to completion with `stdin` fed in,
+/// outside the compiler's sandbox, killing it after `timeout` or as soon as `stop()` says so (reported as timed
+/// out).
 pub fn run_tool_until(
+    mut cmd: Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<ToolOutput> {
+    die_with_foe(&mut cmd);
+    run_child(cmd, stdin, timeout, stop)
+}
+
+/// Runs `cmd` (its parent-death signal already set up) with pipes, a deadline and [`stop_tools_when`]'s flag.
+fn run_child(
     mut cmd: Command,
     stdin: Option<&[u8]>,
     timeout: Duration,
@@ -52,7 +94,15 @@ pub fn run_tool_until(
     })
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    die_with_foe(&mut cmd);
+    let flag = tools_stop_flag();
+    let stopped = || flag.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
+    if stopped() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::Interrupted,
+            "stopped: the analysis ended",
+        ));
+    }
+    let stop = &|| stop() || stopped();
     let started = Instant::now();
     let program = cmd.get_program().to_string_lossy().into_owned();
     let mut child = cmd.spawn()?;

@@ -16,13 +16,13 @@
 mod child;
 mod rules;
 
-use child::Plan;
+use child::{Plan, ToolPlan};
 use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::OnceLock;
 
@@ -109,9 +109,7 @@ pub fn probe() -> Result<Layers, String> {
     static PROBED: OnceLock<Result<Layers, String>> = OnceLock::new();
     PROBED
         .get_or_init(|| {
-            let dir = tempfile::Builder::new()
-                .prefix("foe-probe")
-                .tempdir()
+            let dir = crate::scratch::tempdir("foe-probe")
                 .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
             let program = ["/bin/true", "/usr/bin/true"]
                 .into_iter()
@@ -167,6 +165,29 @@ pub fn spawn(
     };
     log_once(layers);
     Ok((child, layers))
+}
+
+/// Makes `cmd` (a compiler or linker, `program`) start in the compiler's sandbox: no network, nothing writable
+/// but `writable` (at most three directories) and `/dev/null`, executing only system programs and `program`'s
+/// own directory, no signals beyond its own processes, no core dumps. Each layer is best effort (the kernel may
+/// refuse it); `FOE_SANDBOX_DISABLE` switches them off as for the worker.
+pub fn confine_tool(cmd: &mut Command, program: &Path, writable: &[PathBuf]) {
+    let mut dirs: [Option<CString>; child::MAX_WRITABLE] = Default::default();
+    for (slot, dir) in dirs.iter_mut().zip(writable) {
+        *slot = CString::new(dir.as_os_str().as_bytes()).ok();
+    }
+    let mut plan = ToolPlan {
+        ruleset: rules::tool_ruleset(program, writable),
+        writable: dirs,
+        cwd: cmd
+            .get_current_dir()
+            .and_then(|d| CString::new(d.as_os_str().as_bytes()).ok()),
+        disabled: disabled_layers(),
+    };
+    // SAFETY: `ToolPlan::apply` makes only system calls (no allocation, no locks) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || plan.apply());
+    }
 }
 
 fn log_once(layers: Layers) {

@@ -268,13 +268,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let lsp = matches!(cli.command, Command::Lsp);
     init_logging(if lsp { "info" } else { "warn" });
-    match run(cli) {
+    let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("foe: {e:#}");
             ExitCode::from(2)
         }
-    }
+    };
+    foe_analysis::scratch::remove_own();
+    code
 }
 
 /// The version, the libz3 loaded and the sandbox layers the user's code gets on this machine.
@@ -557,6 +559,7 @@ pub(crate) fn emit(text: impl std::fmt::Display) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     if let Err(e) = write!(out, "{text}").and_then(|()| out.flush()) {
+        foe_analysis::scratch::remove_own();
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(141);
         }

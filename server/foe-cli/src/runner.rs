@@ -59,7 +59,7 @@ pub fn check_in_child(
     let mut cmd = process::command(&exe, cwd);
     cmd.args(["check", "--format", format]).args(args).arg(file);
     let started = Instant::now();
-    let out = process::run_tool(cmd, None, limit)?;
+    let out = process::run_tool_until(cmd, None, limit, &|| false)?;
     Ok(CheckRun {
         seconds: started.elapsed().as_secs_f64(),
         exit: if out.timed_out { None } else { out.status },

@@ -136,7 +136,7 @@ pub fn latency_benchmark(
     server: &dyn Fn() -> Command,
     options: &LatencyOptions,
 ) -> anyhow::Result<LatencyReport> {
-    let dir = tempfile::tempdir()?;
+    let dir = foe_analysis::scratch::tempdir("foe-bench")?;
     let mut rows = vec![];
     let many = many_functions(options.functions);
     let changed = options.functions / 2;

@@ -3,7 +3,8 @@
 //! the functions are solved (whose threads leave a core idle about half of the time) and searched. The first
 //! function with a divergence to confirm waits for them; a file with none never does. When they are built before
 //! anything waits for them, the thread goes on to the next pair of probes ([`later_probes`]) in another harness,
-//! which the first confirmation that needs them waits for.
+//! which the first confirmation that needs them waits for. When the analysis ends (or is cancelled), whatever is
+//! still being built is stopped (its clang killed, no new one started) and waited for: no build outlives it.
 
 use super::{Harness, Probe};
 use crate::report::Cause;
@@ -34,6 +35,8 @@ pub struct EarlyHarness<'a> {
     building: Option<JoinHandle<Harness>>,
     /// Whether the early binaries are still awaited by no one: only then does the thread go on to the later ones.
     unclaimed: Arc<AtomicBool>,
+    /// Set when the analysis ends: the background builds stop ([`crate::process::stop_tools_when`]).
+    stop: Arc<AtomicBool>,
     ready: Option<Harness>,
     /// Makes a harness again when the background thread could not start or panicked.
     make: Box<dyn Fn() -> Harness + 'a>,
@@ -45,13 +48,16 @@ impl<'a> EarlyHarness<'a> {
         let mut harness = make();
         let unclaimed = Arc::new(AtomicBool::new(true));
         let still_unclaimed = unclaimed.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_builds = stop.clone();
         let building = std::thread::Builder::new()
             .name("foe-shipped".into())
             .spawn(move || {
                 lowest_priority();
+                crate::process::stop_tools_when(Some(stop_builds.clone()));
                 let later = harness.sibling();
                 harness.prepare(&EARLY_PROBES);
-                if still_unclaimed.load(Ordering::Acquire) {
+                if still_unclaimed.load(Ordering::Acquire) && !stop_builds.load(Ordering::Acquire) {
                     harness.build_later(&later_probes(), later);
                 }
                 harness
@@ -61,6 +67,7 @@ impl<'a> EarlyHarness<'a> {
         EarlyHarness {
             building,
             unclaimed,
+            stop,
             ready: None,
             make: Box::new(make),
         }
@@ -77,6 +84,22 @@ impl<'a> EarlyHarness<'a> {
         }
         let make = &self.make;
         self.ready.get_or_insert_with(make)
+    }
+}
+
+impl Drop for EarlyHarness<'_> {
+    /// Stops the builds still running in the background and waits for their threads (their clang is killed, so
+    /// this is quick): nothing of the analysis goes on after it.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(handle) = self.building.take() {
+            if let Ok(harness) = handle.join() {
+                self.ready = Some(harness);
+            }
+        }
+        if let Some((_, later)) = self.ready.as_mut().and_then(|h| h.background.take()) {
+            let _ = later.join();
+        }
     }
 }
 

@@ -244,9 +244,7 @@ impl Harness {
 
     pub(super) fn dir(&mut self) -> Result<PathBuf, String> {
         let dir = self.dir.get_or_insert_with(|| {
-            tempfile::Builder::new()
-                .prefix("foe-confirm")
-                .tempdir()
+            crate::scratch::tempdir("foe-confirm")
                 .map_err(|e| format!("cannot make a directory for the harness: {e}"))
         });
         dir.as_ref()
@@ -309,13 +307,18 @@ impl Harness {
             }
             let clang = &self.config.clang;
             let width = self.config.threads.max(1);
+            let stop = process::tools_stop_flag();
             let mut objects = Vec::new();
             for chunk in self.units.chunks(width) {
                 let built: Vec<Result<PathBuf, String>> = std::thread::scope(|scope| {
                     let handles: Vec<_> = chunk
                         .iter()
                         .map(|(unit, own)| {
-                            scope.spawn(move || build::unit_object(clang, unit, own, flags, dir))
+                            let stop = stop.clone();
+                            scope.spawn(move || {
+                                process::stop_tools_when(stop);
+                                build::unit_object(clang, unit, own, flags, dir)
+                            })
                         })
                         .collect();
                     handles
@@ -372,9 +375,11 @@ impl Harness {
     pub fn build_later(&mut self, probes: &[Probe], mut other: Harness) {
         let wanted = probes.to_vec();
         let building = wanted.clone();
+        let stop = process::tools_stop_flag();
         let spawned = std::thread::Builder::new()
             .name("foe-probes".into())
             .spawn(move || {
+                process::stop_tools_when(stop);
                 other.prepare(&wanted);
                 other
             });
@@ -436,6 +441,7 @@ impl Harness {
         self.stub_expected(&dir);
         let source = format!("{}\n{}", self.text, build::thunks(&self.functions));
         let this = &*self;
+        let stop = process::tools_stop_flag();
         let built: Vec<(Probe, Result<PathBuf, String>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = todo
                 .iter()
@@ -448,7 +454,9 @@ impl Harness {
                         None => Some(&[][..]),
                     };
                     let (dir, driver, source) = (&dir, &driver, &source);
+                    let stop = stop.clone();
                     scope.spawn(move || {
+                        process::stop_tools_when(stop);
                         let exe = driver.clone().and_then(|driver| {
                             let spec = BuildSpec {
                                 probe,

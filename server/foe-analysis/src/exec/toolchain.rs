@@ -57,11 +57,7 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
 
 /// foe's on-disk cache: `$XDG_CACHE_HOME/foe`, else `~/.cache/foe` (not made here).
 pub(crate) fn cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("foe"))
+    crate::scratch::cache_dir()
 }
 
 /// Compiles into a private temporary directory, then renames into place (safe against concurrent foes).

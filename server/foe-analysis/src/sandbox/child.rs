@@ -1,5 +1,6 @@
 //! The sandbox's side of the fork: what the child does between `fork` and `exec` (namespaces, the read-only
-//! remount, limits, Landlock, `no_new_privs`, seccomp), using only system calls on what the parent prepared.
+//! remount, limits, Landlock, `no_new_privs`, seccomp), using only system calls on what the parent prepared; the
+//! worker's plan ([`Plan`]) and the compiler's ([`ToolPlan`]).
 
 use super::rules::SeccompPrograms;
 use super::{Layers, MAX_FILE_BYTES, MAX_OPEN_FILES};
@@ -63,16 +64,31 @@ impl Plan {
             layers |= self.enter_namespaces();
             if layers & Layers::PID_NS != 0 {
                 // The worker must be PID 1 of the new namespace: fork once more; this process stays outside,
-                // waits for it and exits as it did.
+                // waits for it and exits as it did. It holds the write end of `alive` until it ends.
+                let mut alive = [0; 2];
+                if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                    libc::_exit(1);
+                }
                 let pid = libc::fork();
                 if pid < 0 {
                     libc::_exit(1);
                 }
                 if pid > 0 {
-                    wait_and_mirror(pid);
+                    wait_and_mirror(pid, alive[1]);
                 }
-                // The worker: die with the process above (which dies with foe).
+                // The worker: die with the process above (which dies with foe). If that one was killed before
+                // this line, no signal will come (the worker would outlive foe): the closed pipe tells.
+                libc::close(alive[1]);
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                let mut gone = libc::pollfd {
+                    fd: alive[0],
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut gone, 1, 0) != 0 {
+                    libc::_exit(1);
+                }
+                libc::close(alive[0]);
             }
             // One process is all the worker may have (the namespace counts only its own).
             let nproc_ok = set_limit(libc::RLIMIT_NPROC, 1);
@@ -231,12 +247,17 @@ unsafe fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> bool {
     unsafe { libc::setrlimit(resource, &lim) == 0 }
 }
 
-/// The process between foe and the worker (outside the worker's PID namespace): closes every descriptor so
-/// only the worker holds the pipes, waits for it and ends the same way. Never returns.
-unsafe fn wait_and_mirror(pid: libc::pid_t) -> ! {
+/// The process between foe and the worker (outside the worker's PID namespace): closes every descriptor but
+/// `keep` (whose closing tells the worker this process is gone) so only the worker holds the pipes, waits for it
+/// and ends the same way. Never returns.
+unsafe fn wait_and_mirror(pid: libc::pid_t, keep: libc::c_int) -> ! {
     // SAFETY: system calls on this process's own descriptors and child.
     unsafe {
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let keep = keep as u32;
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, keep + 1, u32::MAX, 0u32);
         let mut status = 0;
         loop {
             let r = libc::waitpid(pid, &mut status, 0);
@@ -258,5 +279,111 @@ unsafe fn wait_and_mirror(pid: libc::pid_t) -> ! {
         libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::kill(libc::getpid(), sig);
         libc::_exit(128 + sig);
+    }
+}
+
+/// What a compiler or linker does between fork and exec: no network, the file system read-only but the writable
+/// directories, Landlock (writes only there, executing only system programs, no TCP, no signals out), no core
+/// dumps. It may fork and exec (clang runs the linker), so no seccomp list and no PID namespace of its own.
+pub(super) struct ToolPlan {
+    pub(super) ruleset: Option<RulesetCreated>,
+    /// At most [`MAX_WRITABLE`] directories, bind-mounted writable over the read-only tree.
+    pub(super) writable: [Option<CString>; MAX_WRITABLE],
+    pub(super) cwd: Option<CString>,
+    pub(super) disabled: u32,
+}
+
+pub(super) const MAX_WRITABLE: usize = 3;
+
+impl ToolPlan {
+    /// Runs in the child after fork: only system calls from here to exec.
+    pub(super) fn apply(&mut self) -> std::io::Result<()> {
+        // SAFETY (whole function): plain system calls on this process, with pointers to memory it owns.
+        unsafe {
+            set_limit(libc::RLIMIT_CORE, 0);
+            let others = libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWNS;
+            let mut namespaces = false;
+            if self.disabled & Layers::USER_NS == 0 {
+                namespaces = libc::unshare(libc::CLONE_NEWUSER | others) == 0;
+            }
+            if !namespaces {
+                namespaces = libc::unshare(others) == 0;
+            }
+            if namespaces && self.disabled & Layers::MOUNT_NS == 0 {
+                self.read_only_fs();
+            }
+            if let Some(ruleset) = self.ruleset.take() {
+                if self.disabled & Layers::LANDLOCK == 0 {
+                    let _ = ruleset.restrict_self();
+                }
+            }
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        }
+        Ok(())
+    }
+
+    /// Everything read-only and set-uid-free but the writable directories (best effort: a failure leaves the
+    /// tree as it was, Landlock still holds).
+    unsafe fn read_only_fs(&self) {
+        let root = c"/";
+        // SAFETY: mount calls with NUL-terminated paths owned by this process.
+        unsafe {
+            if libc::mount(
+                std::ptr::null(),
+                root.as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return;
+            }
+            for dir in self.writable.iter().flatten() {
+                libc::mount(
+                    dir.as_ptr(),
+                    dir.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                );
+            }
+            let read_only = MountAttr {
+                attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+                attr_clr: 0,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            if libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                root.as_ptr(),
+                AT_RECURSIVE,
+                &read_only as *const MountAttr,
+                std::mem::size_of::<MountAttr>(),
+            ) != 0
+            {
+                return;
+            }
+            let writable = MountAttr {
+                attr_set: 0,
+                attr_clr: MOUNT_ATTR_RDONLY,
+                propagation: 0,
+                userns_fd: 0,
+            };
+            for dir in self.writable.iter().flatten() {
+                libc::syscall(
+                    libc::SYS_mount_setattr,
+                    libc::AT_FDCWD,
+                    dir.as_ptr(),
+                    AT_RECURSIVE,
+                    &writable as *const MountAttr,
+                    std::mem::size_of::<MountAttr>(),
+                );
+            }
+            // the working directory still points into the mounts below the bind mounts: enter it again
+            if let Some(cwd) = &self.cwd {
+                libc::chdir(cwd.as_ptr());
+            }
+        }
     }
 }

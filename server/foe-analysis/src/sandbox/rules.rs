@@ -79,6 +79,61 @@ pub(super) fn landlock_ruleset_with(
     }
 }
 
+/// The Landlock ruleset for a compiler or linker: reading anywhere, executing only programs of the system
+/// directories and `program`'s own, writing only in `writable` (and `/dev/null`), no TCP, no signals or abstract
+/// sockets beyond its own processes. `None` when the kernel has no Landlock.
+pub(super) fn tool_ruleset(program: &Path, writable: &[PathBuf]) -> Option<RulesetCreated> {
+    let abi = ABI::V6;
+    let build = || -> Result<RulesetCreated, landlock::RulesetError> {
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))?
+            .handle_access(AccessNet::from_all(abi))?
+            .scope(Scope::from_all(abi))?
+            .create()?;
+        if let Ok(fd) = PathFd::new("/") {
+            ruleset =
+                ruleset.add_rule(PathBeneath::new(fd, AccessFs::ReadFile | AccessFs::ReadDir))?;
+        }
+        let mut exec_dirs: Vec<PathBuf> = ["/usr", "/bin", "/sbin", "/lib", "/lib64"]
+            .iter()
+            .map(PathBuf::from)
+            .chain(
+                std::fs::canonicalize(program)
+                    .ok()
+                    .and_then(|p| p.parent().map(Path::to_path_buf)),
+            )
+            .filter_map(|d| std::fs::canonicalize(d).ok())
+            .collect();
+        exec_dirs.sort();
+        exec_dirs.dedup();
+        for dir in exec_dirs {
+            if let Ok(fd) = PathFd::new(dir) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::from_read(abi)))?;
+            }
+        }
+        for dir in writable {
+            if let Ok(fd) = PathFd::new(dir) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, AccessFs::from_all(abi)))?;
+            }
+        }
+        if let Ok(fd) = PathFd::new("/dev/null") {
+            ruleset = ruleset.add_rule(PathBeneath::new(
+                fd,
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))?;
+        }
+        Ok(ruleset)
+    };
+    match build() {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::debug!("no Landlock ruleset for the compiler: {e}");
+            None
+        }
+    }
+}
+
 /// The dynamic loaders a worker may be started through (the kernel opens them for execution).
 fn loader_paths() -> &'static [PathBuf] {
     static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();

@@ -1,0 +1,258 @@
+//! One root for every temporary directory foe makes: `$TMPDIR/foe-<uid>/<pid>/`, a directory per process holding
+//! a locked `.lock` file for as long as the process (or a fork of it that has not exec'd) lives.
+//!
+//! The first use in a process cleans the root of the directories of foes that are gone (killed with SIGKILL, say):
+//! a directory is removed only when its lock is free *and* the process its name gives is not alive, so neither a
+//! live foe nor one starting (which makes its directory, then takes its lock) ever loses its directory, and a foe
+//! in another PID namespace sharing `$TMPDIR` keeps its lock. [`remove_own`] removes this process's directory on
+//! every ordinary exit path.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Why there is no scratch directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    #[error("cannot make {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} belongs to someone else or is not a directory: foe will not use it")]
+    NotOurs { path: PathBuf },
+    #[error("cannot lock {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl From<ScratchError> for std::io::Error {
+    fn from(e: ScratchError) -> Self {
+        std::io::Error::other(e.to_string())
+    }
+}
+
+/// This process's directory and the lock that marks it alive (held until the process ends).
+struct Own {
+    dir: PathBuf,
+    _lock: File,
+}
+
+static OWN: OnceLock<Result<Own, String>> = OnceLock::new();
+
+/// The root shared by this user's foes: `$TMPDIR/foe-<uid>`.
+pub fn root() -> PathBuf {
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    std::env::temp_dir().join(format!("foe-{uid}"))
+}
+
+/// foe's on-disk cache: `$XDG_CACHE_HOME/foe`, else `~/.cache/foe` (not made here): the other place compilers
+/// write (the runtime's object).
+pub fn cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("foe"))
+}
+
+/// This process's scratch directory, made (and the root cleaned of dead foes' directories) on first use.
+pub fn dir() -> std::io::Result<&'static Path> {
+    match OWN.get_or_init(|| make_own().map_err(|e| e.to_string())) {
+        Ok(own) => Ok(&own.dir),
+        Err(e) => Err(std::io::Error::other(e.clone())),
+    }
+}
+
+/// A new temporary directory named `prefix…` in this process's scratch directory (removed when dropped).
+pub fn tempdir(prefix: &str) -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix(prefix).tempdir_in(dir()?)
+}
+
+/// Removes this process's scratch directory (and the root when it is left empty). Called on exit; a later
+/// [`tempdir`] in the same process fails.
+pub fn remove_own() {
+    if let Some(Ok(own)) = OWN.get() {
+        if let Err(e) = std::fs::remove_dir_all(&own.dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::debug!("cannot remove {}: {e}", own.dir.display());
+            }
+        }
+        // only when empty: another foe's directory keeps it
+        let _ = std::fs::remove_dir(root());
+    }
+}
+
+fn make_own() -> Result<Own, ScratchError> {
+    let root = root();
+    let dir = root.join(std::process::id().to_string());
+    // The root may vanish between our mkdir and the next (a foe that ends removes it when empty): try twice.
+    let mut made = Ok(());
+    for _ in 0..3 {
+        made = ensure_root(&root).and_then(|()| make_dir(&dir));
+        if made.is_ok() {
+            break;
+        }
+    }
+    made?;
+    let lock_path = dir.join(".lock");
+    let lock = File::create(&lock_path).map_err(|source| ScratchError::Lock {
+        path: lock_path.clone(),
+        source,
+    })?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return Err(ScratchError::Lock {
+            path: lock_path,
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let removed = clean_dead(&root);
+    if removed > 0 {
+        tracing::debug!(
+            removed,
+            "removed the scratch directories of foes that are gone"
+        );
+    }
+    Ok(Own { dir, _lock: lock })
+}
+
+/// Makes the root (mode 0700) or checks that the existing one is a directory of ours, not a link.
+fn ensure_root(root: &Path) -> Result<(), ScratchError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(root) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(source) => {
+            return Err(ScratchError::Create {
+                path: root.to_path_buf(),
+                source,
+            })
+        }
+    }
+    let meta = std::fs::symlink_metadata(root).map_err(|source| ScratchError::Create {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+        return Err(ScratchError::NotOurs {
+            path: root.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+fn make_dir(dir: &Path) -> Result<(), ScratchError> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        // a dead process with our pid left it: it is ours now
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(source) => Err(ScratchError::Create {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Removes the directories under `root` whose process is gone: its lock free and its pid not alive. Returns how
+/// many were removed.
+pub fn clean_dead(root: &Path) -> usize {
+    let me = std::process::id();
+    let mut removed = 0;
+    for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me || alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        if locked(&path.join(".lock")) {
+            continue;
+        }
+        if std::fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether a process with this id exists (one we may not signal exists too).
+fn alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Whether someone holds the lock of `path` (a missing lock file is free).
+fn locked(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; the lock goes with it.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_processes_directories_go_live_ones_stay() {
+        let root = tempfile::tempdir().unwrap();
+        // a process that is gone: a child that has been reaped
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let dead = root.path().join(gone.to_string());
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(".lock"), "").unwrap();
+        std::fs::write(dead.join("left.o"), "x").unwrap();
+        // a live process (this test's parent) without a lock: it may be starting
+        let parent = std::os::unix::process::parent_id();
+        let starting = root.path().join(parent.to_string());
+        std::fs::create_dir(&starting).unwrap();
+        // a dead pid whose lock is held (a foe in another PID namespace)
+        let mut other = std::process::Command::new("true").spawn().unwrap();
+        let other_pid = other.id();
+        other.wait().unwrap();
+        let elsewhere = root.path().join(other_pid.to_string());
+        std::fs::create_dir(&elsewhere).unwrap();
+        let held = File::create(elsewhere.join(".lock")).unwrap();
+        // SAFETY: flock on a descriptor the test owns.
+        assert_eq!(
+            unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+            0
+        );
+        std::fs::create_dir(root.path().join("not-a-pid")).unwrap();
+        assert_eq!(clean_dead(root.path()), 1);
+        assert!(!dead.exists());
+        assert!(starting.exists());
+        assert!(elsewhere.exists());
+        assert!(root.path().join("not-a-pid").exists());
+        drop(held);
+        assert_eq!(clean_dead(root.path()), 1);
+        assert!(!elsewhere.exists());
+    }
+
+    #[test]
+    fn temporary_directories_are_under_this_process_s_directory() {
+        let t = tempdir("foe-test").unwrap();
+        let own = root().join(std::process::id().to_string());
+        assert_eq!(t.path().parent(), Some(own.as_path()));
+        assert!(locked(&own.join(".lock")));
+    }
+}

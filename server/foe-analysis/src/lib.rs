@@ -5,6 +5,7 @@
 //! (native runs of both builds in a sandboxed worker) → [`search`] (neighbourhoods, trace comparison)
 //! → [`report`]. [`pipeline`] ties them together. Nothing here knows about LSP.
 
+pub mod accuracy;
 pub mod compile;
 pub mod config;
 pub mod confirm;

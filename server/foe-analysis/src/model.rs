@@ -17,7 +17,8 @@ mod tests;
 mod values;
 
 use crate::config::AnalysisConfig;
-use crate::sym::Formula;
+use crate::round::FloatFormat;
+use crate::sym::{Expr, Formula};
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
 pub use calls::{predicate_name, runs_natively, Plain, REPLACES_C_LIBRARY};
 use inkwell::module::Module;
@@ -113,6 +114,56 @@ pub struct Modelled {
     pub out_of_time: bool,
     /// Other paths that ended early, by reason (`a call to `gsl_error``): what they did before is modelled.
     pub path_stops: BTreeMap<String, usize>,
+    /// The explored paths with their outputs (the plain build only; empty for the fast-math build).
+    pub outputs: Vec<PathOutputs>,
+}
+
+/// A value a path hands back to its caller, as the model holds it.
+#[derive(Debug, Clone)]
+pub enum OutputTerm {
+    /// A `double` or `float`: its real-number term and the format the program keeps it in.
+    Real { term: Expr, fmt: FloatFormat },
+    /// An integer of `bits` (≥ 2), in signed form like every integer term.
+    Int { term: Expr, bits: u32 },
+    /// A `_Bool` (`i1`).
+    Bool(Formula),
+    /// A value the model does not follow, named in C words (`a pointer`, `a struct or vector`, `an
+    /// uninitialised value`).
+    Unmodelled(&'static str),
+}
+
+/// A value a path leaves behind a pointer parameter: the term last stored at byte `offset` of the buffer passed as
+/// C parameter `param`.
+#[derive(Debug, Clone)]
+pub struct WrittenOutput {
+    pub param: u32,
+    pub offset: i64,
+    pub value: OutputTerm,
+}
+
+/// How an explored path ends.
+#[derive(Debug, Clone)]
+pub enum PathEnd {
+    /// The function returns: what it returns (`None` for `void`) and what it wrote through its pointer
+    /// parameters, by parameter and offset.
+    Returned {
+        ret: Option<OutputTerm>,
+        writes: Vec<WrittenOutput>,
+        /// Whether the path read through a pointer a value no input stands for (taken as zero).
+        reads_unmodelled_memory: bool,
+    },
+    /// The path stops before returning, for this reason in C words (`a call to `gsl_error``).
+    Stopped(String),
+}
+
+/// What the model knows of the outputs of one explored path of one build: the inputs that take it and what it
+/// produces. Recorded for the plain build only (the reference of the accuracy measure, `accuracy.rs`); the terms
+/// are those the model built anyway, so recording costs no solving.
+#[derive(Debug, Clone)]
+pub struct PathOutputs {
+    /// The path condition, assumptions included.
+    pub condition: Formula,
+    pub end: PathEnd,
 }
 
 /// Both builds of a function modelled over the same inputs.
@@ -132,6 +183,8 @@ pub struct ModelledPair {
     pub out_of_time: bool,
     /// Paths of either build that ended early, by reason (calls foe does not run, values it cannot follow).
     pub path_stops: BTreeMap<String, usize>,
+    /// The explored paths of the plain build P, in exploration order, with their outputs.
+    pub p_outputs: Vec<PathOutputs>,
 }
 
 /// Models P and P' of `sig`: a value either build reads through a pointer parameter before writing it becomes
@@ -167,6 +220,7 @@ pub fn model_pair(
         symbolic_index_stops: p.symbolic_index_stops + pp.symbolic_index_stops,
         cut_short: p.cut_short || pp.cut_short,
         out_of_time: p.out_of_time || pp.out_of_time,
+        p_outputs: p.outputs,
     })
 }
 
@@ -236,6 +290,7 @@ pub fn model_function(
         cut_short: executor.cut_short,
         out_of_time: executor.out_of_time,
         path_stops: executor.path_stops,
+        outputs: executor.outputs,
     })
 }
 

@@ -8,7 +8,7 @@
 //! rounding, repair), `seeds.rs` first tries it without Z3, `retry.rs` retries a missed model in the FP theory,
 //! `inputs.rs` constrains the parameters and reads models back, `known.rs` keeps the file's verdicts.
 
-mod check;
+pub(crate) mod check;
 pub mod child;
 mod fp;
 mod inputs;

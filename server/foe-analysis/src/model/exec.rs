@@ -18,7 +18,7 @@ use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty
 use super::memory::{Fill, Memory, Value};
 use super::state::{path_stop, At, Flow, Frame, State, PATH_STOP, SYMBOLIC_INDEX};
 use super::values::{fp_format, opcode_name};
-use super::Query;
+use super::{OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
 use crate::round::FloatFormat;
 use crate::sym::{self, Expr, VarType};
 use crate::types::{Build, FunctionSignature, ParamType, SourceLoc};
@@ -64,6 +64,8 @@ pub(super) struct Executor<'m> {
     pointees: super::memory::Pointees,
     /// Each instruction met so far, numbered in the order it was first met (deterministic, as exploration is).
     instruction_numbers: HashMap<Val<'m>, u32>,
+    /// The plain build's paths as they end, with their outputs (nothing is recorded for the fast-math build).
+    pub(super) outputs: Vec<PathOutputs>,
 }
 
 impl<'m> Executor<'m> {
@@ -95,6 +97,7 @@ impl<'m> Executor<'m> {
             path_stops: BTreeMap::new(),
             pointees,
             instruction_numbers: HashMap::new(),
+            outputs: Vec::new(),
         }
     }
 
@@ -177,7 +180,7 @@ impl<'m> Executor<'m> {
         });
         self.paths_started = 1;
         let entered = self.enter(&mut state, None, entry);
-        if !self.continues(entered)? {
+        if !self.continues(&state, entered)? {
             return Ok(());
         }
         let mut work = vec![state];
@@ -211,6 +214,7 @@ impl<'m> Executor<'m> {
                             },
                             None => return Err(e),
                         };
+                        self.record_stop(&st, &reason);
                         *self.path_stops.entry(reason).or_default() += 1;
                         Flow::End
                     }
@@ -236,14 +240,14 @@ impl<'m> Executor<'m> {
                             let mut other = st.clone();
                             other.assume(cond.clone());
                             let entered = self.enter(&mut other, Some(from), *block);
-                            if self.continues(entered)? {
+                            if self.continues(&other, entered)? {
                                 forks.push(other);
                             }
                         }
                         work.extend(forks.into_iter().rev());
                         st.assume(first_cond);
                         let entered = self.enter(&mut st, Some(from), first_block);
-                        if !self.continues(entered)? {
+                        if !self.continues(&st, entered)? {
                             break;
                         }
                     }
@@ -253,12 +257,18 @@ impl<'m> Executor<'m> {
         Ok(())
     }
 
-    /// Whether the path goes on after `result`: a path stop is counted and ends it, other errors propagate.
-    fn continues(&mut self, result: Result<bool, String>) -> Result<bool, String> {
+    /// Whether the path `st` goes on after `result`: a path stop is counted and ends it, other errors propagate.
+    fn continues(&mut self, st: &State<'m>, result: Result<bool, String>) -> Result<bool, String> {
         match result {
-            Ok(go_on) => Ok(go_on),
+            Ok(go_on) => {
+                if !go_on {
+                    self.record_stop(st, "a loop that runs more times than foe unrolls");
+                }
+                Ok(go_on)
+            }
             Err(e) => match e.strip_prefix(PATH_STOP) {
                 Some(reason) => {
+                    self.record_stop(st, reason);
                     *self.path_stops.entry(reason.to_string()).or_default() += 1;
                     Ok(false)
                 }
@@ -377,7 +387,8 @@ impl<'m> Executor<'m> {
             LLVMLoad | LLVMStore
                 if self.is_null_operand(st, inst, if opcode == LLVMLoad { 0 } else { 1 })? =>
             {
-                return Ok(Flow::End)
+                self.record_stop(st, "a dereference of a null pointer");
+                return Ok(Flow::End);
             }
             LLVMLoad => Some(self.symex_load(st, inst)?),
             LLVMStore => {
@@ -389,6 +400,10 @@ impl<'m> Executor<'m> {
                 // An address the model cannot pin down (a loop remainder after vectorisation, an index computed
                 // from an input): the path stops here; what it did before is modelled.
                 Err(e) if e == SYMBOLIC_INDEX => {
+                    self.record_stop(
+                        st,
+                        "an access to memory at an index computed from the input",
+                    );
                     self.symbolic_index_stops += 1;
                     return Ok(Flow::End);
                 }
@@ -456,7 +471,45 @@ impl<'m> Executor<'m> {
                 }
                 Ok(Flow::Next)
             }
-            _ => Ok(Flow::End),
+            _ => {
+                self.record_return(st, value.as_ref());
+                Ok(Flow::End)
+            }
+        }
+    }
+
+    /// Records, for the plain build, the outputs of the path `st` returning `value` from the analysed function.
+    fn record_return(&mut self, st: &State<'m>, value: Option<&Value>) {
+        if self.build != Build::P {
+            return;
+        }
+        let writes = st
+            .memory
+            .written_through_params()
+            .into_iter()
+            .map(|(param, offset, v)| WrittenOutput {
+                param,
+                offset,
+                value: output_term(&v),
+            })
+            .collect();
+        self.outputs.push(PathOutputs {
+            condition: sym::and(st.pc.iter().cloned()),
+            end: PathEnd::Returned {
+                ret: value.map(output_term),
+                writes,
+                reads_unmodelled_memory: st.memory.read_unmodelled.get(),
+            },
+        });
+    }
+
+    /// Records, for the plain build, that the path `st` stops before returning, for `reason`.
+    fn record_stop(&mut self, st: &State<'m>, reason: &str) {
+        if self.build == Build::P {
+            self.outputs.push(PathOutputs {
+                condition: sym::and(st.pc.iter().cloned()),
+                end: PathEnd::Stopped(reason.to_string()),
+            });
         }
     }
 
@@ -538,6 +591,7 @@ impl<'m> Executor<'m> {
                 Some(self.symex_fp_instruction(st, inst, opcode, predicate)?)
             }
             Callee::Stop { name } => {
+                self.record_stop(st, &format!("a call to `{name}`"));
                 *self
                     .path_stops
                     .entry(format!("a call to `{name}`"))
@@ -694,4 +748,22 @@ fn uses_long_double(inst: Val<'_>) -> bool {
     };
     is_fp80(inst.ty())
         || (0..inst.num_operands()).any(|i| inst.operand(i).is_some_and(|o| is_fp80(o.ty())))
+}
+
+/// The output a register value stands for.
+fn output_term(v: &Value) -> OutputTerm {
+    match v {
+        Value::Real { e, fmt } => OutputTerm::Real {
+            term: e.clone(),
+            fmt: *fmt,
+        },
+        Value::Int { e, bits } => OutputTerm::Int {
+            term: e.clone(),
+            bits: *bits,
+        },
+        Value::Bool(c) => OutputTerm::Bool(c.clone()),
+        Value::Ptr(_) => OutputTerm::Unmodelled("a pointer"),
+        Value::Lanes(_) | Value::Fields(_) => OutputTerm::Unmodelled("a struct or vector"),
+        Value::Poison => OutputTerm::Unmodelled("an uninitialised value"),
+    }
 }

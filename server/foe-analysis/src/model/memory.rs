@@ -282,6 +282,9 @@ pub struct PointeeTable {
     /// Pointers read where no input can stand for the value (a pointer, a boolean, beyond the buffer, too many
     /// inputs): those reads give zeros, as the runner's buffer holds.
     pub unmodelled: BTreeSet<String>,
+    /// How many reads gave such zeros, over every path (a path compares it before and after a load to know
+    /// whether its own values depend on memory foe does not model).
+    pub unmodelled_read_count: u64,
 }
 
 /// The shared [`PointeeTable`] of one function.
@@ -324,6 +327,7 @@ impl PointeeTable {
             && self.slots.len() < Self::MAX_SLOTS;
         if !usable {
             self.unmodelled.insert(name.to_string());
+            self.unmodelled_read_count += 1;
             return Ok(scalar.zero());
         }
         self.slots.push(PointeeSlot {
@@ -357,6 +361,8 @@ pub struct Memory {
     regions: Vec<Region>,
     /// The inputs behind pointer parameters (shared by all paths).
     pub pointees: Pointees,
+    /// Whether this path read, through a pointer parameter, a value no input stands for (taken as zero).
+    pub read_unmodelled: std::cell::Cell<bool>,
 }
 
 impl Memory {
@@ -365,7 +371,26 @@ impl Memory {
         Memory {
             regions: Vec::new(),
             pointees,
+            read_unmodelled: std::cell::Cell::new(false),
         }
+    }
+
+    /// The scalar values stored so far through each pointer parameter, as (C parameter index, byte offset,
+    /// value), by parameter and offset: what the caller finds in its buffers when the function returns.
+    pub fn written_through_params(&self) -> Vec<(u32, i64, Value)> {
+        let mut out = Vec::new();
+        for region in &self.regions {
+            let Fill::Param(param) = region.fill else {
+                continue;
+            };
+            for (&offset, cell) in &region.cells {
+                if let Cell::Value { v, .. } = cell {
+                    out.push((param, offset, v.clone()));
+                }
+            }
+        }
+        out.sort_by_key(|(param, offset, _)| (*param, *offset));
+        out
     }
 
     pub fn new_region(&mut self, fill: Fill, name: &str) -> Pointer {
@@ -402,9 +427,13 @@ impl Memory {
     pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, String> {
         let pieces = flatten_type(ty, layout)?;
         let region = self.region(p)?;
+        let unmodelled_before = self.pointees.borrow().unmodelled_read_count;
         let mut leaves = Vec::with_capacity(pieces.len());
         for (off, scalar) in pieces {
             leaves.push(region.read(p.offset + off as i64, scalar, &self.pointees)?);
+        }
+        if self.pointees.borrow().unmodelled_read_count != unmodelled_before {
+            self.read_unmodelled.set(true);
         }
         unflatten(ty, &mut leaves.into_iter())
     }

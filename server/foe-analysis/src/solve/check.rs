@@ -61,14 +61,14 @@ pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
 }
 
 /// A formula prepared for evaluation on many inputs: its nodes in postorder, computed once.
-pub(super) struct Evaluator {
+pub(crate) struct Evaluator {
     nodes: Vec<Expr>,
     root: u128,
     memo: sym::FingerprintMap<V>,
 }
 
 impl Evaluator {
-    pub(super) fn new(formula: &Expr) -> Evaluator {
+    pub(crate) fn new(formula: &Expr) -> Evaluator {
         Evaluator {
             nodes: formula.postorder(),
             root: formula.fingerprint(),
@@ -77,7 +77,7 @@ impl Evaluator {
     }
 
     /// [`holds`] on `input`.
-    pub(super) fn holds(&mut self, input: &[ArgValue]) -> Option<bool> {
+    pub(crate) fn holds(&mut self, input: &[ArgValue]) -> Option<bool> {
         self.evaluate(input);
         self.truth_of(self.root)
     }

@@ -585,7 +585,7 @@ pub(crate) mod testutil {
     /// clang's textual IR of `src` for P and P' with the default flags, as the pipeline compiles it.
     pub fn compile_pair(src: &str) -> (String, String) {
         let cfg = AnalysisConfig::default();
-        let dir = tempfile::tempdir().expect("temp dir");
+        let dir = crate::scratch::tempdir("foe-test").expect("temp dir");
         let file = dir.path().join("t.c");
         std::fs::write(&file, src).expect("write source");
         let pair = crate::compile::compile_pair(&cfg, &file, src).expect("compile");

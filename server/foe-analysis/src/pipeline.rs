@@ -521,7 +521,7 @@ pub fn analyse(
                 };
                 let domain = (!item.domain.is_empty()).then_some(&item.domain);
                 let deadline = budget.deadline(1.0, item.spent, count - i);
-                match search::search(
+                match search::search_with_special_inputs(
                     runner,
                     &item.info.signature,
                     candidates,

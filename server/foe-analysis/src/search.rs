@@ -109,6 +109,32 @@ pub fn search(
     cfg: &AnalysisConfig,
     deadline: Option<std::time::Instant>,
 ) -> Result<SearchOutcome, ExecError> {
+    run_search(runner, sig, candidates, domain, cfg, deadline, false)
+}
+
+/// [`search`], then the special-value and ordinary-magnitude inputs of [`results::special_inputs`] around the
+/// first candidates, each run once (what the pipeline runs: the paper's search plus the inputs where finite-math
+/// and flush-to-zero change what a function computes).
+pub fn search_with_special_inputs(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    candidates: &[Input],
+    domain: Option<&Domain>,
+    cfg: &AnalysisConfig,
+    deadline: Option<std::time::Instant>,
+) -> Result<SearchOutcome, ExecError> {
+    run_search(runner, sig, candidates, domain, cfg, deadline, true)
+}
+
+fn run_search(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    candidates: &[Input],
+    domain: Option<&Domain>,
+    cfg: &AnalysisConfig,
+    deadline: Option<std::time::Instant>,
+    special_inputs: bool,
+) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
     // Distinct, well-formed candidates.
     let mut seen = HashSet::new();
@@ -155,25 +181,8 @@ pub fn search(
     }
     // Special values (NaN, infinities, zeros, subnormals, the range's edges) in each float input of the first
     // candidates, each run once: where finite-math and flush-to-zero change what the function computes.
-    if state.timed_out < MAX_TIMEOUTS && !state.past_deadline() {
-        let bases: Vec<&Input> = cands.iter().take(2).copied().collect();
-        let special = results::special_inputs(sig, &bases);
-        let single = AnalysisConfig {
-            radius: 0,
-            neighbourhood_budget: 1,
-            ..cfg.clone()
-        };
-        let refs: Vec<&Input> = special.iter().collect();
-        let first = cands.len();
-        for chunk in refs.chunks(GROUP_POINTS) {
-            if state.past_deadline() {
-                state.out_of_time = true;
-                break;
-            }
-            search_group(runner, sig, chunk, first, &single, true, &mut state)?;
-        }
-    } else if state.past_deadline() {
-        state.out_of_time = true;
+    if special_inputs {
+        run_special_inputs(runner, sig, &cands, cfg, &mut state)?;
     }
     let stopped_early = state.timed_out >= MAX_TIMEOUTS;
     let diff_producing = state.diff_producing;
@@ -210,6 +219,34 @@ pub fn search(
         stopped_early,
         out_of_time: state.out_of_time,
     })
+}
+
+/// Special values (NaN, infinities, zeros, subnormals, the range's edges) and ordinary magnitudes in each float
+/// input of the first candidates, each run once: where finite-math and flush-to-zero change what the function
+/// computes. Their divergences count no candidate (Table III counts the solver's).
+fn run_special_inputs(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    cands: &[&Input],
+    cfg: &AnalysisConfig,
+    state: &mut SearchState<'_>,
+) -> Result<(), ExecError> {
+    if state.timed_out >= MAX_TIMEOUTS {
+        return Ok(());
+    }
+    if state.past_deadline() {
+        state.out_of_time = true;
+        return Ok(());
+    }
+    let bases: Vec<&Input> = cands.iter().take(2).copied().collect();
+    let special = results::special_inputs(sig, &bases);
+    let single = AnalysisConfig {
+        radius: 0,
+        neighbourhood_budget: 1,
+        ..cfg.clone()
+    };
+    let refs: Vec<&Input> = special.iter().collect();
+    search_group(runner, sig, &refs, cands.len(), &single, true, state)
 }
 
 /// Inputs sent to the worker at once within a round: the first slice, and the most.

@@ -22,7 +22,7 @@ fn sig(name: &str, params: Vec<Param>, ret: ReturnType) -> FunctionSignature {
 fn shipped_builds_raise_what_clang_s_code_raises() {
     // `pick` at odd = 0: the select of the IR is a branch in clang's code, the division never runs.
     let src = "double pick(double x, int odd) { double r = x * 3.0; return odd ? -1.0 / r : r; }\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("pick.c");
     std::fs::write(&file, src).unwrap();
     let s = sig(
@@ -62,7 +62,7 @@ fn start_up_code_of_the_file_does_not_run_in_the_shipped_builds() {
                __attribute__((used, section(\".init_array\"))) static void (*p)(void) = boom;\n\
                __attribute__((constructor)) static void boom2(void) { __builtin_trap(); }\n\
                double twice(double x) { return x * 2.0; }\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("ctor.c");
     std::fs::write(&file, src).unwrap();
     let s = sig(
@@ -95,7 +95,7 @@ fn search_and_confirm(src: &str, name: &str, input: Input) -> (usize, FunctionRe
     let mut report = FunctionReport::skipped(name, "");
     report.divergences = found.divergences;
     report.diff_producing = found.diff_producing;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("t.c");
     std::fs::write(&file, src).unwrap();
     let mut h = Harness::new(&config, &file, src, &sigs);
@@ -181,7 +181,7 @@ fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
     // As the instrumented worker stops its run at such a call: what was raised before it is the trace, and nothing
     // of the callee runs.
     let src = "double helper(double);\ndouble f(double x) { double y = x * x; return x > 0 ? helper(y) : y; }\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("f.c");
     std::fs::write(&file, src).unwrap();
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
@@ -216,6 +216,7 @@ fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
         trace: Vec::new(),
         dropped: 0,
         stopped_at: None,
+        produced: Default::default(),
     };
     assert_eq!(
         runs[0].sets(&returned_clean),
@@ -232,7 +233,7 @@ fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
 fn the_project_s_other_units_are_linked_with_their_own_flags() {
     // `scale` lives in another unit of the compilation database, whose entry defines FACTOR: the shipped binaries
     // run it as the program does (an overflow inside it), not a stub.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let a = "double scale(double);\ndouble f(double x) { return scale(x) + 1; }\n";
     let b = "double scale(double x) { return x * FACTOR; }\n";
     std::fs::write(dir.path().join("a.c"), a).unwrap();
@@ -283,7 +284,7 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
 fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
     // The unit defining `scale` is broken: the binaries are linked without the units, `scale` gets a stub, and
     // the harness records that a stub stands for code the instrumented builds ran.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let a = "double scale(double);\ndouble f(double x) { return x > 0 ? scale(x) : x * 2; }\n";
     std::fs::write(dir.path().join("a.c"), a).unwrap();
     std::fs::write(
@@ -314,7 +315,7 @@ fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
 fn a_value_no_file_defines_is_never_read_as_garbage() {
     // `PREC` is data no file of the project defines: reading it crashes the run (not checked), where a function
     // stub's code bytes read as a double made the traces of both builds up.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let a = "extern const double PREC[];\ndouble f(double x, int i) { return i ? x * PREC[0] : x * 2; }\n";
     std::fs::write(dir.path().join("a.c"), a).unwrap();
     let s = sig(
@@ -358,7 +359,7 @@ fn a_value_no_file_defines_is_never_read_as_garbage() {
 fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     let src =
         "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("f.c");
     std::fs::write(&file, src).unwrap();
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
@@ -414,7 +415,7 @@ fn the_cause_is_flush_to_zero_then_plain_optimisation_then_the_first_option_whos
 
 /// The shipped traces of `name` in `src` on `input`, for P and P'.
 fn shipped_traces(src: &str, name: &str, s: FunctionSignature, input: Input) -> [ShippedRun; 2] {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("t.c");
     std::fs::write(&file, src).unwrap();
     let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
@@ -557,7 +558,7 @@ fn a_long_trace_keeps_its_first_events_and_counts_the_rest() {
 #[test]
 fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
     let src = "double sq(double x) { return x * x; }\n";
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("sq.c");
     std::fs::write(&file, src).unwrap();
     let s = sig("sq", vec![Param::new("x", ParamType::F64)], ReturnType::F64);

@@ -520,7 +520,7 @@ int main(void) {
         ..AnalysisConfig::default()
     };
     let (mut r, _) = runner("double f(double x) { return x * 2; }", &cfg);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
     std::fs::write(dir.path().join("fake.c"), FAKE).unwrap();
     let cases = [
         (1, "claims 4294967295 events"),

@@ -16,7 +16,7 @@ const FLAGS_PP: &[&str] = &["-O2", "-ffast-math"];
 
 /// The textual IR of `source` built with `flags`.
 fn compile(source: &str, flags: &[&str]) -> String {
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = crate::scratch::tempdir("foe-test").expect("temp dir");
     let c = dir.path().join("t.c");
     let ll = dir.path().join("t.ll");
     std::fs::write(&c, source).expect("write C file");

@@ -26,6 +26,7 @@ mod tests;
 pub use crate::model::{OutputTerm, PathEnd, PathOutputs, WrittenOutput};
 use crate::round::{round_rational, FloatFormat};
 use crate::solve::check::Evaluator;
+use crate::sym;
 use crate::types::{FunctionSignature, Input};
 use num_bigint::BigInt;
 use real::{big_rational, bigint, Num, RealEvaluator, Value};
@@ -274,7 +275,7 @@ fn path_taken<'p>(paths: &'p [PathOutputs], input: &Input) -> Result<&'p PathOut
     let mut holding = Vec::new();
     let mut undecided = 0;
     for path in paths {
-        match Evaluator::new(&path.condition).holds(&input.0) {
+        match Evaluator::new(&sym::and(path.condition.iter().cloned())).holds(&input.0) {
             Some(true) => holding.push(path),
             Some(false) => {}
             None => undecided += 1,

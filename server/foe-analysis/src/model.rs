@@ -161,8 +161,9 @@ pub enum PathEnd {
 /// are those the model built anyway, so recording costs no solving.
 #[derive(Debug, Clone)]
 pub struct PathOutputs {
-    /// The path condition, assumptions included.
-    pub condition: Formula,
+    /// The conjuncts of the path condition, assumptions included (kept apart: joining them costs hashing that
+    /// only the few inputs evaluated need).
+    pub condition: Vec<Formula>,
     pub end: PathEnd,
 }
 

@@ -33,6 +33,10 @@ fn compile(source: &str, flags: &[&str]) -> String {
 
 /// `function` of `source` modelled in both builds, as the pipeline does.
 fn modelled(source: &str, function: &str) -> ModelledPair {
+    modelled_with(source, function, &AnalysisConfig::default())
+}
+
+fn modelled_with(source: &str, function: &str, cfg: &AnalysisConfig) -> ModelledPair {
     let (ll_p, ll_pp) = (compile(source, FLAGS_P), compile(source, FLAGS_PP));
     let ctx = Context::create();
     let p = parse_module(&ctx, &ll_p, "p").expect("parse P");
@@ -45,7 +49,7 @@ fn modelled(source: &str, function: &str) -> ModelledPair {
         .unwrap_or_else(|| panic!("no function {function}"));
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, &AnalysisConfig::default(), None).expect("model")
+    model_pair(&p, &pp, &sig, cfg, None).expect("model")
 }
 
 fn exact_at(pair: &ModelledPair, input: &[ArgValue]) -> Exact {
@@ -294,4 +298,60 @@ fn herbie_bits_of_error() {
     };
     assert_eq!(bits_of_error_f64(f64::INFINITY, &huge), 0.0);
     assert_eq!(bits_of_error_f64(f64::MAX, &huge), 1.0);
+}
+
+#[test]
+fn a_comparison_in_a_value_is_read_over_the_reals_a_branch_as_the_plain_build_takes_it() {
+    // In IEEE arithmetic (1 + 1e-20) - 1 is 0; over the reals it is 1e-20 > 0.
+    let (a, b) = (ArgValue::F64(1.0), ArgValue::F64(1e-20));
+    let pair = modelled(
+        "int positive(double a, double b) { return ((a + b) - a) > 0.0; }",
+        "positive",
+    );
+    let (ret, _) = known(exact_at(&pair, &[a, b]));
+    assert_eq!(ret, Some(ExactValue::Int(BigInt::from(1))));
+    // A branch is part of the path: the reference follows the branch the plain build takes.
+    let pair = modelled(
+        "int positive(double a, double b) { if (((a + b) - a) > 0.0) return 1; return 0; }",
+        "positive",
+    );
+    let (ret, _) = known(exact_at(&pair, &[a, b]));
+    assert_eq!(ret, Some(ExactValue::Int(BigInt::from(0))));
+}
+
+#[test]
+fn kahan_summation_of_values_read_through_a_pointer_is_their_exact_sum() {
+    let source = "double kahan(const double *x) {
+        double s = 0.0, c = 0.0;
+        for (int i = 0; i < 4; i++) { double y = x[i] - c; double t = s + y; c = (t - s) - y; s = t; }
+        return s;
+    }";
+    let xs = [1.0, 1e-17, -1.0, 3e-17];
+    let mut input = vec![ArgValue::OutPtr];
+    input.extend(xs.iter().map(|v| ArgValue::F64(*v)));
+    // Four iterations are more than foe unrolls by default: the path that would go on is not modelled.
+    let pair = modelled(source, "kahan");
+    assert_eq!(
+        exact_at(&pair, &input),
+        Exact::NoReference(NoReference::PathStops(
+            "a loop that runs more times than foe unrolls".into()
+        ))
+    );
+    let cfg = AnalysisConfig {
+        unroll_bound: 8,
+        ..AnalysisConfig::default()
+    };
+    let pair = modelled_with(source, "kahan", &cfg);
+    assert_eq!(
+        pair.signature.params.len(),
+        5,
+        "{:?}",
+        pair.signature.params
+    );
+    let (ret, writes) = known(exact_at(&pair, &input));
+    assert!(writes.is_empty());
+    let sum = xs
+        .iter()
+        .fold(Rational::new(), |acc, v| acc + rational_of(*v));
+    assert_eq!(exact_rational(&ret.expect("value")), sum);
 }

@@ -494,7 +494,7 @@ impl<'m> Executor<'m> {
             })
             .collect();
         self.outputs.push(PathOutputs {
-            condition: sym::and(st.pc.iter().cloned()),
+            condition: st.pc.clone(),
             end: PathEnd::Returned {
                 ret: value.map(output_term),
                 writes,
@@ -507,7 +507,7 @@ impl<'m> Executor<'m> {
     fn record_stop(&mut self, st: &State<'m>, reason: &str) {
         if self.build == Build::P {
             self.outputs.push(PathOutputs {
-                condition: sym::and(st.pc.iter().cloned()),
+                condition: st.pc.clone(),
                 end: PathEnd::Stopped(reason.to_string()),
             });
         }

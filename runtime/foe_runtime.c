@@ -119,6 +119,21 @@ void __foe_observe(void) {
     }
 }
 
+/* ---- values: each operation's result, in runs that ask for them ---- */
+
+static int g_values_on;
+static struct foe_output g_values[FOE_VALUE_CAP];
+static uint32_t g_value_count;
+
+void __foe_value(uint32_t site, uint64_t bits) {
+    if (__builtin_expect(!g_values_on, 1) || g_value_count >= FOE_VALUE_CAP)
+        return;
+    g_values[g_value_count].param = site;
+    g_values[g_value_count].offset = 0;
+    g_values[g_value_count].word = bits;
+    g_value_count++;
+}
+
 /* ---- reply buffer ---- */
 
 static int g_out_fd = -1;
@@ -154,7 +169,10 @@ static void foe_flush(void) {
 static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t detail, uint64_t ret) {
     uint32_t n = g_trace_len;
     uint32_t nout = status == FOE_STATUS_RETURNED && build != FOE_BUILD_DONE ? g_output_count : 0;
-    size_t need = sizeof(struct foe_record) + (size_t)n * 4u + (size_t)nout * sizeof(struct foe_output);
+    uint32_t nval = (status == FOE_STATUS_RETURNED || status == FOE_STATUS_STOPPED) && build != FOE_BUILD_DONE
+                        ? g_value_count
+                        : 0;
+    size_t need = sizeof(struct foe_record) + (size_t)n * 4u + (size_t)(nout + nval) * sizeof(struct foe_output);
     if (g_out_len + need > sizeof g_out)
         foe_flush();
     struct foe_record rec;
@@ -166,10 +184,12 @@ static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t d
     rec.nevents = n;
     rec.ret = ret;
     rec.noutputs = nout;
-    rec.reserved = 0;
+    rec.nvalues = nval;
     memcpy(g_out + g_out_len, &rec, sizeof rec);
     memcpy(g_out + g_out_len + sizeof rec, g_trace, (size_t)n * 4u);
     memcpy(g_out + g_out_len + sizeof rec + (size_t)n * 4u, g_outputs, (size_t)nout * sizeof(struct foe_output));
+    memcpy(g_out + g_out_len + sizeof rec + (size_t)n * 4u + (size_t)nout * sizeof(struct foe_output), g_values,
+           (size_t)nval * sizeof(struct foe_output));
     g_out_len += need;
 }
 
@@ -356,6 +376,7 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_trace_truncated = 0;
     g_watch_count = 0;
     g_output_count = 0;
+    g_value_count = 0;
     g_cur_input = input;
     g_cur_build = build;
     g_seq++;
@@ -426,6 +447,7 @@ int main(void) {
         if (!p || !pp)
             foe_protocol_error(6);
         int flush_each = (h.flags & FOE_FLAG_FLUSH_EACH) != 0;
+        g_values_on = (h.flags & FOE_FLAG_VALUES) != 0;
         foe_arm_timer(h.timeout_ms);
         for (uint32_t i = 0; i < h.ninputs; i++) {
             const uint64_t *a = args + (size_t)i * h.nargs;

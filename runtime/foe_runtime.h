@@ -33,6 +33,11 @@ void __foe_stop(uint32_t stop) __attribute__((noreturn));
 #define FOE_WATCH_BYTES 4096u
 #define FOE_OUTPUT_CAP 1024u
 void __foe_watch(uint32_t param, const void *buffer, uint32_t bytes);
+
+/* Called by instrumented code after an operation with a scalar result (its bits, zero-extended), with its site:
+ * recorded, in execution order and at most FOE_VALUE_CAP, only in batches with FOE_FLAG_VALUES. */
+#define FOE_VALUE_CAP 4096u
+void __foe_value(uint32_t site, uint64_t bits);
 void __foe_observe(void);
 
 /* Generated per analysed function and build: reads the argument bits, calls the build's function,
@@ -55,6 +60,7 @@ extern const uint32_t __foe_entry_count; /* number of functions (half the table 
 #define FOE_FLAG_PP_FTZ 2u        /* run P' with FTZ+DAZ */
 #define FOE_FLAG_FLUSH_EACH 4u    /* flush the reply after every record (to locate an unexplained death) */
 #define FOE_FLAG_SKIP_FIRST_P 8u  /* the first input's P run was already done */
+#define FOE_FLAG_VALUES 16u       /* record each operation's value (foe_output records: param = site, offset 0) */
 
 struct foe_batch_header {
     uint32_t magic;
@@ -73,7 +79,7 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 2u
+#define FOE_PROTOCOL_VERSION 3u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */
@@ -96,8 +102,8 @@ struct foe_record {
     uint32_t nevents;
     uint64_t ret;
     uint32_t noutputs; /* outputs of a run that returned; 0 otherwise */
-    uint32_t reserved;
-}; /* 32 bytes, followed by nevents uint32, then noutputs struct foe_output */
+    uint32_t nvalues;  /* values recorded (FOE_FLAG_VALUES), for a run that returned or stopped */
+}; /* 32 bytes, followed by nevents uint32, then noutputs struct foe_output, then nvalues of them (param = site) */
 
 /* One 8-byte word of a pointer parameter's buffer that the run changed, as it left it. */
 struct foe_output {

@@ -13,8 +13,11 @@ database: an undefined symbol some input references through a relocation other t
 stub, whose code bytes would be read as its value, but an unreadable stand-in: a run that reads it is not the
 program's, so its divergence is not checkable (with the reason); a run that does not read it is checked. Static
 functions are made global with llvm-objcopy. A small C driver, compiled without fast math, clears the flags,
-calls the function on foe's input and prints `fetestexcept`. The divergence reproduces when the two builds' flag
-sets differ.
+calls the function on foe's input and prints `fetestexcept`, then the result's bits and the first 4 KiB of each
+pointer parameter's buffer. A set difference reproduces when the two builds' flag sets differ; a result divergence
+(`special_value`, `accuracy`) when the output foe names (its return value, or the C type at the parameter and
+offset foe gives) is NaN, infinite, zero or finite in one build and in another category in the other, or, for an
+integer, differs; for accuracy, when the builds' values are at least `--accuracy-bits` bits apart.
 
     scripts/independent-check.py --db /tmp/rw/corpus --reports DIR_OF_FOE_JSON [--run]
 
@@ -39,6 +42,7 @@ OBJDUMP = "/usr/lib/llvm-19/bin/llvm-objdump"
 P_FLAGS = ["-O0"]
 PP_FLAGS = ["-O2", "-ffast-math"]
 BUILD_NAMES = {"p": "P", "pp": "P'"}
+ACCURACY_BITS = 20  # foe's default `accuracyBits`
 GUARD_EXIT = 97  # the driver's exit status when the run read a stand-in of data no file defines
 KINDS = {1: "invalid", 4: "divide-by-zero", 8: "overflow", 16: "underflow"}  # glibc x86-64 FE_* bits
 
@@ -161,6 +165,14 @@ def driver_source(sig):
     lines.append(f"  {value}{sig['name']}({', '.join(args)});")
     lines.append("  int flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);")
     lines.append('  printf("%d\\n", flags);')
+    # The result's bits and the pointer buffers, for result divergences.
+    if ret == "void":
+        lines.append('  printf("0\\n");')
+    else:
+        lines.append(f"  {ret} rv = r; uint64_t rb = 0; memcpy(&rb, &rv, sizeof rv); printf(\"%llx\\n\", "
+                     "(unsigned long long)rb);")
+    lines.append("  for (int b = 0; b < 16; b++) { for (int o = 0; o < 4096; o++) printf(\"%02x\", buffers[b][o]); "
+                 "printf(\"\\n\"); }")
     lines.append("  return 0;")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -219,6 +231,49 @@ def link(work, flags, inputs, exe):
     return None, sorted(data)
 
 
+def scalar(ctype, raw):
+    """A value of foe's C type (`{"type": "f64"}`, `f32`, `int` with bits and signedness) from little-endian bytes:
+    a float, or an int."""
+    t = ctype["type"]
+    if t == "f64":
+        return struct.unpack("<d", raw[:8])[0]
+    if t == "f32":
+        return struct.unpack("<f", raw[:4])[0]
+    n = max(1, ctype.get("bits", 64) // 8)
+    return int.from_bytes(raw[:n], "little", signed=ctype.get("signed", True) and ctype.get("bits", 64) > 1)
+
+
+def category(v):
+    if isinstance(v, int):
+        return ("int", v)
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf"
+    return "zero" if v == 0 else "finite"
+
+
+def bits_apart(a, b, ctype):
+    """log2 of one plus the floats between two finite values of the type."""
+    fmt, ifmt = ("<d", "<q") if ctype["type"] == "f64" else ("<f", "<i")
+    def ordinal(x):
+        i = struct.unpack(ifmt, struct.pack(fmt, x))[0]
+        return -(i & ~(1 << (63 if ifmt == "<q" else 31))) if i < 0 else i
+    import math
+    return math.log2(1 + abs(ordinal(a) - ordinal(b)))
+
+
+def output_value(d, sig, lines):
+    """The output foe names in a result divergence, as one driver run (its stdout lines) left it."""
+    res = d["result"]
+    if res.get("output") is None:
+        ctype = {"f64": {"type": "f64"}, "f32": {"type": "f32"}}.get(sig["ret"]["type"], sig["ret"])
+        return scalar(ctype, int(lines[1], 16).to_bytes(8, "little")), ctype
+    place = next(o for o in d["end_p"]["outputs"] if o["name"] == res["output"])
+    buffer = bytes.fromhex(lines[2 + place["param"]])
+    return scalar(place["ctype"], buffer[place["offset"]:]), place["ctype"]
+
+
 def kinds_of(flags):
     return sorted(k for bit, k in KINDS.items() if flags & bit)
 
@@ -228,6 +283,7 @@ def check_file(db_dir, entry, report, archives, work, out):
     lib = library_of(db_dir, entry)
     targets = [f for f in report["functions"]
                if any(d.get("confirmation") == "confirmed" for d in f.get("divergences", []))]
+    result_classes = ("special_value", "accuracy")
     if not targets:
         return counts
     names = sorted({f["name"] for f in targets})
@@ -272,11 +328,13 @@ def check_file(db_dir, entry, report, archives, work, out):
                 out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: an input is not "
                            f"foe's signature's")
                 continue
-            sets, reads = {}, []
+            sets, reads, runs = {}, [], {}
             for build, exe in bins.items():
                 try:
                     r = subprocess.run([str(exe), *words], capture_output=True, text=True, timeout=10)
-                    sets[build] = kinds_of(int(r.stdout.strip())) if r.returncode == 0 else None
+                    lines = r.stdout.split()
+                    runs[build] = lines
+                    sets[build] = kinds_of(int(lines[0])) if r.returncode == 0 and lines else None
                     if r.returncode == GUARD_EXIT:
                         reads.append(f"{BUILD_NAMES[build]} reads one of {', '.join(unknown[build])}, which no "
                                      f"file of the database defines")
@@ -287,6 +345,25 @@ def check_file(db_dir, entry, report, archives, work, out):
                 failed = "; ".join(reads) or " and ".join(BUILD_NAMES[b] for b in ("p", "pp") if sets[b] is None) \
                     + " did not run to the end (crash, time-out)"
                 out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: {failed}")
+                continue
+            if d.get("class") in result_classes:
+                try:
+                    (a, ctype), (b, _) = (output_value(d, sig, runs["p"]), output_value(d, sig, runs["pp"]))
+                except (IndexError, ValueError, StopIteration, KeyError):
+                    counts["not_checkable"] += 1
+                    out.append(f"not checkable: {entry['file']} {f['name']} {d['location']}: the driver's output")
+                    continue
+                if d["class"] == "special_value":
+                    same = category(a) == category(b) if not isinstance(a, int) else a == b
+                else:
+                    same = not (category(a) == category(b) == "finite") or \
+                        bits_apart(a, b, ctype) < ACCURACY_BITS
+                if not same:
+                    counts["reproduced"] += 1
+                else:
+                    counts["not_reproduced"] += 1
+                    out.append(f"not reproduced: {entry['file']} {f['name']} {d['location']} inputs {by_name} "
+                               f"result P {a} P' {b}")
                 continue
             if sets["p"] != sets["pp"]:
                 counts["reproduced"] += 1

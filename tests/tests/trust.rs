@@ -25,8 +25,8 @@ fn divergences(report: &Value) -> Vec<&Value> {
         .collect()
 }
 
-/// Every divergence is confirmed on the shipped binaries (their exception sets differ, with a cause) or differs
-/// there only in order or count; `diff_producing` is the sum of the listed divergences' candidates.
+/// Every divergence is confirmed on the shipped binaries (their exception sets differ, or for a result divergence
+/// their outputs, with a cause) or differs there only in order or count; `diff_producing` is the sum of the listed divergences' candidates.
 fn assert_trustworthy(report: &Value) {
     for f in report["functions"].as_array().unwrap() {
         let listed: u64 = f["divergences"]
@@ -43,6 +43,11 @@ fn assert_trustworthy(report: &Value) {
         );
         for d in f["divergences"].as_array().unwrap() {
             match d["confirmation"].as_str().unwrap() {
+                // A result divergence is confirmed when the shipped builds' outputs differ the same way.
+                "confirmed" if matches!(d["class"].as_str(), Some("special_value" | "accuracy")) => {
+                    assert!(d["result"].is_object(), "{d:#}");
+                    assert_ne!(d["cause"], "undetermined", "{d:#}");
+                }
                 "confirmed" => {
                     assert_ne!(d["shipped_p"], d["shipped_p_prime"], "{d:#}");
                     assert_ne!(d["cause"], "undetermined", "{d:#}");

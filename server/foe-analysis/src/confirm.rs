@@ -144,8 +144,7 @@ pub fn confirm_function(
         let sets = rp.sets(&rpp).or_else(|| {
             // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
             // call as its instrumented run): the traces cover what the instrumented ones covered.
-            let over_same_extent =
-                ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
+            let over_same_extent = ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
             over_same_extent
                 .then(|| rp.end.raised().zip(rpp.end.raised()))
                 .flatten()
@@ -272,7 +271,14 @@ pub fn confirm_function(
         for &w in &open {
             // Explained once a single option, or optimisation without fast-math, is the cause.
             let (_, input, p_run, what) = &to_explain[w];
-            let cause = cause_of(sig, input, p_run, what, &runs[w], harness.config.accuracy_bits);
+            let cause = cause_of(
+                sig,
+                input,
+                p_run,
+                what,
+                &runs[w],
+                harness.config.accuracy_bits,
+            );
             explained[w] = !matches!(cause, Cause::Combined | Cause::Undetermined);
         }
     }
@@ -312,7 +318,11 @@ fn cause_of(
                 let plain = shipped_end(sig, &d.end_p, input, p_run);
                 let probe_end = shipped_end(sig, &d.end_p_prime, input, run);
                 let still = crate::search::results::compare(&plain, &probe_end, accuracy_bits);
-                Some(still.is_none_or(|r| r.class != d.class && d.class == DivergenceClass::SpecialValue))
+                Some(
+                    still.is_none_or(|r| {
+                        r.class != d.class && d.class == DivergenceClass::SpecialValue
+                    }),
+                )
             }
         }
     })
@@ -342,12 +352,13 @@ fn shipped_end(
                 .outputs
                 .iter()
                 .find(|w| w.param == o.param && w.offset == word_at)
-                .map_or_else(|| crate::exec::initial_word(sig, input, o.param, word_at), |w| w.word);
-            let value = o.ty.read(&word.to_le_bytes()[(o.offset - word_at) as usize..])?;
-            Some(crate::report::Output {
-                value,
-                ..o.clone()
-            })
+                .map_or_else(
+                    || crate::exec::initial_word(sig, input, o.param, word_at),
+                    |w| w.word,
+                );
+            let value =
+                o.ty.read(&word.to_le_bytes()[(o.offset - word_at) as usize..])?;
+            Some(crate::report::Output { value, ..o.clone() })
         })
         .collect();
     RunEnd::Returned {

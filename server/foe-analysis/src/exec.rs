@@ -87,6 +87,9 @@ pub struct RawRun {
     pub end: RawEnd,
     /// The words of the pointer parameters' buffers the run changed (a run that returned).
     pub outputs: Vec<RawOutput>,
+    /// Each operation's value in execution order (`param` is its site), in runs asked for them
+    /// ([`Runner::values`]).
+    pub values: Vec<RawOutput>,
 }
 
 impl RawRun {
@@ -276,6 +279,7 @@ impl Runner {
             memory_mib: cfg.memory_limit_mib.max(64),
             p_ftz: cfg.p_ftz(),
             pp_ftz: cfg.p_prime_ftz(),
+            values: false,
         };
         let stats = RunnerStats {
             build_time: started.elapsed(),
@@ -311,7 +315,12 @@ impl Runner {
     }
 
     /// The public form of both builds' raw runs of `sig` on `input`: traces placed, results and outputs read.
-    pub fn pair_outcome(&self, sig: &FunctionSignature, input: &Input, pair: &RawPair) -> PairOutcome {
+    pub fn pair_outcome(
+        &self,
+        sig: &FunctionSignature,
+        input: &Input,
+        pair: &RawPair,
+    ) -> PairOutcome {
         let (end_p, end_pp) = self.results(sig, input, pair);
         PairOutcome {
             p: RunOutcome {
@@ -327,7 +336,12 @@ impl Runner {
 
     /// How both builds' runs of `sig` on `input` ended, with what they returned and wrote through pointers (the
     /// same places read in both).
-    pub fn results(&self, sig: &FunctionSignature, input: &Input, pair: &RawPair) -> (RunEnd, RunEnd) {
+    pub fn results(
+        &self,
+        sig: &FunctionSignature,
+        input: &Input,
+        pair: &RawPair,
+    ) -> (RunEnd, RunEnd) {
         let mut p = self.end(sig, pair.p.end);
         let mut pp = self.end(sig, pair.pp.end);
         if let Some(entry) = self.by_name.get(&sig.name).map(|&i| &self.entries[i]) {
@@ -383,6 +397,18 @@ impl Runner {
         }
         self.stats.executions += out.len() as u64;
         Ok(out)
+    }
+
+    /// Both builds on one input again, recording each operation's value (site and bits, in execution order): what
+    /// [`crate::search`] compares to find where the builds' values part.
+    pub fn values(&mut self, function: &str, input: &Input) -> Result<RawPair, ExecError> {
+        self.limits.values = true;
+        let ran = self.run_raw(function, std::slice::from_ref(input));
+        self.limits.values = false;
+        // The next batch must not reuse a worker started for values: their flag is per batch, so it may.
+        ran?.into_iter()
+            .next()
+            .ok_or_else(|| ExecError::Worker("no reply for the value run".into()))
     }
 
     /// A trace the worker sent must name only sites of the build it claims to be from, with a known kind: the

@@ -25,6 +25,8 @@ pub const CHECK_FN: &str = "__foe_check";
 /// The runtime's hooks around an entry's call: keep the pointer parameters' buffers, then compare them.
 const WATCH_FN: &str = "__foe_watch";
 const OBSERVE_FN: &str = "__foe_observe";
+/// The runtime's hook that records an operation's value in runs that ask for values.
+const VALUE_FN: &str = "__foe_value";
 /// The runtime function a call the worker must not execute is replaced by (its operand is the stop id).
 pub const STOP_FN: &str = "__foe_stop";
 /// Metadata kind marking an instrumented instruction (its operand is the site id); makes the pass idempotent.
@@ -48,6 +50,8 @@ pub struct Site {
     /// located instruction of its block (usually the same statement) and no column.
     pub line: Option<u32>,
     pub column: Option<u32>,
+    /// The C type of its scalar result (a comparison's is a 1-bit integer), as its recorded value is read.
+    pub value: Option<crate::scalar::ScalarType>,
 }
 
 /// A call the worker does not execute (no definition, or I/O, allocation, exit: see
@@ -191,6 +195,7 @@ pub fn instrument_module(
                 operation: operation_text(inst),
                 line: loc.map(|l| l.0),
                 column: loc.map(|l| l.1).filter(|&c| c > 0),
+                value: scalar_type_of(inst),
             })?;
             let md = ctx.metadata_node(&[i32t.const_int(id as u64, false).into()]);
             inst.set_metadata(md, kind)
@@ -205,10 +210,85 @@ pub fn instrument_module(
             if let Some(call_inst) = call.try_as_basic_value().instruction() {
                 let _ = call_inst.set_metadata(md, kind);
             }
+            record_value(module, &builder, inst, id, md, kind)?;
             inserted += 1;
         }
     }
     Ok(inserted)
+}
+
+/// The C type of an instruction's scalar result, if it has one.
+fn scalar_type_of(inst: InstructionValue<'_>) -> Option<crate::scalar::ScalarType> {
+    use crate::scalar::ScalarType;
+    match inst.get_type() {
+        AnyTypeEnum::FloatType(t) if t.get_bit_width() == 64 => Some(ScalarType::F64),
+        AnyTypeEnum::FloatType(t) if t.get_bit_width() == 32 => Some(ScalarType::F32),
+        AnyTypeEnum::IntType(t) if t.get_bit_width() <= 64 => Some(ScalarType::Int {
+            bits: t.get_bit_width(),
+            signed: t.get_bit_width() > 1,
+        }),
+        _ => None,
+    }
+}
+
+/// Inserts, after an instruction's check, `call void @__foe_value(i32 site, i64 bits)` with its scalar result (a
+/// double's or float's bits, a comparison's or conversion's integer zero-extended): the runtime records it only
+/// in runs that ask for values ([`crate::exec::Runner::values`]), to find where the builds' values part.
+fn record_value<'ctx>(
+    module: &Module<'ctx>,
+    builder: &inkwell::builder::Builder<'ctx>,
+    inst: InstructionValue<'ctx>,
+    site: u32,
+    md: inkwell::values::MetadataValue<'ctx>,
+    kind: u32,
+) -> Result<(), InstrumentError> {
+    let ctx = module.get_context();
+    let i64t = ctx.i64_type();
+    let what = || format!("the value record of site {site}");
+    use inkwell::values::AnyValue;
+    let Ok(value) = BasicValueEnum::try_from(inst.as_any_value_enum()) else {
+        return Ok(());
+    };
+    let bits = match value {
+        BasicValueEnum::FloatValue(f) if f.get_type().get_bit_width() == 64 => builder
+            .build_bit_cast(f, i64t, "")
+            .map_err(builder_error(what()))?
+            .into_int_value(),
+        BasicValueEnum::FloatValue(f) if f.get_type().get_bit_width() == 32 => {
+            let word = builder
+                .build_bit_cast(f, ctx.i32_type(), "")
+                .map_err(builder_error(what()))?
+                .into_int_value();
+            builder
+                .build_int_z_extend(word, i64t, "")
+                .map_err(builder_error(what()))?
+        }
+        BasicValueEnum::IntValue(v) if v.get_type().get_bit_width() == 64 => v,
+        BasicValueEnum::IntValue(v) if v.get_type().get_bit_width() < 64 => builder
+            .build_int_z_extend(v, i64t, "")
+            .map_err(builder_error(what()))?,
+        _ => return Ok(()),
+    };
+    let hook = module.get_function(VALUE_FN).unwrap_or_else(|| {
+        let fn_type = ctx
+            .void_type()
+            .fn_type(&[ctx.i32_type().into(), i64t.into()], false);
+        module.add_function(VALUE_FN, fn_type, None)
+    });
+    let call = builder
+        .build_call(
+            hook,
+            &[
+                ctx.i32_type().const_int(site as u64, false).into(),
+                bits.into(),
+            ],
+            "",
+        )
+        .map_err(builder_error(what()))?;
+    if let Some(call_inst) = call.try_as_basic_value().instruction() {
+        let _ = call_inst.set_metadata(md, kind);
+    }
+    Ok(())
 }
 
 /// The LLVM intrinsics that x86-64 code generation (without SSE4.1) lowers to a call of the C library function of

@@ -217,7 +217,9 @@ pub fn tests_special_values(function: FunctionValue<'_>) -> bool {
     use inkwell::values::{AnyValue, BasicValueEnum, InstructionOpcode};
     use inkwell::FloatPredicate;
     let infinite = |v: Option<BasicValueEnum<'_>>| match v {
-        Some(BasicValueEnum::FloatValue(f)) => f.get_constant().is_some_and(|(x, _)| x.is_infinite()),
+        Some(BasicValueEnum::FloatValue(f)) => {
+            f.get_constant().is_some_and(|(x, _)| x.is_infinite())
+        }
         _ => false,
     };
     for block in function.get_basic_block_iter() {

@@ -1,18 +1,19 @@
-//! The analysis of one file, end to end: compile, model, solve, execute, search, report.
+//! The analysis of one file, end to end, as named phases that hand typed values to each other: compile, select
+//! (`select.rs`), model (`modelling.rs`), solve while the runner is built (`solving.rs`), search and confirm
+//! (`searching.rs`), settle (`settle.rs`).
 //!
 //! This is the engine's entry point for the CLI and the language server. It is synchronous and runs on the
 //! caller's thread (LLVM and Z3 contexts stay on the threads that create them); only plain values come out.
 
 use crate::compile::{self, CompileError};
 use crate::config::AnalysisConfig;
-use crate::domain::{self, Domain};
+use crate::domain::Domain;
 use crate::ir::FunctionInfo;
-use crate::model::{self, Query};
+use crate::model::Query;
+use crate::report::ReasonCode;
 use crate::report::{FileReport, FunctionReport};
-use crate::report::{FunctionStatus, ReasonCode};
-use crate::types::Build;
 use crate::types::FunctionSignature;
-use crate::{confirm, exec, ir, search, solve};
+use crate::{confirm, ir};
 use inkwell::context::Context;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,15 +23,16 @@ use std::time::{Duration, Instant};
 
 mod budget;
 mod cache_key;
+mod modelling;
 mod replay;
+mod searching;
+mod select;
 mod settle;
+mod solving;
 
-use budget::{ordinary_inputs, Budget, MODEL_SHARE};
-use cache_key::cache_key;
+use budget::Budget;
 pub use replay::{parse_assignments, replay, ReplayReport};
-use settle::{
-    base_report, join_reason, no_exception_possible, path_stops_note, settle_inlined, NoOwnCopy,
-};
+use settle::settle_inlined;
 
 /// What to analyse.
 #[derive(Debug, Clone)]
@@ -200,13 +202,15 @@ struct Pending {
     domain: Domain,
     queries_p: Vec<Query>,
     queries_pp: Vec<Query>,
+    /// P's explored paths with their outputs: the real-number reference of result divergences.
+    p_outputs: Vec<crate::accuracy::PathOutputs>,
     /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
     notes: Vec<(Option<ReasonCode>, String)>,
     /// Wall time spent on this function so far.
     spent: Duration,
 }
 
-/// Analyses one file.
+/// Analyses one file: compile, select, model, solve (while the runner is built), search and confirm, settle.
 pub fn analyse(
     request: &AnalysisRequest<'_>,
     cache: &dyn FunctionCache,
@@ -227,173 +231,29 @@ pub fn analyse(
 
     progress.phase(Phase::Model, "modelling the IR");
     let started = Instant::now();
-    let context = Context::create();
-    let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
-    let pp_module =
-        ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
-    let mut described = ir::describe_functions(&p_module, &pair.p_ll);
-    described.retain(|entry| {
-        let name = match entry {
-            Ok(info) => &info.signature.name,
-            Err((name, _)) => name,
-        };
-        !linked.functions.contains(name)
-    });
     let budget = Budget::new(&config, total);
-    // Functions the fast-math build has no copy of: settled after the others, through the callers holding them.
-    let mut inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)> = Vec::new();
-
-    let mut reports: Vec<Option<FunctionReport>> = vec![None; described.len()];
-    let mut to_model: Vec<(usize, FunctionInfo, String, Domain)> = Vec::new();
-    let mut prev_end = 0;
-    for (index, entry) in described.into_iter().enumerate() {
-        let info = match entry {
-            Ok(info) => info,
-            Err((name, reason)) => {
-                reports[index] = Some(FunctionReport::skipped(&name, reason));
-                continue;
-            }
-        };
-        let name = info.signature.name.clone();
-        let (decl_line, end_line) = info
-            .span
-            .as_ref()
-            .map(|s| (s.line, s.end_line))
-            .unwrap_or((0, 0));
-        let (domain, domain_errors) =
-            domain::domain_for(request.text, &info.signature, prev_end, decl_line);
-        prev_end = end_line.max(prev_end);
-        if request.only_function.is_some_and(|f| f != name) {
-            let mut r =
-                FunctionReport::skipped_because(&name, ReasonCode::NotSelected, "not selected");
-            r.signature = Some(info.signature.clone());
-            r.span = info.span.clone();
-            reports[index] = Some(r);
-            continue;
-        }
-        if let Some(err) = domain_errors.first() {
-            tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
-        }
-        let Some(pp_function) = pp_module
-            .get_function(&name)
-            .filter(|f| f.count_basic_blocks() > 0)
-        else {
-            inlined_away.push((index, info, NoOwnCopy::Inlined));
-            continue;
-        };
-        let p_function = p_module
-            .get_function(&name)
-            .expect("described functions exist in P");
-        // A static function whose unused return value or argument the optimiser dropped cannot be called with
-        // the C signature in P'; its code runs inside its callers' executions.
-        if p_function.get_type() != pp_function.get_type() {
-            inlined_away.push((index, info, NoOwnCopy::SignatureChanged));
-            continue;
-        }
-        let key = cache_key(
+    let (mut reports, pending, inlined_away) = {
+        let context = Context::create();
+        let p_module =
+            ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
+        let pp_module =
+            ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
+        let modules = (&p_module, &pp_module, pair.p_ll.as_str());
+        let mut selection =
+            select::select_functions(request, &config, modules, &linked.functions, cache);
+        let pending = modelling::model_functions(
+            (&p_module, &pp_module),
+            selection.to_model,
             &config,
-            &info,
-            &domain,
-            p_function,
-            pp_function,
-            &p_module,
-            &pp_module,
-        );
-        if let Some(mut hit) = cache.get(&key) {
-            hit.cached = true;
-            // Keys hold lines relative to the declaration: the cached function may have moved.
-            if let (Some(now), Some(then)) = (&info.span, &hit.span) {
-                hit.shift_lines(now.line as i64 - then.line as i64);
-            }
-            reports[index] = Some(hit);
-            continue;
-        }
-        to_model.push((index, info, key, domain));
-    }
-
-    let mut pending = Vec::new();
-    if !to_model.is_empty() {
-        if let Err(e) = model::prepare_for_modelling(&p_module, Build::P) {
-            return Err(AnalysisError::Internal(format!(
-                "cannot prepare P for modelling: {e}"
-            )));
-        }
-        if let Err(e) = model::prepare_for_modelling(&pp_module, Build::PPrime) {
-            return Err(AnalysisError::Internal(format!(
-                "cannot prepare P' for modelling: {e}"
-            )));
-        }
-    }
-    let waiting = to_model.len();
-    for (i, (index, info, key, domain)) in to_model.into_iter().enumerate() {
-        cancel.check()?;
-        let sig = &info.signature;
-        let began = Instant::now();
-        let deadline = budget.deadline(MODEL_SHARE, Duration::ZERO, waiting - i);
-        match model::model_pair(&p_module, &pp_module, sig, &config, Some(deadline)) {
-            Ok(modelled) => {
-                let mut notes = Vec::new();
-                if !modelled.unmodelled_reads.is_empty() {
-                    notes.push((None, format!(
-                        "reads {} through a pointer where no input can stand for the value (a pointer, a \
-                         boolean, or too many values): taken as zeros",
-                        modelled.unmodelled_reads.join(", ")
-                    )));
-                }
-                if modelled.symbolic_index_stops > 0 {
-                    notes.push((Some(ReasonCode::PathsStopped), format!(
-                        "{} paths stop at a memory access with a symbolic index and are not followed further",
-                        modelled.symbolic_index_stops
-                    )));
-                }
-                if modelled.out_of_time {
-                    notes.push((
-                        Some(ReasonCode::Budget),
-                        "modelling ran out of its time budget; later paths are not modelled"
-                            .to_string(),
-                    ));
-                } else if modelled.cut_short {
-                    notes.push((
-                        Some(ReasonCode::PathsStopped),
-                        "exploration reached its path or step bound; later paths are not modelled"
-                            .to_string(),
-                    ));
-                }
-                // Paths that end at a call foe does not run are analysed up to the call by design: a note, not a
-                // cut.
-                if !modelled.path_stops.is_empty() {
-                    notes.push((None, path_stops_note(&modelled.path_stops)));
-                }
-                let mut info = info;
-                info.signature = modelled.signature;
-                ir::name_fields(&mut info.signature, &info.pointee_fields);
-                pending.push(Pending {
-                    index,
-                    info,
-                    key,
-                    domain,
-                    queries_p: modelled.p,
-                    queries_pp: modelled.pp,
-                    notes,
-                    spent: began.elapsed(),
-                })
-            }
-            Err(reason) => {
-                let code = ReasonCode::of_model_error(&reason);
-                let mut r = FunctionReport::skipped_because(&sig.name, code, reason);
-                r.signature = Some(sig.clone());
-                r.span = info.span.clone();
-                r.domain = domain.text.clone();
-                reports[index] = Some(r);
-            }
-        }
-    }
-    drop(p_module);
-    drop(pp_module);
+            &budget,
+            cancel,
+            &mut selection.reports,
+        )?;
+        (selection.reports, pending, selection.inlined_away)
+    };
     timings.insert("model".to_string(), ms(started));
 
-    // The instrumented runner does not depend on the solver's results: it is built (clang and llc child processes)
-    // while the functions are solved; so do the first shipped binaries, at the lowest priority.
+    // The first shipped binaries are built at the lowest priority while the functions are solved.
     let signatures: Vec<FunctionSignature> =
         pending.iter().map(|p| p.info.signature.clone()).collect();
     let mut shipped = (!signatures.is_empty()).then(|| {
@@ -402,217 +262,30 @@ pub fn analyse(
                 .with_units(&linked, &request.config.extra_flags)
         })
     });
-    let (solved, runner) = std::thread::scope(|scope| -> Result<_, AnalysisError> {
-        let builder = (!signatures.is_empty()).then(|| {
-            scope.spawn(|| {
-                let started = Instant::now();
-                (
-                    exec::Runner::build(&pair.p_ll, &pair.pp_ll, &signatures, &config),
-                    ms(started),
-                )
-            })
-        });
-        progress.phase(
-            Phase::Solve,
-            &format!("solving {} functions", pending.len()),
-        );
-        let started = Instant::now();
-        let mut solved = Vec::new();
-        let count = pending.len();
-        // The file's solver work so far, in milliseconds of budget (deterministic).
-        let mut file_work = 0u64;
-        // Verdicts of the functions solved so far: a formula is asked at most once per file.
-        let mut known = solve::KnownVerdicts::new();
-        for (i, item) in pending.into_iter().enumerate() {
-            cancel.check()?;
-            progress.phase(
-                Phase::Solve,
-                &format!("{} ({}/{count})", item.info.signature.name, i + 1),
-            );
-            let sig = &item.info.signature;
-            let began = Instant::now();
-            let limits = solve::SolveLimits {
-                work_ms: Some(budget.solve_work(file_work, count - i)),
-                deadline: Some(budget.solve_safety_net(item.spent, count - i)),
-            };
-            let solution = solve::child::solve_function_isolated(
-                sig,
-                &item.queries_p,
-                &item.queries_pp,
-                &item.domain,
-                &known,
-                &config,
-                limits,
-                &|| cancel.is_cancelled(),
-            );
-            cancel.check()?;
-            let mut item = item;
-            let mut solution = solution.unwrap_or_else(|e| {
-                tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
-                item.notes.push((
-                    Some(ReasonCode::SolverFailed),
-                    format!("no solver candidates: {e}"),
-                ));
-                solve::child::Solution::default()
-            });
-            file_work += solution.work_spent_ms;
-            solve::remember(&mut known, std::mem::take(&mut solution.learned));
-            let past_safety_net = limits.deadline.is_some_and(|d| Instant::now() > d);
-            if solution.work_exhausted || (past_safety_net && solution.timeouts > 0) {
-                item.notes.push((
-                    Some(ReasonCode::Budget),
-                    "solving ran out of its time budget".to_string(),
-                ));
-            }
-            item.spent += began.elapsed();
-            solved.push((item, solution));
-        }
-        timings.insert("solve".to_string(), ms(started));
-        let runner = builder.map(|handle| match handle.join() {
-            Ok((runner, took)) => {
-                timings.insert("build_runner".to_string(), took);
-                runner
-            }
-            Err(_) => Err(exec::ExecError::Toolchain(
-                "the thread building the runner panicked".into(),
-            )),
-        });
-        Ok((solved, runner))
-    })?;
+    let (solved, runner) = solving::solve_while_building_the_runner(
+        pending,
+        (&pair.p_ll, &pair.pp_ll),
+        &signatures,
+        &config,
+        &budget,
+        cancel,
+        progress,
+        &mut timings,
+    )?;
     cancel.check()?;
 
-    let mut executions_total = 0usize;
-    if let Some(runner) = runner {
-        progress.phase(Phase::BuildRunner, "instrumented runner built");
-        let mut runner = match runner {
-            Ok(r) => Some(r),
-            Err(e) => {
-                tracing::warn!("cannot build the runner: {e}");
-                for (item, solution) in &solved {
-                    let mut r = base_report(item, solution, config.solver_timeout_ms);
-                    r.note(
-                        ReasonCode::RunnerFailed,
-                        &format!("cannot build the instrumented program: {e}"),
-                    );
-                    r.reason_codes.retain(|c| *c == ReasonCode::RunnerFailed);
-                    r.status = FunctionStatus::Failed;
-                    reports[item.index] = Some(r);
-                }
-                None
-            }
-        };
-        if let Some(runner) = runner.as_mut() {
-            progress.phase(Phase::Execute, "running both builds");
-            let started = Instant::now();
-            let mut confirm_ms = 0;
-            let count = solved.len();
-            for (i, (item, solution)) in solved.iter().enumerate() {
-                cancel.check()?;
-                progress.phase(Phase::Execute, &item.info.signature.name);
-                let began = Instant::now();
-                let mut report = base_report(item, solution, config.solver_timeout_ms);
-                // With no candidate, ordinary inputs give the function's status an execution to rest on.
-                let ordinary;
-                let candidates = if solution.candidates.is_empty() {
-                    ordinary = ordinary_inputs(&item.info.signature);
-                    &ordinary
-                } else {
-                    &solution.candidates
-                };
-                let domain = (!item.domain.is_empty()).then_some(&item.domain);
-                let deadline = budget.deadline(1.0, item.spent, count - i);
-                match search::search_with_special_inputs(
-                    runner,
-                    &item.info.signature,
-                    candidates,
-                    domain,
-                    &config,
-                    Some(deadline),
-                ) {
-                    Ok(found) => {
-                        executions_total += found.executions;
-                        report.divergences = found.divergences;
-                        report.diff_producing = found.diff_producing;
-                        report.executions = found.executions;
-                        if config.report_plain_exceptions {
-                            report.plain_exceptions = found.plain_exceptions;
-                        }
-                        let confirming = Instant::now();
-                        if let Some(shipped) =
-                            shipped.as_mut().filter(|_| !report.divergences.is_empty())
-                        {
-                            confirm::confirm_function(
-                                shipped.get(),
-                                &item.info.signature,
-                                &mut report,
-                            );
-                        }
-                        confirm_ms += ms(confirming);
-                        if found.crashed > 0 {
-                            let first = found.first_crash.as_deref().unwrap_or("crashed");
-                            let note = format!(
-                                "{} executions did not return normally (first: {first})",
-                                found.crashed
-                            );
-                            // A run that read data no file defines computed nothing of the program: not compared.
-                            if found.unknown_data > 0 {
-                                report.note(ReasonCode::RunsIncomplete, &note);
-                            } else {
-                                report.reason = join_reason(&report.reason, &note);
-                            }
-                        }
-                        if found.stopped > 0 {
-                            let first = found.first_stop.as_deref().unwrap_or("stopped");
-                            let note = format!(
-                                "{} executions stopped at a call foe does not run (first: {first})",
-                                found.stopped
-                            );
-                            report.reason = join_reason(&report.reason, &note);
-                        }
-                        if found.timed_out > 0 {
-                            let note = format!(
-                                "{} executions did not return within {} ms",
-                                found.timed_out, config.exec_timeout_ms
-                            );
-                            if found.stopped_early {
-                                report.note(
-                                    ReasonCode::RunsIncomplete,
-                                    &format!("{note}; search stopped early"),
-                                );
-                            } else {
-                                report.reason = join_reason(&report.reason, &note);
-                            }
-                        }
-                        if found.out_of_time {
-                            report.note(
-                                ReasonCode::Budget,
-                                "the search ran out of its time budget before every neighbourhood was explored",
-                            );
-                        }
-                        report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
-                        report.settle_status(no_exception_possible(item, solution));
-                        // A result cut short by a budget depends on the machine's load: it is not kept.
-                        if !report.reason_codes.contains(&ReasonCode::Budget) {
-                            cache.put(item.key.clone(), report.clone());
-                        }
-                    }
-                    Err(e) => {
-                        report.note(
-                            ReasonCode::ExecutionFailed,
-                            &format!("execution failed: {e}"),
-                        );
-                        report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
-                        report.settle_status(false);
-                    }
-                }
-                reports[item.index] = Some(report);
-            }
-            timings.insert("execute".to_string(), ms(started));
-            timings.insert("confirm".to_string(), confirm_ms);
-        }
-    }
+    let mut context = searching::SearchContext {
+        config: &config,
+        budget: &budget,
+        cache,
+        cancel,
+        progress,
+        shipped: shipped.as_mut(),
+    };
+    let executions =
+        searching::search_functions(&solved, runner, &mut context, &mut reports, &mut timings)?;
     settle_inlined(&mut reports, inlined_away, &pair.p_ll, &pair.pp_ll);
-    timings.insert("executions".to_string(), executions_total as u64);
+    timings.insert("executions".to_string(), executions as u64);
     timings.insert("total".to_string(), ms(total));
     tracing::debug!(?timings, "analysis finished");
     progress.phase(Phase::Done, "");

@@ -109,6 +109,41 @@ pub struct ResultDifference {
     /// For finite floats: how many floats lie between the two values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ulps: Option<u64>,
+    /// The real-number result of the path the input takes in P, and each build's error against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Reference>,
+}
+
+/// The real-number result of an output on the plain build's path (MPFR over the model's terms) and each build's
+/// error against it in bits (Herbie's measure: log2 of one plus the floats between the value and the exact result
+/// rounded); or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reference", rename_all = "snake_case")]
+pub enum Reference {
+    Exact {
+        /// The exact value rounded to the output's format, short (`1.27e308`).
+        value: String,
+        /// Whether the exact value is 0 (a compensation term: over the reals nothing is lost to rounding).
+        zero: bool,
+        bits_plain: f64,
+        bits_fast_math: f64,
+    },
+    /// No exact reference, in C words (`the path stops before returning, at a call to `gsl_error``).
+    None { why: String },
+}
+
+impl Reference {
+    /// Bits the fast-math build loses beyond the plain build's (negative when it is the more accurate).
+    pub fn bits_lost(&self) -> Option<f64> {
+        match self {
+            Reference::Exact {
+                bits_plain,
+                bits_fast_math,
+                ..
+            } => Some(bits_fast_math - bits_plain),
+            Reference::None { .. } => None,
+        }
+    }
 }
 
 impl ResultDifference {
@@ -425,6 +460,10 @@ pub struct FunctionReport {
     /// Divergences of the instrumented builds whose set difference the shipped binaries did not show (dropped).
     #[serde(default)]
     pub not_reproduced: usize,
+    /// The one-line verdict: what was tried, the worst accuracy loss found, whether exceptions were proved
+    /// impossible or only not found; `None` for functions that did not reach the search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
     /// Whether the function tests its values for NaN or infinity (`isnan`, `x != x`, a comparison with
     /// `INFINITY`): it expects such values, so a finding that needs one is a warning.
     #[serde(default)]
@@ -454,6 +493,7 @@ impl FunctionReport {
             cached: false,
             not_reproduced: 0,
             tests_special_values: false,
+            verdict: None,
         }
     }
 
@@ -534,6 +574,89 @@ impl FunctionReport {
         }
         for e in &mut self.plain_exceptions {
             shift_opt(&mut e.line);
+        }
+    }
+}
+
+/// What was established about a function's exceptions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExceptionVerdict {
+    /// The solver refuted every exception condition of both builds on the explored paths (or there are none).
+    ProvedImpossible,
+    /// Some divergence in the exceptions was found and confirmed.
+    Found,
+    /// None was found on the inputs run: sampled, not proved.
+    NotFound,
+}
+
+/// The one line that ends a function's report and hover.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Inputs run on both builds, special values and ordinary magnitudes included.
+    pub inputs_tried: usize,
+    /// The worst accuracy loss among the result divergences: bits (the fast-math build's error beyond the plain
+    /// build's where the exact result is known, else the bits the builds are apart) and its input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_loss: Option<(f64, Vec<NamedValue>)>,
+    pub exceptions: ExceptionVerdict,
+}
+
+impl Verdict {
+    /// `tried 292 inputs (special values included); worst accuracy loss 53 bits (a=1e-8, b=1); exceptions: not
+    /// found (sampled, not proved)`.
+    pub fn line(&self) -> String {
+        let loss = match &self.worst_loss {
+            Some((bits, input)) => {
+                let at: Vec<String> = input
+                    .iter()
+                    .take(4)
+                    .map(|v| {
+                        let short = v.raw.map(|r| r.short()).unwrap_or_else(|| v.decimal.clone());
+                        format!("{}={short}", v.name)
+                    })
+                    .collect();
+                format!("worst accuracy loss {bits:.0} bits ({})", at.join(", "))
+            }
+            None => "no accuracy loss found".into(),
+        };
+        let exceptions = match self.exceptions {
+            ExceptionVerdict::ProvedImpossible => "proved impossible on the explored paths",
+            ExceptionVerdict::Found => "divergences found",
+            ExceptionVerdict::NotFound => "none found (sampled, not proved)",
+        };
+        format!(
+            "tried {} inputs (special values included); {loss}; exceptions: {exceptions}",
+            self.inputs_tried
+        )
+    }
+
+    /// The verdict of a function's report after its search and confirmation.
+    pub fn of(report: &FunctionReport, no_exception_possible: bool) -> Verdict {
+        let worst_loss = report
+            .divergences
+            .iter()
+            .filter_map(|d| {
+                let r = d.result.as_ref()?;
+                let bits = r
+                    .reference
+                    .as_ref()
+                    .and_then(Reference::bits_lost)
+                    .or_else(|| r.bits())?;
+                (bits > 0.0).then(|| (bits, d.inputs.clone()))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        let exceptions = if report.divergences.iter().any(|d| d.class.is_exception()) {
+            ExceptionVerdict::Found
+        } else if no_exception_possible {
+            ExceptionVerdict::ProvedImpossible
+        } else {
+            ExceptionVerdict::NotFound
+        };
+        Verdict {
+            inputs_tried: report.executions,
+            worst_loss,
+            exceptions,
         }
     }
 }

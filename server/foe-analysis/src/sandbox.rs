@@ -183,6 +183,7 @@ pub fn confine_tool(cmd: &mut Command, program: &Path, writable: &[PathBuf]) {
             .get_current_dir()
             .and_then(|d| CString::new(d.as_os_str().as_bytes()).ok()),
         disabled: disabled_layers(),
+        seccomp: rules::tool_seccomp_program(),
     };
     // SAFETY: `ToolPlan::apply` makes only system calls (no allocation, no locks) between fork and exec.
     unsafe {

@@ -115,6 +115,7 @@ pub fn search(
 /// [`search`], then the special-value and ordinary-magnitude inputs of [`results::special_inputs`] around the
 /// first candidates, each run once (what the pipeline runs: the paper's search plus the inputs where finite-math
 /// and flush-to-zero change what a function computes).
+#[allow(clippy::too_many_arguments)]
 pub fn search_with_special_inputs(
     runner: &mut Runner,
     sig: &FunctionSignature,
@@ -122,8 +123,33 @@ pub fn search_with_special_inputs(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
     deadline: Option<std::time::Instant>,
+    paths: &[crate::accuracy::PathOutputs],
 ) -> Result<SearchOutcome, ExecError> {
-    run_search(runner, sig, candidates, domain, cfg, deadline, true)
+    let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
+    // The real-number result of each result divergence's output, on the path its input takes in P.
+    for d in &mut out.divergences {
+        let Some(input) = full_input(sig, d) else {
+            continue;
+        };
+        if let Some(r) = d.result.as_mut() {
+            r.reference = Some(results::reference(r, &d.end_p, paths, sig, &input));
+        }
+    }
+    Ok(out)
+}
+
+/// The whole input of a divergence (pointer placeholders included), from its named values.
+fn full_input(sig: &FunctionSignature, d: &Divergence) -> Option<Input> {
+    let mut named = d.inputs.iter();
+    let values = sig
+        .params
+        .iter()
+        .map(|p| match p.ty.is_searchable() {
+            false => Some(ArgValue::OutPtr),
+            true => named.next().and_then(|v| v.raw),
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Input(values))
 }
 
 fn run_search(
@@ -491,6 +517,10 @@ fn search_group(
             }
             if !b.class.is_exception() {
                 d.summary = result_summary(&d);
+                if d.location.is_none() {
+                    d.location =
+                        results::where_values_part(runner, sig, input, b.class, cfg.accuracy_bits);
+                }
             }
             state
                 .found

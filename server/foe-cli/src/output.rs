@@ -106,6 +106,9 @@ pub fn text_report(report: &FileReport, findings: &[Finding]) -> String {
             f.executions,
             if f.reason.is_empty() { String::new() } else { format!("; {}", f.reason) }
         );
+        if let Some(v) = &f.verdict {
+            let _ = writeln!(out, "  {}", v.line());
+        }
         if !f.domain.is_empty() {
             let inside = f.divergences.iter().filter(|d| d.in_domain).count();
             let _ = writeln!(

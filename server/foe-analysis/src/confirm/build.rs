@@ -436,7 +436,10 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
             }
             out.push_str("  unsigned long long n = 0;\n");
             for (k, p) in sig.params.iter().enumerate() {
-                let c_index = sig.params[..k].iter().filter(|q| q.pointee.is_none()).count();
+                let c_index = sig.params[..k]
+                    .iter()
+                    .filter(|q| q.pointee.is_none())
+                    .count();
                 if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
                     out.push_str(&format!(
                         "  for (unsigned o = 0; o + 8 <= {bytes}u; o += 8) {{\n    unsigned long long now, was;\n    \

@@ -5,8 +5,8 @@
 use super::build;
 use super::trace::{self, RawEvent};
 use crate::compile;
-use crate::exec::RawOutput;
 use crate::config::{AnalysisConfig, FtzMode};
+use crate::exec::RawOutput;
 use crate::process::{self, SandboxLimits};
 use crate::report::{Cause, TraceEvent};
 use crate::types::{ArgValue, FunctionSignature, Input};
@@ -644,7 +644,13 @@ impl Harness {
             replies.extend(got);
             if n < rest.len() && !stopped {
                 // The process died on the next input without replying.
-                replies.push((ShippedEnd::Crashed, Vec::new(), 0, None, Produced::default()));
+                replies.push((
+                    ShippedEnd::Crashed,
+                    Vec::new(),
+                    0,
+                    None,
+                    Produced::default(),
+                ));
             }
         }
         replies.truncate(inputs.len());
@@ -750,7 +756,13 @@ fn run_driver(
                     }
                 }
                 let (events, dropped) = trace::parse_events(rest.into_iter())?;
-                ends.push((ShippedEnd::Raised(bits & 0xf), events, dropped, None, produced));
+                ends.push((
+                    ShippedEnd::Raised(bits & 0xf),
+                    events,
+                    dropped,
+                    None,
+                    produced,
+                ));
             }
             Some("s") => {
                 let bits = words
@@ -759,10 +771,22 @@ fn run_driver(
                     .unwrap_or(0);
                 let name = words.next().map(str::to_string);
                 let (events, dropped) = trace::parse_events(words)?;
-                ends.push((ShippedEnd::Stopped(bits & 0xf), events, dropped, name, Produced::default()));
+                ends.push((
+                    ShippedEnd::Stopped(bits & 0xf),
+                    events,
+                    dropped,
+                    name,
+                    Produced::default(),
+                ));
             }
             Some("t") => {
-                ends.push((ShippedEnd::TimedOut, Vec::new(), 0, None, Produced::default()));
+                ends.push((
+                    ShippedEnd::TimedOut,
+                    Vec::new(),
+                    0,
+                    None,
+                    Produced::default(),
+                ));
                 break;
             }
             _ => return Err(format!("the shipped binary replied `{line}`")),

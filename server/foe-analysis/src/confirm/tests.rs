@@ -568,8 +568,14 @@ fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
     h.build_later(&later, sibling);
     // Another probe does not wait for the sibling; the sibling's probe is its binary, in its directory.
     let big = [Input(vec![ArgValue::F64(1e300)])];
-    assert_eq!(ends(h.run(Probe::Shipped, "sq", &big).unwrap()), [ShippedEnd::Raised(4)]);
-    assert!(h.background.is_some(), "the shipped binary did not need the sibling");
+    assert_eq!(
+        ends(h.run(Probe::Shipped, "sq", &big).unwrap()),
+        [ShippedEnd::Raised(4)]
+    );
+    assert!(
+        h.background.is_some(),
+        "the shipped binary did not need the sibling"
+    );
     let runs = h.run(later[0], "sq", &big).unwrap();
     assert_eq!(ends(runs), [ShippedEnd::Raised(4)]);
     assert!(h.background.is_none());

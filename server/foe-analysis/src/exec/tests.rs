@@ -32,10 +32,7 @@ fn identity_overflows_in_p_only() {
         out[0].p.end,
         RunEnd::returned(Some(Scalar::F64(f64::INFINITY)))
     );
-    assert_eq!(
-        out[0].pp.end,
-        RunEnd::returned(Some(Scalar::F64(1e308)))
-    );
+    assert_eq!(out[0].pp.end, RunEnd::returned(Some(Scalar::F64(1e308))));
     assert!(out[1].p.trace.is_empty() && out[1].pp.trace.is_empty());
     assert!(r.stats().build_time < Duration::from_secs(10));
 }
@@ -83,10 +80,7 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
         .unwrap();
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     assert_eq!(kinds(&out[0].pp), vec![ExceptionKind::Overflow]);
-    assert_eq!(
-        out[1].p.end,
-        RunEnd::returned(Some(Scalar::F32(9.0)))
-    );
+    assert_eq!(out[1].p.end, RunEnd::returned(Some(Scalar::F32(9.0))));
     let ins = [
         Input(vec![
             ArgValue::F64(7.0),
@@ -110,10 +104,7 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
         vec![ExceptionKind::DivideByZero, ExceptionKind::Invalid]
     );
     let out = r.run("uc", &[Input(vec![ArgValue::Int(255)])]).unwrap();
-    assert_eq!(
-        out[0].p.end,
-        RunEnd::returned(Some(Scalar::Int(0)))
-    );
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::Int(0))));
     let out = r.run("nothing", &[f64s(&[1e10])]).unwrap();
     assert_eq!(out[0].p.end, RunEnd::returned(None));
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
@@ -214,10 +205,7 @@ int idiv(int a, int b) { return a / b; }
         )
         .unwrap();
     assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGFPE"));
-    assert_eq!(
-        out[1].pp.end,
-        RunEnd::returned(Some(Scalar::Int(2)))
-    );
+    assert_eq!(out[1].pp.end, RunEnd::returned(Some(Scalar::Int(2))));
 }
 
 #[test]
@@ -252,10 +240,7 @@ double stubborn(double x) {
     };
     let (mut r, _) = runner(src, &cfg);
     let out = r.run("chatty", &[f64s(&[1.5]), f64s(&[1e308])]).unwrap();
-    assert_eq!(
-        out[0].p.end,
-        RunEnd::returned(Some(Scalar::F64(3.0)))
-    );
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::F64(3.0))));
     assert_eq!(kinds(&out[1].p), vec![ExceptionKind::Overflow]);
 
     let out = r.run("deep", &[f64s(&[1.0]), f64s(&[-1.0])]).unwrap();
@@ -329,10 +314,7 @@ double allocates(double x) { double *p = malloc(8); *p = x; return *p * 2; }
     // The events before the call are kept.
     assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
     assert!(matches!(out[1].p.end, RunEnd::Returned { .. }));
-    assert_eq!(
-        out[0].p.end.describe(),
-        "stopped at `report` (line 7:5)"
-    );
+    assert_eq!(out[0].p.end.describe(), "stopped at `report` (line 7:5)");
     let out = r.run("allocates", &[f64s(&[1.0])]).unwrap();
     assert!(matches!(&out[0].p.end, RunEnd::Stopped { callee, .. } if callee == "malloc"));
     // A stop is not a crash: one worker served every run.
@@ -375,17 +357,17 @@ double user(double x) { return unused_by_others(x); }
     let sigs = super::testutil::signatures(&p);
     let mut r = Runner::build(&p, &pp, &sigs, &cfg).unwrap();
     let out = r.run("twice", &[f64s(&[3.0]), f64s(&[1e200])]).unwrap();
-    assert_eq!(
-        out[0].p.end,
-        RunEnd::returned(Some(Scalar::F64(18.0)))
-    );
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::F64(18.0))));
     assert_eq!(
         kinds(&out[1].p),
         vec![ExceptionKind::Overflow, ExceptionKind::Overflow]
     );
     // Each build has its own copy of `calls` (P' may have folded it away entirely).
     let out = r.run("count", &[Input(vec![])]).unwrap();
-    assert!(matches!(out[0].p.end, RunEnd::Returned { value: Some(_), .. }));
+    assert!(matches!(
+        out[0].p.end,
+        RunEnd::Returned { value: Some(_), .. }
+    ));
     // P' inlined the static helpers and dropped them.
     assert!(
         r.unavailable("helper").is_some(),

@@ -21,6 +21,7 @@ const FLAG_P_FTZ: u32 = 1;
 const FLAG_PP_FTZ: u32 = 2;
 const FLAG_FLUSH_EACH: u32 = 4;
 const FLAG_SKIP_FIRST_P: u32 = 8;
+const FLAG_VALUES: u32 = 16;
 const BUILD_DONE: u8 = 0xff;
 const STATUS_RETURNED: u8 = 0;
 const STATUS_CRASHED: u8 = 1;
@@ -32,13 +33,15 @@ const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 2;
+const PROTOCOL_VERSION: u32 = 3;
 const RECORD_BYTES: usize = 32;
 const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
 pub const MAX_EVENTS: usize = 4096;
 /// Most outputs one record may carry (`FOE_OUTPUT_CAP` of the runtime).
 pub const MAX_OUTPUTS: usize = 1024;
+/// Most values one record may carry (`FOE_VALUE_CAP` of the runtime).
+pub const MAX_VALUES: usize = 4096;
 /// Most argument words sent in one batch (4 MiB); bounds the worker's input buffer.
 const MAX_BATCH_WORDS: usize = 1 << 19;
 /// A worker older than this is replaced before the next batch (its CPU-time limit is cumulative).
@@ -53,6 +56,8 @@ pub struct ExecLimits {
     pub memory_mib: u64,
     pub p_ftz: bool,
     pub pp_ftz: bool,
+    /// Record each operation's value (`FOE_FLAG_VALUES`): for the few runs whose values are compared.
+    pub values: bool,
 }
 
 impl ExecLimits {
@@ -84,6 +89,7 @@ struct Record {
     ret: u64,
     events: Vec<u32>,
     outputs: Vec<RawOutput>,
+    values: Vec<RawOutput>,
 }
 
 enum Reply {
@@ -190,8 +196,18 @@ impl Worker {
                  run that returned)"
             )));
         }
+        let nvalues = u32_at(28) as usize;
+        if nvalues > MAX_VALUES
+            || (nvalues > 0 && !matches!(avail[5], STATUS_RETURNED | STATUS_STOPPED))
+        {
+            return Err(ExecError::Worker(format!(
+                "malformed reply: a record claims {nvalues} values (at most {MAX_VALUES}, and only for a run \
+                 that returned or stopped)"
+            )));
+        }
         let events_end = RECORD_BYTES + nevents * 4;
-        let total = events_end + noutputs * OUTPUT_BYTES;
+        let outputs_end = events_end + noutputs * OUTPUT_BYTES;
+        let total = outputs_end + nvalues * OUTPUT_BYTES;
         if avail.len() < total {
             return Ok(None);
         }
@@ -201,15 +217,16 @@ impl Worker {
             u64::from_le_bytes(b)
         };
         let events = (0..nevents).map(|i| u32_at(RECORD_BYTES + 4 * i)).collect();
+        let triple = |at: usize| RawOutput {
+            param: u32_at(at),
+            offset: u32_at(at + 4),
+            word: u64_at(at + 8),
+        };
         let outputs = (0..noutputs)
-            .map(|i| {
-                let at = events_end + OUTPUT_BYTES * i;
-                RawOutput {
-                    param: u32_at(at),
-                    offset: u32_at(at + 4),
-                    word: u64_at(at + 8),
-                }
-            })
+            .map(|i| triple(events_end + OUTPUT_BYTES * i))
+            .collect();
+        let values = (0..nvalues)
+            .map(|i| triple(outputs_end + OUTPUT_BYTES * i))
             .collect();
         let rec = Record {
             input: u32_at(0),
@@ -220,6 +237,7 @@ impl Worker {
             ret: u64_at(16),
             events,
             outputs,
+            values,
         };
         self.start += total;
         if self.start == self.buf.len() {
@@ -336,6 +354,9 @@ pub fn run_batches(
         if next.1 == 1 {
             flags |= FLAG_SKIP_FIRST_P;
         }
+        if limits.values {
+            flags |= FLAG_VALUES;
+        }
         let header = [
             BATCH_MAGIC,
             function,
@@ -431,6 +452,7 @@ pub fn run_batches(
                             truncated,
                             end,
                             outputs: rec.outputs,
+                            values: rec.values,
                         },
                     );
                     if terminal {
@@ -521,6 +543,7 @@ fn unexplained_death(
             truncated: false,
             end,
             outputs: vec![],
+            values: vec![],
         },
     );
     // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.

@@ -111,7 +111,9 @@ impl Code {
             Code::SpecialValue => {
                 "-ffast-math changes whether a result is NaN, infinite, zero or finite".into()
             }
-            Code::Accuracy => "-ffast-math changes a result by more than the accuracy threshold".into(),
+            Code::Accuracy => {
+                "-ffast-math changes a result by more than the accuracy threshold".into()
+            }
             Code::Plain(kind) => format!("the plain build raises {kind} here"),
             Code::CompileError => "the file does not compile".into(),
             Code::FunctionSkipped => "foe did not analyse this function".into(),

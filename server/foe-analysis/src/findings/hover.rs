@@ -91,7 +91,12 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
         md,
         "Fast-math build (`{}`{ftz}): {}\n",
         report.flags_p_prime.join(" "),
-        run_line(&best.trace_p_prime, &best.end_p_prime, HOVER_EVENTS, Style::Markdown)
+        run_line(
+            &best.trace_p_prime,
+            &best.end_p_prime,
+            HOVER_EVENTS,
+            Style::Markdown
+        )
     );
     for line in &finding.shipped {
         let _ = writeln!(md, "{line}  ");
@@ -104,6 +109,9 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let _ = write!(md, "Replay: `{}`", replay_command(&file, &f.name, best));
+    if let Some(v) = &f.verdict {
+        let _ = write!(md, "\n\n`{}`: {}", f.name, v.line());
+    }
     md
 }
 
@@ -142,7 +150,12 @@ pub fn trace_markdown(report: &FileReport, findings: &[&Finding]) -> String {
                 md,
                 "Fast-math build (`{}`{ftz}): {}  ",
                 report.flags_p_prime.join(" "),
-                run_line(&d.trace_p_prime, &d.end_p_prime, usize::MAX, Style::Markdown)
+                run_line(
+                    &d.trace_p_prime,
+                    &d.end_p_prime,
+                    usize::MAX,
+                    Style::Markdown
+                )
             );
             for line in super::message::shipped_lines(d, usize::MAX) {
                 let _ = writeln!(md, "{line}  ");

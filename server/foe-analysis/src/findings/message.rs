@@ -84,8 +84,54 @@ fn result_what(d: &Divergence) -> String {
             r.plain.short()
         ),
     };
-    if let (Some(bits), crate::report::DivergenceClass::Accuracy) = (r.bits(), r.class) {
-        s.push_str(&format!(" ({bits:.0} bits apart)"));
+    use crate::report::{DivergenceClass, Reference};
+    match (&r.reference, r.class) {
+        (
+            Some(Reference::Exact {
+                value, zero: true, ..
+            }),
+            _,
+        ) if r.output.is_some() => {
+            s.push_str(&format!(" (exact: {value}): the compensation is lost"));
+        }
+        (
+            Some(Reference::Exact {
+                value,
+                bits_plain,
+                bits_fast_math,
+                ..
+            }),
+            DivergenceClass::Accuracy,
+        ) => {
+            if bits_fast_math >= bits_plain {
+                s.push_str(&format!(
+                    " (exact: {value}; {bits_fast_math:.0} bits of error against {bits_plain:.0})"
+                ));
+            } else {
+                s.push_str(&format!(
+                    " (exact: {value}): the fast-math build is the more accurate, {bits_fast_math:.0} bits of \
+                     error against {bits_plain:.0}"
+                ));
+            }
+        }
+        (
+            Some(Reference::Exact {
+                value,
+                bits_plain,
+                bits_fast_math,
+                ..
+            }),
+            _,
+        ) if bits_fast_math < bits_plain => s.push_str(&format!(
+            " (exact: {value}): the fast-math build is the more accurate"
+        )),
+        (Some(Reference::Exact { value, .. }), _) => s.push_str(&format!(" (exact: {value})")),
+        (_, DivergenceClass::Accuracy) => {
+            if let Some(bits) = r.bits() {
+                s.push_str(&format!(" ({bits:.0} bits apart; no exact reference)"));
+            }
+        }
+        _ => {}
     }
     s
 }
@@ -199,7 +245,9 @@ pub fn divergence_message(f: &Finding, best: &Divergence, _event: Option<&TraceE
             short_inputs(&f.best_inputs, MESSAGE_VALUES)
         ));
     }
-    if let Some(o) = observed(best).filter(|_| !matches!(f.code, Code::SpecialValue | Code::Accuracy)) {
+    if let Some(o) =
+        observed(best).filter(|_| !matches!(f.code, Code::SpecialValue | Code::Accuracy))
+    {
         m.push_str(&format!("; {o}"));
     }
     if f.inputs > 1 {

@@ -335,8 +335,18 @@ fn divergence_findings(
             ),
             DomainFit::NotDeclared => (Rank::Ordinary, Some(Severity::Warning)),
         };
-        let Some(severity) = shown else { continue };
+        let Some(mut severity) = shown else { continue };
         let (code, event) = code::classify(best);
+        // Where contraction or re-association made the fast-math build the more accurate, it is information.
+        let more_accurate = best
+            .result
+            .as_ref()
+            .and_then(|r| r.reference.as_ref())
+            .and_then(|r| r.bits_lost())
+            .is_some_and(|lost| lost < 0.0);
+        if matches!(code, Code::Accuracy | Code::SpecialValue) && more_accurate {
+            severity = severity.max(Severity::Information);
+        }
         let related = message::related(best, code, event, loc);
         let mut finding = Finding {
             code,

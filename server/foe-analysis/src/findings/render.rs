@@ -52,7 +52,11 @@ pub fn ending(end: &RunEnd, style: Style) -> Option<String> {
                 parts.push(format!("returns {}", style.code(&v.exact())));
             }
             for o in outputs {
-                parts.push(format!("{} = {}", style.code(&o.name), style.code(&o.value.exact())));
+                parts.push(format!(
+                    "{} = {}",
+                    style.code(&o.name),
+                    style.code(&o.value.exact())
+                ));
             }
             (!parts.is_empty()).then(|| parts.join(", "))
         }

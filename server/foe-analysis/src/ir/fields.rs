@@ -147,11 +147,17 @@ impl TypeFacts {
             let ty = match (&c[3], bits) {
                 ("float", 64) => Some(ScalarType::F64),
                 ("float", 32) => Some(ScalarType::F32),
-                ("signed" | "signed_char", 8 | 16 | 32 | 64) => Some(ScalarType::Int { bits, signed: true }),
-                ("unsigned" | "unsigned_char", 8 | 16 | 32 | 64) => {
-                    Some(ScalarType::Int { bits, signed: false })
+                ("signed" | "signed_char", 8 | 16 | 32 | 64) => {
+                    Some(ScalarType::Int { bits, signed: true })
                 }
-                ("boolean", 8) => Some(ScalarType::Int { bits: 8, signed: false }),
+                ("unsigned" | "unsigned_char", 8 | 16 | 32 | 64) => Some(ScalarType::Int {
+                    bits,
+                    signed: false,
+                }),
+                ("boolean", 8) => Some(ScalarType::Int {
+                    bits: 8,
+                    signed: false,
+                }),
                 _ => None,
             };
             if let Some(ty) = ty {

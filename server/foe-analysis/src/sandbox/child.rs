@@ -282,15 +282,19 @@ unsafe fn wait_and_mirror(pid: libc::pid_t, keep: libc::c_int) -> ! {
     }
 }
 
-/// What a compiler or linker does between fork and exec: no network, the file system read-only but the writable
-/// directories, Landlock (writes only there, executing only system programs, no TCP, no signals out), no core
-/// dumps. It may fork and exec (clang runs the linker), so no seccomp list and no PID namespace of its own.
+/// What a compiler or linker does between fork and exec: no sockets (a seccomp filter: a network namespace per
+/// compile made the kernel's serialised namespace teardown the bottleneck of a busy machine), the file system
+/// read-only but the writable directories, Landlock (writes only there, executing only system programs, no TCP,
+/// no signals out), no core dumps. It may fork and exec (clang runs the linker), so no allow-list and no PID
+/// namespace of its own.
 pub(super) struct ToolPlan {
     pub(super) ruleset: Option<RulesetCreated>,
     /// At most [`MAX_WRITABLE`] directories, bind-mounted writable over the read-only tree.
     pub(super) writable: [Option<CString>; MAX_WRITABLE],
     pub(super) cwd: Option<CString>,
     pub(super) disabled: u32,
+    /// No sockets ([`super::rules::tool_seccomp_program`]).
+    pub(super) seccomp: Option<&'static seccompiler::BpfProgram>,
 }
 
 pub(super) const MAX_WRITABLE: usize = 3;
@@ -301,7 +305,7 @@ impl ToolPlan {
         // SAFETY (whole function): plain system calls on this process, with pointers to memory it owns.
         unsafe {
             set_limit(libc::RLIMIT_CORE, 0);
-            let others = libc::CLONE_NEWNET | libc::CLONE_NEWIPC | libc::CLONE_NEWNS;
+            let others = libc::CLONE_NEWIPC | libc::CLONE_NEWNS;
             let mut namespaces = false;
             if self.disabled & Layers::USER_NS == 0 {
                 namespaces = libc::unshare(libc::CLONE_NEWUSER | others) == 0;
@@ -318,6 +322,9 @@ impl ToolPlan {
                 }
             }
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        }
+        if let Some(program) = self.seccomp.filter(|_| self.disabled & Layers::SECCOMP == 0) {
+            let _ = seccompiler::apply_filter(program);
         }
         Ok(())
     }

@@ -235,6 +235,29 @@ const ALLOWED_SYSCALLS: &[libc::c_long] = &[
     libc::SYS_exit_group,
 ];
 
+/// The compiler's seccomp program: everything allowed but creating sockets (its "no network", cheaper than a
+/// network namespace per compile, whose teardown the kernel serialises), shared by every compile.
+pub(super) fn tool_seccomp_program() -> Option<&'static BpfProgram> {
+    static PROGRAM: OnceLock<Option<BpfProgram>> = OnceLock::new();
+    PROGRAM
+        .get_or_init(|| {
+            let rules: BTreeMap<i64, Vec<SeccompRule>> = [libc::SYS_socket, libc::SYS_socketpair]
+                .into_iter()
+                .map(|nr| (nr, vec![]))
+                .collect();
+            let arch = std::env::consts::ARCH.try_into().ok()?;
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(libc::EACCES as u32),
+                arch,
+            )
+            .ok()?;
+            filter.try_into().ok()
+        })
+        .as_ref()
+}
+
 fn seccomp_program(self_pid: Option<u64>) -> Result<BpfProgram, seccompiler::Error> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> =
         ALLOWED_SYSCALLS.iter().map(|&nr| (nr, vec![])).collect();

@@ -3,8 +3,11 @@
 //! infinities, signed zeros, subnormals, the edges of the normal range), where `-ffinite-math-only` and
 //! flush-to-zero change what a function computes.
 
-use crate::report::{DivergenceClass, ResultDifference, RunEnd, Scalar};
-use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use crate::accuracy::{self, Exact, ExactValue, PathOutputs};
+use crate::exec::{RawRun, Runner};
+use crate::report::{DivergenceClass, Reference, ResultDifference, RunEnd, Scalar};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType, SourceLoc};
+use std::collections::HashMap;
 
 /// Compares what two runs that both returned produced: a category change (NaN, infinite, zero, finite) or a
 /// different integer in any output is a special-value difference; otherwise finite floats that differ by at
@@ -54,6 +57,7 @@ pub fn compare(p: &RunEnd, pp: &RunEnd, accuracy_bits: u32) -> Option<ResultDiff
                     plain: a,
                     fast_math: b,
                     ulps,
+                    reference: None,
                 },
             ));
         }
@@ -63,6 +67,129 @@ pub fn compare(p: &RunEnd, pp: &RunEnd, accuracy_bits: u32) -> Option<ResultDiff
 
 fn bits(ulps: u64) -> f64 {
     ((ulps as f64) + 1.0).log2()
+}
+
+/// The real-number result of the differing output on the path `input` takes in P (evaluated in MPFR over the
+/// model's terms, [`accuracy::exact_outputs`]) and each build's error against it; `p_end` names where the output
+/// lives.
+pub fn reference(
+    d: &ResultDifference,
+    p_end: &RunEnd,
+    paths: &[PathOutputs],
+    sig: &FunctionSignature,
+    input: &Input,
+) -> Reference {
+    let (ret, writes) = match accuracy::exact_outputs(paths, sig, input) {
+        Exact::Known { ret, writes } => (ret, writes),
+        Exact::NoReference(why) => {
+            return Reference::None {
+                why: why.to_string(),
+            }
+        }
+    };
+    let exact: Option<ExactValue> = match &d.output {
+        None => ret,
+        Some(name) => p_end
+            .outputs()
+            .iter()
+            .find(|o| &o.name == name)
+            .and_then(|o| {
+                writes
+                    .iter()
+                    .find(|(param, offset, _)| *param == o.param && *offset == o.offset)
+                    .map(|(_, _, v)| v.clone())
+            }),
+    };
+    let Some(exact) = exact else {
+        return Reference::None {
+            why: "the model does not know what the path leaves in this output".into(),
+        };
+    };
+    let bits = |v: Scalar| match v {
+        Scalar::F32(x) => accuracy::bits_of_error_f32(x, &exact),
+        other => accuracy::bits_of_error_f64(other.as_f64(), &exact),
+    };
+    let value = match d.plain {
+        Scalar::F32(_) => Scalar::F32(exact.rounded() as f32).short(),
+        Scalar::F64(_) => Scalar::F64(exact.rounded()).short(),
+        _ => exact.to_string(),
+    };
+    Reference::Exact {
+        value,
+        zero: exact.is_zero(),
+        bits_plain: bits(d.plain),
+        bits_fast_math: bits(d.fast_math),
+    }
+}
+
+/// Where the two builds' values first part on `input`: both builds run again recording each operation's value;
+/// walking P's operations in execution order, the n-th value at a source location is compared with the fast-math
+/// build's n-th value there. For a special-value divergence the first location whose values fall in different
+/// categories (or whose comparisons answer differently), else the first comparison P makes that the fast-math
+/// build no longer makes (a folded `isnan`), else the first operation it no longer computes (a compensation term
+/// folded away); for an accuracy divergence the first location whose values are at least `accuracy_bits` bits
+/// apart. `None` when nothing tells (the function's declaration is flagged then).
+pub fn where_values_part(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+    class: DivergenceClass,
+    accuracy_bits: u32,
+) -> Option<SourceLoc> {
+    let pair = runner.values(&sig.name, input).ok()?;
+    let values = |run: &RawRun| -> Vec<(SourceLoc, Scalar, bool)> {
+        run.values
+            .iter()
+            .filter_map(|v| {
+                let site = runner.sites().get(v.param)?;
+                let loc = SourceLoc {
+                    line: site.line?,
+                    column: site.column.unwrap_or(0),
+                };
+                let value = site.value?.read(&v.word.to_le_bytes())?;
+                Some((loc, value, site.operation.starts_with("fcmp")))
+            })
+            .collect()
+    };
+    let (p, pp) = (values(&pair.p), values(&pair.pp));
+    let mut at: HashMap<SourceLoc, Vec<Scalar>> = HashMap::new();
+    for (loc, v, _) in &pp {
+        at.entry(*loc).or_default().push(*v);
+    }
+    let mut seen: HashMap<SourceLoc, usize> = HashMap::new();
+    let mut missing_comparison = None;
+    let mut missing = None;
+    for (loc, v, comparison) in &p {
+        let n = seen.entry(*loc).or_default();
+        let other = at.get(loc).and_then(|vs| vs.get(*n)).copied();
+        *n += 1;
+        let Some(w) = other else {
+            if at.contains_key(loc) {
+                continue;
+            }
+            if *comparison {
+                missing_comparison.get_or_insert(*loc);
+            }
+            missing.get_or_insert(*loc);
+            continue;
+        };
+        let parts = match class {
+            DivergenceClass::Accuracy => v
+                .ulps(w)
+                .is_some_and(|u| ((u as f64) + 1.0).log2() >= accuracy_bits as f64),
+            _ => match (v.class(), w.class()) {
+                (Some(a), Some(b)) => a != b,
+                _ => !v.same(w),
+            },
+        };
+        if parts {
+            return Some(*loc);
+        }
+    }
+    match class {
+        DivergenceClass::Accuracy => None,
+        _ => missing_comparison.or(missing),
+    }
 }
 
 /// The special doubles every search tries for each float input: NaN, ±infinity, ±0, the smallest and largest
@@ -235,12 +362,22 @@ mod tests {
             name: "f".into(),
             params: vec![
                 Param::new("x", ParamType::F64),
-                Param::new("n", ParamType::Int { bits: 32, signed: true }),
+                Param::new(
+                    "n",
+                    ParamType::Int {
+                        bits: 32,
+                        signed: true,
+                    },
+                ),
                 Param::new("y", ParamType::F32),
             ],
             ret: crate::types::ReturnType::F64,
         };
-        let base = Input(vec![ArgValue::F64(1.0), ArgValue::Int(2), ArgValue::F32(0.5)]);
+        let base = Input(vec![
+            ArgValue::F64(1.0),
+            ArgValue::Int(2),
+            ArgValue::F32(0.5),
+        ]);
         let inputs = special_inputs(&sig, &[&base]);
         // Ordinary magnitudes around all-ones and around the base, then the special values.
         // Around all-ones 7 * 2; around the base 7 more (its `y` changed repeats an all-ones input).

@@ -194,7 +194,9 @@ fn identity_search_finds_appears() {
     assert_eq!(d.location.map(|l| l.line), Some(1));
     assert_eq!(d.end_p.value(), Some(Scalar::F64(f64::INFINITY)));
     assert!(
-        d.end_p_prime.describe().starts_with("0x1.1ccf385ebc8ap+1023"),
+        d.end_p_prime
+            .describe()
+            .starts_with("0x1.1ccf385ebc8ap+1023"),
         "{:?}",
         d.end_p_prime
     );

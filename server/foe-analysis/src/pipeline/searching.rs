@@ -1,0 +1,188 @@
+//! The phase that runs both builds on each solved function's candidates (the search, special inputs included),
+//! confirms what it found on the shipped binaries, and settles the function's report: its notes, status and cache
+//! entry.
+
+use super::budget::{ordinary_inputs, Budget};
+use super::settle::{base_report, join_reason, no_exception_possible};
+use super::{ms, AnalysisError, CancelToken, FunctionCache, Pending, Phase, Progress};
+use crate::config::AnalysisConfig;
+use crate::confirm::{self, EarlyHarness};
+use crate::exec::{ExecError, Runner};
+use crate::report::{FunctionReport, FunctionStatus, ReasonCode};
+use crate::search::{self, SearchOutcome};
+use crate::solve::child::Solution;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// What the search phase needs beside the functions: settings, budget, cache, the shipped binaries.
+pub(super) struct SearchContext<'a, 'h> {
+    pub config: &'a AnalysisConfig,
+    pub budget: &'a Budget,
+    pub cache: &'a dyn FunctionCache,
+    pub cancel: &'a CancelToken,
+    pub progress: &'a dyn Progress,
+    pub shipped: Option<&'a mut EarlyHarness<'h>>,
+}
+
+/// Runs and settles every solved function; the ones that cannot run (no runner) are settled as failed. Returns the
+/// executions run.
+pub(super) fn search_functions(
+    solved: &[(Pending, Solution)],
+    runner: Option<Result<Runner, ExecError>>,
+    cx: &mut SearchContext<'_, '_>,
+    reports: &mut [Option<FunctionReport>],
+    timings: &mut BTreeMap<String, u64>,
+) -> Result<usize, AnalysisError> {
+    let Some(runner) = runner else {
+        return Ok(0);
+    };
+    cx.progress
+        .phase(Phase::BuildRunner, "instrumented runner built");
+    let mut runner = match runner {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!("cannot build the runner: {e}");
+            for (item, solution) in solved {
+                let mut r = base_report(item, solution, cx.config.solver_timeout_ms);
+                r.note(
+                    ReasonCode::RunnerFailed,
+                    &format!("cannot build the instrumented program: {e}"),
+                );
+                r.reason_codes.retain(|c| *c == ReasonCode::RunnerFailed);
+                r.status = FunctionStatus::Failed;
+                reports[item.index] = Some(r);
+            }
+            return Ok(0);
+        }
+    };
+    cx.progress.phase(Phase::Execute, "running both builds");
+    let started = Instant::now();
+    let mut confirm_ms = 0;
+    let mut executions = 0;
+    let count = solved.len();
+    for (i, (item, solution)) in solved.iter().enumerate() {
+        cx.cancel.check()?;
+        cx.progress.phase(Phase::Execute, &item.info.signature.name);
+        let (report, ran, confirming) = search_one(&mut runner, item, solution, count - i, cx);
+        executions += ran;
+        confirm_ms += confirming;
+        reports[item.index] = Some(report);
+    }
+    timings.insert("execute".to_string(), ms(started));
+    timings.insert("confirm".to_string(), confirm_ms);
+    Ok(executions)
+}
+
+/// One function: search, confirm, notes, status, cache. Returns its report, the executions run and the
+/// milliseconds confirmation took.
+fn search_one(
+    runner: &mut Runner,
+    item: &Pending,
+    solution: &Solution,
+    waiting: usize,
+    cx: &mut SearchContext<'_, '_>,
+) -> (FunctionReport, usize, u64) {
+    let began = Instant::now();
+    let mut report = base_report(item, solution, cx.config.solver_timeout_ms);
+    // With no candidate, ordinary inputs give the function's status an execution to rest on.
+    let ordinary;
+    let candidates = if solution.candidates.is_empty() {
+        ordinary = ordinary_inputs(&item.info.signature);
+        &ordinary
+    } else {
+        &solution.candidates
+    };
+    let domain = (!item.domain.is_empty()).then_some(&item.domain);
+    let deadline = cx.budget.deadline(1.0, item.spent, waiting);
+    let found = search::search_with_special_inputs(
+        runner,
+        &item.info.signature,
+        candidates,
+        domain,
+        cx.config,
+        Some(deadline),
+        &item.p_outputs,
+    );
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            report.note(
+                ReasonCode::ExecutionFailed,
+                &format!("execution failed: {e}"),
+            );
+            report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
+            report.settle_status(false);
+            return (report, 0, 0);
+        }
+    };
+    report.divergences = found.divergences.clone();
+    report.diff_producing = found.diff_producing;
+    report.executions = found.executions;
+    if cx.config.report_plain_exceptions {
+        report.plain_exceptions = found.plain_exceptions.clone();
+    }
+    let confirming = Instant::now();
+    if let Some(shipped) = cx
+        .shipped
+        .as_deref_mut()
+        .filter(|_| !report.divergences.is_empty())
+    {
+        confirm::confirm_function(shipped.get(), &item.info.signature, &mut report);
+    }
+    let confirm_ms = ms(confirming);
+    note_search(&mut report, &found, cx.config);
+    report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
+    let proved = no_exception_possible(item, solution);
+    report.settle_status(proved);
+    report.verdict = Some(crate::report::Verdict::of(&report, proved));
+    // A result cut short by a budget depends on the machine's load: it is not kept.
+    if !report.reason_codes.contains(&ReasonCode::Budget) {
+        cx.cache.put(item.key.clone(), report.clone());
+    }
+    (report, found.executions, confirm_ms)
+}
+
+/// What the search has to say in the report's reason: runs that crashed, stopped, timed out, a budget.
+fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &AnalysisConfig) {
+    if found.crashed > 0 {
+        let first = found.first_crash.as_deref().unwrap_or("crashed");
+        let note = format!(
+            "{} executions did not return normally (first: {first})",
+            found.crashed
+        );
+        // A run that read data no file defines computed nothing of the program: not compared.
+        if found.unknown_data > 0 {
+            report.note(ReasonCode::RunsIncomplete, &note);
+        } else {
+            report.reason = join_reason(&report.reason, &note);
+        }
+    }
+    if found.stopped > 0 {
+        let first = found.first_stop.as_deref().unwrap_or("stopped");
+        let note = format!(
+            "{} executions stopped at a call foe does not run (first: {first})",
+            found.stopped
+        );
+        report.reason = join_reason(&report.reason, &note);
+    }
+    if found.timed_out > 0 {
+        let note = format!(
+            "{} executions did not return within {} ms",
+            found.timed_out, config.exec_timeout_ms
+        );
+        if found.stopped_early {
+            report.note(
+                ReasonCode::RunsIncomplete,
+                &format!("{note}; search stopped early"),
+            );
+        } else {
+            report.reason = join_reason(&report.reason, &note);
+        }
+    }
+    if found.out_of_time {
+        report.note(
+            ReasonCode::Budget,
+            "the search ran out of its time budget before every neighbourhood was explored",
+        );
+    }
+}

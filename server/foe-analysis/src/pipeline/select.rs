@@ -1,0 +1,127 @@
+//! The phase that decides what each function of the file needs: described from P, filtered to the file's own,
+//! skipped (not selected, an interface foe cannot drive), settled later through its callers (the fast-math build
+//! has no callable copy), taken from the per-function cache, or modelled.
+
+use super::cache_key::cache_key;
+use super::settle::NoOwnCopy;
+use super::{AnalysisRequest, FunctionCache};
+use crate::config::AnalysisConfig;
+use crate::domain::{self, Domain};
+use crate::ir::{self, FunctionInfo};
+use crate::report::{FunctionReport, ReasonCode};
+use inkwell::module::Module;
+
+/// A function to model: its index in the file's report, what P says of it, its cache key and declared domain.
+pub(super) struct ToModel {
+    pub index: usize,
+    pub info: FunctionInfo,
+    pub key: String,
+    pub domain: Domain,
+}
+
+/// What each function of the file needs, by index in source order.
+pub(super) struct Selection {
+    /// Functions already settled (skipped, not selected, from the cache); `None` for the others.
+    pub reports: Vec<Option<FunctionReport>>,
+    pub to_model: Vec<ToModel>,
+    /// Functions the fast-math build has no copy of: settled after the others, through the callers holding them.
+    pub inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
+}
+
+/// Sorts the functions P defines (less those linked in from other units) into what each needs.
+pub(super) fn select_functions<'ctx>(
+    request: &AnalysisRequest<'_>,
+    config: &AnalysisConfig,
+    (p_module, pp_module, p_ll): (&Module<'ctx>, &Module<'ctx>, &str),
+    linked_functions: &std::collections::HashSet<String>,
+    cache: &dyn FunctionCache,
+) -> Selection {
+    let mut described = ir::describe_functions(p_module, p_ll);
+    described.retain(|entry| {
+        let name = match entry {
+            Ok(info) => &info.signature.name,
+            Err((name, _)) => name,
+        };
+        !linked_functions.contains(name)
+    });
+    let mut selection = Selection {
+        reports: vec![None; described.len()],
+        to_model: vec![],
+        inlined_away: vec![],
+    };
+    let mut prev_end = 0;
+    for (index, entry) in described.into_iter().enumerate() {
+        let info = match entry {
+            Ok(info) => info,
+            Err((name, reason)) => {
+                selection.reports[index] = Some(FunctionReport::skipped(&name, reason));
+                continue;
+            }
+        };
+        let name = info.signature.name.clone();
+        let (decl_line, end_line) = info
+            .span
+            .as_ref()
+            .map(|s| (s.line, s.end_line))
+            .unwrap_or((0, 0));
+        let (domain, domain_errors) =
+            domain::domain_for(request.text, &info.signature, prev_end, decl_line);
+        prev_end = end_line.max(prev_end);
+        if request.only_function.is_some_and(|f| f != name) {
+            let mut r =
+                FunctionReport::skipped_because(&name, ReasonCode::NotSelected, "not selected");
+            r.signature = Some(info.signature.clone());
+            r.span = info.span.clone();
+            selection.reports[index] = Some(r);
+            continue;
+        }
+        if let Some(err) = domain_errors.first() {
+            tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
+        }
+        let Some(pp_function) = pp_module
+            .get_function(&name)
+            .filter(|f| f.count_basic_blocks() > 0)
+        else {
+            selection
+                .inlined_away
+                .push((index, info, NoOwnCopy::Inlined));
+            continue;
+        };
+        let Some(p_function) = p_module.get_function(&name) else {
+            continue;
+        };
+        // A static function whose unused return value or argument the optimiser dropped cannot be called with
+        // the C signature in P'; its code runs inside its callers' executions.
+        if p_function.get_type() != pp_function.get_type() {
+            selection
+                .inlined_away
+                .push((index, info, NoOwnCopy::SignatureChanged));
+            continue;
+        }
+        let key = cache_key(
+            config,
+            &info,
+            &domain,
+            p_function,
+            pp_function,
+            p_module,
+            pp_module,
+        );
+        if let Some(mut hit) = cache.get(&key) {
+            hit.cached = true;
+            // Keys hold lines relative to the declaration: the cached function may have moved.
+            if let (Some(now), Some(then)) = (&info.span, &hit.span) {
+                hit.shift_lines(now.line as i64 - then.line as i64);
+            }
+            selection.reports[index] = Some(hit);
+            continue;
+        }
+        selection.to_model.push(ToModel {
+            index,
+            info,
+            key,
+            domain,
+        });
+    }
+    selection
+}

@@ -111,7 +111,7 @@ impl<'a> RealEvaluator<'a> {
 
     /// An MPFR result: exact when MPFR says it is and every operand was, else an approximation; an infinite or
     /// NaN result (beyond MPFR's exponent range) has no value.
-    fn from_mpfr(
+    fn checked_result(
         &self,
         (value, rounding): (Float, Ordering),
         operands_exact: bool,
@@ -292,7 +292,7 @@ impl<'a> RealEvaluator<'a> {
                 Float::with_val_round(p, &x / &y, Round::Nearest)
             }
         };
-        self.from_mpfr(r, false)
+        self.checked_result(r, false)
     }
 
     fn compare(&self, op: CmpOp, a: &Expr, b: &Expr) -> Result<bool, NoReference> {
@@ -423,7 +423,7 @@ impl<'a> RealEvaluator<'a> {
             MathFn::Hypot => {
                 let (y, y_rounding) = second()?;
                 let r = round!(xf.hypot_ref(&y));
-                return self.from_mpfr(r, exact && y_rounding == Ordering::Equal);
+                return self.checked_result(r, exact && y_rounding == Ordering::Equal);
             }
             MathFn::Atan2 => {
                 // atan2(y, x): the model keeps C's argument order.
@@ -432,10 +432,10 @@ impl<'a> RealEvaluator<'a> {
                     return Err(outside());
                 }
                 let r = round!(xf.atan2_ref(&other));
-                return self.from_mpfr(r, exact && other_rounding == Ordering::Equal);
+                return self.checked_result(r, exact && other_rounding == Ordering::Equal);
             }
         };
-        self.from_mpfr(r, exact)
+        self.checked_result(r, exact)
     }
 
     /// `pow(x, y)` over the reals: a negative base needs an integral exponent, zero a non-negative one.
@@ -472,7 +472,7 @@ impl<'a> RealEvaluator<'a> {
             Num::Approx(f) => (f.clone(), Ordering::Equal),
         };
         let r = Float::with_val_round(p, (&xf).pow(&yf), Round::Nearest);
-        self.from_mpfr(r, exact && xr == Ordering::Equal && yr == Ordering::Equal)
+        self.checked_result(r, exact && xr == Ordering::Equal && yr == Ordering::Equal)
     }
 
     /// `fmod(x, y)`: x − trunc(x / y)·y, which has no value for y = 0.
@@ -485,11 +485,11 @@ impl<'a> RealEvaluator<'a> {
         }
         if let (Num::Exact(a), Num::Exact(b)) = (x, y) {
             let quotient = Rational::from(a / b).trunc();
-            return Ok(self.exact(Rational::from(a - quotient * b)));
+            return Ok(self.exact(a - quotient * b));
         }
         let (a, b) = (self.float(x), self.float(y));
         let r = Float::with_val_round(self.precision, &a % &b, Round::Nearest);
-        self.from_mpfr(r, false)
+        self.checked_result(r, false)
     }
 }
 

@@ -123,6 +123,11 @@ fn expectations(text: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// Whether a diagnostic's cause is flush-to-zero, which no source edit reaches (the link flags set it).
+fn from_flush_to_zero(d: &Value) -> bool {
+    d["data"]["cause"]["id"] == "flush_to_zero"
+}
+
 fn line_of(d: &Value) -> u64 {
     d["range"]["start"]["line"].as_u64().unwrap()
 }
@@ -299,8 +304,9 @@ fn diagnostics_hover_replay_and_verified_fix() {
         String::from_utf8_lossy(&out.stderr)
     );
     let replayed: Value = serde_json::from_str(&stdout).expect("foe replay --format json");
+    // An exception divergence replays as differing traces, a result divergence as differing outputs.
     assert!(
-        !replayed["first_divergence"].is_null(),
+        !replayed["first_divergence"].is_null() || !replayed["result"].is_null(),
         "foe replay does not confirm the divergence:\n{stdout}"
     );
 
@@ -351,8 +357,11 @@ fn diagnostics_hover_replay_and_verified_fix() {
     );
     s.client.did_change(&uri, 2, &fixed).unwrap();
     let after = s.diagnostics(&uri, 2);
+    // What is left in identity is what only the link flags cause (flush-to-zero of a subnormal input).
     assert!(
-        after.iter().all(|d| d["data"]["function"] != "identity"),
+        after
+            .iter()
+            .all(|d| d["data"]["function"] != "identity" || from_flush_to_zero(d)),
         "identity still flagged: {after:#?}"
     );
     on_line(&after, &fixed, "0.125*(3-2*v)");
@@ -463,10 +472,12 @@ fn the_fix_of_an_inlined_helper_goes_into_the_helper_and_is_verified() {
     let scale = on_line(&diags, HELPERS, "x * 4.0 / 4.0").clone();
     assert_ne!(scale["data"]["function"], "scale", "{scale}");
 
-    // The diagnostics `g` reported come from two helpers: one action for each.
+    // The overflow diagnostics `g` reported come from two helpers: one action for each. (Its own line has a
+    // flush-to-zero finding, which no source edit reaches.)
     let of_g: Vec<Value> = diags
         .iter()
         .filter(|d| d["data"]["function"] == "g")
+        .filter(|d| d["code"].as_str().is_some_and(|c| c.contains("overflow")))
         .cloned()
         .collect();
     let actions = s.request(
@@ -526,7 +537,9 @@ fn the_fix_of_an_inlined_helper_goes_into_the_helper_and_is_verified() {
         .position(|l| l.contains("x * 4.0 / 4.0"))
         .unwrap() as u64;
     assert!(
-        after.iter().all(|d| line_of(d) != scale_line),
+        after
+            .iter()
+            .all(|d| line_of(d) != scale_line || from_flush_to_zero(d)),
         "scale's line still flagged: {after:#?}"
     );
     on_line(&after, &fixed, "x * 2.0 * 0.5");

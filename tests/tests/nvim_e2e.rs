@@ -140,8 +140,11 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
 
     let after = r["after_fix"].as_array().cloned().unwrap_or_default();
     assert!(!after.is_empty(), "no diagnostics after the fix: {text}");
+    // What is left in identity is what only the link flags cause (flush-to-zero of a subnormal input).
     assert!(
-        after.iter().all(|d| d["function"] != "identity"),
+        after
+            .iter()
+            .all(|d| d["function"] != "identity" || d["cause"] == "flush_to_zero"),
         "identity still flagged: {after:#?}"
     );
     assert!(after.iter().any(|d| d["function"] == "turbine1"));

@@ -174,7 +174,7 @@ pub fn confirm_function(
             d.shipped_trace_p_prime = rpp.trace.clone();
             if same_way {
                 d.confirmation = Confirmation::Confirmed;
-                to_explain.push((kept.len(), input, rp, Explain::Result(d.clone())));
+                to_explain.push((kept.len(), input, rp, Explain::Result(Box::new(d.clone()))));
                 kept.push(d);
             } else if stubbed.is_empty() {
                 dropped += 1;
@@ -293,7 +293,7 @@ enum Explain {
     Sets,
     Sequence,
     /// A result divergence (its instrumented runs name the outputs to read back).
-    Result(Divergence),
+    Result(Box<Divergence>),
 }
 
 /// [`decide`] on the probes' runs of one witness so far.

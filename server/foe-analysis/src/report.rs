@@ -133,16 +133,24 @@ pub enum Reference {
 }
 
 impl Reference {
-    /// Bits the fast-math build loses beyond the plain build's (negative when it is the more accurate).
+    /// Bits the fast-math build loses beyond the plain build's (negative when it is the more accurate); `None`
+    /// without a reference, and for an exact value of 0: a compensation term (TwoSum's `err`) is 0 over the reals,
+    /// so Herbie's bits would call the plain build's correct error term wrong (seeds 001 and 002 never measure it).
     pub fn bits_lost(&self) -> Option<f64> {
         match self {
             Reference::Exact {
                 bits_plain,
                 bits_fast_math,
+                zero: false,
                 ..
             } => Some(bits_fast_math - bits_plain),
-            Reference::None { .. } => None,
+            _ => None,
         }
+    }
+
+    /// Whether the fast-math build is measurably the closer to the real-number result.
+    pub fn fast_math_more_accurate(&self) -> bool {
+        self.bits_lost().is_some_and(|lost| lost < 0.0)
     }
 }
 
@@ -314,6 +322,23 @@ pub struct PlainException {
     pub line: Option<u32>,
     pub column: Option<u32>,
     pub inputs: Vec<NamedValue>,
+    /// Ariadne's classification of an overflow or underflow: whether the function's real-number result on this
+    /// input is representable (then the exception is an artefact of the evaluation order, avoidable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avoidable: Option<Avoidability>,
+}
+
+/// Ariadne's split of the overflows and underflows the plain build raises (thesis, section 5.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Avoidability {
+    /// The real-number result is a normal float (or 0 for an underflow's result that is exactly 0): another
+    /// evaluation of the same formula would not raise it.
+    Avoidable,
+    /// The real-number result itself overflows or is subnormal.
+    Unavoidable,
+    /// No exact reference for this input (the reason).
+    Unknown(String),
 }
 
 /// Formula counts in the paper's Table III sense.
@@ -612,7 +637,10 @@ impl Verdict {
                     .iter()
                     .take(4)
                     .map(|v| {
-                        let short = v.raw.map(|r| r.short()).unwrap_or_else(|| v.decimal.clone());
+                        let short = v
+                            .raw
+                            .map(|r| r.short())
+                            .unwrap_or_else(|| v.decimal.clone());
                         format!("{}={short}", v.name)
                     })
                     .collect();

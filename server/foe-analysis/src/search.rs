@@ -126,6 +126,12 @@ pub fn search_with_special_inputs(
     paths: &[crate::accuracy::PathOutputs],
 ) -> Result<SearchOutcome, ExecError> {
     let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
+    // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
+    for e in &mut out.plain_exceptions {
+        if let Some(input) = input_of_named(sig, &e.inputs) {
+            e.avoidable = results::avoidability(e.kind, paths, sig, &input);
+        }
+    }
     // The real-number result of each result divergence's output, on the path its input takes in P.
     for d in &mut out.divergences {
         let Some(input) = full_input(sig, d) else {
@@ -140,7 +146,12 @@ pub fn search_with_special_inputs(
 
 /// The whole input of a divergence (pointer placeholders included), from its named values.
 fn full_input(sig: &FunctionSignature, d: &Divergence) -> Option<Input> {
-    let mut named = d.inputs.iter();
+    input_of_named(sig, &d.inputs)
+}
+
+/// The whole input (pointer placeholders included) from the named values of the searchable parameters.
+fn input_of_named(sig: &FunctionSignature, inputs: &[NamedValue]) -> Option<Input> {
+    let mut named = inputs.iter();
     let values = sig
         .params
         .iter()
@@ -776,6 +787,7 @@ fn collect_plain(
                 line: e.line,
                 column: e.column,
                 inputs: named_inputs(sig, input),
+                avoidable: None,
             });
         }
     }

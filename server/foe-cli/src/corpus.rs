@@ -17,6 +17,8 @@ struct FileRun {
     exit: Option<i32>,
     /// (status, reason codes, executions) per function.
     functions: Vec<(String, Vec<String>, u64)>,
+    /// (class, cause, confirmation) per reported divergence.
+    divergences: Vec<(String, String, String)>,
     /// The first line foe printed on stderr when it failed.
     error: String,
 }
@@ -96,6 +98,18 @@ pub fn run(
                     .collect()
             })
             .unwrap_or_default();
+        let divergences = run
+            .output
+            .as_ref()
+            .and_then(|r| r["functions"].as_array())
+            .into_iter()
+            .flatten()
+            .flat_map(|f| f["divergences"].as_array().into_iter().flatten())
+            .map(|d| {
+                let text = |k: &str| d[k].as_str().unwrap_or("?").to_string();
+                (text("class"), text("cause"), text("confirmation"))
+            })
+            .collect();
         let error = run.failure(limit).unwrap_or_default();
         eprintln!(
             "[{}/{}] {} {:.1} s{}",
@@ -114,6 +128,7 @@ pub fn run(
             seconds: run.seconds,
             exit: run.exit,
             functions,
+            divergences,
             error,
         });
     }
@@ -179,6 +194,23 @@ fn summary(runs: &[FileRun]) -> String {
         seconds.iter().sum::<f64>()
     );
     let _ = writeln!(out, "executions (each on both builds): {executions}");
+    // Divergences by kind (exception classes and result classes) and cause, and how they were confirmed.
+    let mut by_kind: BTreeMap<(&str, &str), [usize; 3]> = BTreeMap::new();
+    for (class, cause, confirmation) in runs.iter().flat_map(|r| &r.divergences) {
+        let slot = match confirmation.as_str() {
+            "confirmed" => 0,
+            "trace_only" => 1,
+            _ => 2,
+        };
+        by_kind.entry((class, cause)).or_default()[slot] += 1;
+    }
+    let _ = writeln!(
+        out,
+        "\n| divergence | cause | confirmed | trace only | not run |\n|---|---|---|---|---|"
+    );
+    for ((class, cause), [c, t, n]) in &by_kind {
+        let _ = writeln!(out, "| {class} | {cause} | {c} | {t} | {n} |");
+    }
     let mut slowest: Vec<&FileRun> = runs.iter().collect();
     slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
     let _ = writeln!(out, "slowest files:");

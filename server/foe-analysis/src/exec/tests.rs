@@ -458,7 +458,7 @@ fn forged_and_flooded_replies_are_errors() {
 #include <stdint.h>
 #include <unistd.h>
 struct rec { uint32_t input; uint8_t build, status; uint16_t flags; uint32_t detail, nevents; uint64_t ret;
-             uint32_t noutputs, reserved; };
+             uint32_t noutputs, nvalues; };
 static void put_out(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents, uint32_t noutputs) {
   struct rec r = {input, build, 0, 0, detail, nevents, 0, noutputs, 0};
   write(1, &r, sizeof r);
@@ -467,7 +467,7 @@ static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents
   put_out(input, build, detail, nevents, 0);
 }
 int main(void) {
-  put(0xffffffffu, 0xff, 2, 0);
+  put(0xffffffffu, 0xff, 3, 0);
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1

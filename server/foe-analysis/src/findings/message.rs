@@ -114,17 +114,13 @@ fn result_what(d: &Divergence) -> String {
                 ));
             }
         }
-        (
-            Some(Reference::Exact {
-                value,
-                bits_plain,
-                bits_fast_math,
-                ..
-            }),
-            _,
-        ) if bits_fast_math < bits_plain => s.push_str(&format!(
-            " (exact: {value}): the fast-math build is the more accurate"
-        )),
+        (Some(reference @ Reference::Exact { value, .. }), _)
+            if reference.fast_math_more_accurate() =>
+        {
+            s.push_str(&format!(
+                " (exact: {value}): the fast-math build is the more accurate"
+            ))
+        }
         (Some(Reference::Exact { value, .. }), _) => s.push_str(&format!(" (exact: {value})")),
         (_, DivergenceClass::Accuracy) => {
             if let Some(bits) = r.bits() {

@@ -191,11 +191,21 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
         out.extend(divergence_findings(report, f, options));
         for e in &f.plain_exceptions {
             let Some(line) = e.line else { continue };
-            let message = format!(
+            let mut message = format!(
                 "the plain build raises {} here ({})",
                 e.kind,
                 message::short_inputs(&e.inputs, usize::MAX)
             );
+            match &e.avoidable {
+                Some(crate::report::Avoidability::Avoidable) => message.push_str(
+                    "; avoidable: the real-number result is representable, another evaluation order would not \
+                     raise it",
+                ),
+                Some(crate::report::Avoidability::Unavoidable) => {
+                    message.push_str("; unavoidable: the real-number result itself is not representable")
+                }
+                _ => {}
+            }
             out.push(note(
                 Code::Plain(e.kind),
                 Severity::Information,
@@ -342,8 +352,7 @@ fn divergence_findings(
             .result
             .as_ref()
             .and_then(|r| r.reference.as_ref())
-            .and_then(|r| r.bits_lost())
-            .is_some_and(|lost| lost < 0.0);
+            .is_some_and(|r| r.fast_math_more_accurate());
         if matches!(code, Code::Accuracy | Code::SpecialValue) && more_accurate {
             severity = severity.max(Severity::Information);
         }

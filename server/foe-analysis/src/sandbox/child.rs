@@ -55,10 +55,11 @@ impl Plan {
                 }
                 layers |= Layers::CLOSED_FDS;
             }
+            // The limit on open files comes after the pipe below: foe's other threads may hold more descriptors
+            // than it allows, and a pipe made under it would fail for want of a free number.
             let rlimits_ok = set_limit(libc::RLIMIT_CORE, 0)
                 & set_limit(libc::RLIMIT_AS, self.memory)
                 & set_limit(libc::RLIMIT_CPU, self.cpu)
-                & set_limit(libc::RLIMIT_NOFILE, MAX_OPEN_FILES)
                 & set_limit(libc::RLIMIT_FSIZE, MAX_FILE_BYTES);
 
             layers |= self.enter_namespaces();
@@ -91,7 +92,8 @@ impl Plan {
                 libc::close(alive[0]);
             }
             // One process is all the worker may have (the namespace counts only its own).
-            let nproc_ok = set_limit(libc::RLIMIT_NPROC, 1);
+            let nproc_ok =
+                set_limit(libc::RLIMIT_NPROC, 1) & set_limit(libc::RLIMIT_NOFILE, MAX_OPEN_FILES);
             if rlimits_ok && nproc_ok {
                 layers |= Layers::RLIMITS;
             }
@@ -323,7 +325,10 @@ impl ToolPlan {
             }
             libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
         }
-        if let Some(program) = self.seccomp.filter(|_| self.disabled & Layers::SECCOMP == 0) {
+        if let Some(program) = self
+            .seccomp
+            .filter(|_| self.disabled & Layers::SECCOMP == 0)
+        {
             let _ = seccompiler::apply_filter(program);
         }
         Ok(())

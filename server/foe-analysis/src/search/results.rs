@@ -79,6 +79,11 @@ pub fn reference(
     sig: &FunctionSignature,
     input: &Input,
 ) -> Reference {
+    if non_finite(input) {
+        return Reference::None {
+            why: "a NaN or infinite input has no real-number value".into(),
+        };
+    }
     let (ret, writes) = match accuracy::exact_outputs(paths, sig, input) {
         Exact::Known { ret, writes } => (ret, writes),
         Exact::NoReference(why) => {
@@ -120,6 +125,46 @@ pub fn reference(
         bits_plain: bits(d.plain),
         bits_fast_math: bits(d.fast_math),
     }
+}
+
+/// Ariadne's classification of an overflow or underflow the plain build raises on `input`: avoidable when the
+/// function's real-number result (its return value, on the path the input takes) is representable: finite for an
+/// overflow, zero or normal for an underflow; `None` for the other kinds and functions without a float result.
+pub fn avoidability(
+    kind: crate::types::ExceptionKind,
+    paths: &[PathOutputs],
+    sig: &FunctionSignature,
+    input: &Input,
+) -> Option<crate::report::Avoidability> {
+    use crate::report::Avoidability;
+    use crate::types::{ExceptionKind, ReturnType};
+    if !matches!(kind, ExceptionKind::Overflow | ExceptionKind::Underflow) {
+        return None;
+    }
+    let (fmt_min, fmt) = match sig.ret {
+        ReturnType::F64 => (f64::MIN_POSITIVE, crate::round::FloatFormat::Double),
+        ReturnType::F32 => (f32::MIN_POSITIVE as f64, crate::round::FloatFormat::Single),
+        _ => return None,
+    };
+    let exact = match accuracy::exact_outputs(paths, sig, input) {
+        Exact::Known { ret: Some(v), .. } => v,
+        Exact::Known { ret: None, .. } => {
+            return Some(Avoidability::Unknown(
+                "the model has no return value".into(),
+            ))
+        }
+        Exact::NoReference(why) => return Some(Avoidability::Unknown(why.to_string())),
+    };
+    let rounded = exact.round_to(fmt);
+    let representable = match kind {
+        ExceptionKind::Overflow => rounded.is_finite(),
+        _ => exact.is_zero() || rounded.abs() >= fmt_min,
+    };
+    Some(if representable {
+        Avoidability::Avoidable
+    } else {
+        Avoidability::Unavoidable
+    })
 }
 
 /// Where the two builds' values first part on `input`: both builds run again recording each operation's value;
@@ -354,6 +399,37 @@ mod tests {
         assert_eq!(d.class, DivergenceClass::SpecialValue);
         assert_eq!(d.output.as_deref(), Some("*err"));
         assert_eq!(d.fast_math, Scalar::F64(0.0));
+    }
+
+    #[test]
+    fn a_folded_nan_check_is_flagged_where_the_plain_build_tests() {
+        let src = "#include <math.h>\ndouble f(double x) {\n  if (isnan(x))\n    return 0.0;\n  return x * 2.0;\n}\n\
+                   double g(double a, double b, double *err) {\n  double s = a + b;\n  double bb = s - a;\n  \
+                   *err = (a - (s - bb)) + (b - bb);\n  return s;\n}\n";
+        let cfg = crate::config::AnalysisConfig::default();
+        let (mut runner, sigs) = crate::exec::testutil::runner(src, &cfg);
+        let f = sigs.iter().find(|s| s.name == "f").expect("f");
+        let nan = Input(vec![ArgValue::F64(f64::NAN)]);
+        let pair = runner.run("f", std::slice::from_ref(&nan)).expect("runs");
+        let d = compare(&pair[0].p.end, &pair[0].pp.end, 20).expect("the check is folded");
+        assert_eq!(d.class, DivergenceClass::SpecialValue);
+        let loc = where_values_part(&mut runner, f, &nan, d.class, 20).expect("a place");
+        assert_eq!(
+            loc.line, 3,
+            "the isnan test, which the fast-math build no longer makes"
+        );
+        // TwoSum: the compensation is computed from line 9 on in the plain build only.
+        let g = sigs.iter().find(|s| s.name == "g").expect("g");
+        let input = Input(vec![
+            ArgValue::F64(1.0),
+            ArgValue::F64(1e-20),
+            ArgValue::OutPtr,
+        ]);
+        let pair = runner.run("g", std::slice::from_ref(&input)).expect("runs");
+        let d = compare(&pair[0].p.end, &pair[0].pp.end, 20).expect("the error term is lost");
+        assert_eq!(d.output.as_deref(), Some("*err"));
+        let loc = where_values_part(&mut runner, g, &input, d.class, 20).expect("a place");
+        assert_eq!(loc.line, 9, "bb = s - a, where the compensation starts");
     }
 
     #[test]

@@ -332,8 +332,8 @@ pub struct PlainException {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Avoidability {
-    /// The real-number result is a normal float (or 0 for an underflow's result that is exactly 0): another
-    /// evaluation of the same formula would not raise it.
+    /// The real-number result is a normal float (in [-Ω, Ω], magnitude at least λ): another evaluation of the
+    /// same formula might not raise it.
     Avoidable,
     /// The real-number result itself overflows or is subnormal.
     Unavoidable,

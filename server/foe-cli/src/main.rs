@@ -514,6 +514,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if let Some(b) = settings.file_budget_ms {
                 args.extend(["--file-budget-ms".to_string(), b.to_string()]);
             }
+            if settings.plain_exceptions {
+                args.push("--plain-exceptions".to_string());
+            }
+            for pair in &settings.set {
+                args.extend(["--set".to_string(), pair.clone()]);
+            }
             let files = corpus::corpus_files(&corpus)?;
             let limit = std::time::Duration::from_secs(file_limit_s);
             corpus::run(&corpus, &files, limit, &args, reports.as_deref())?;

@@ -128,8 +128,8 @@ pub fn reference(
 }
 
 /// Ariadne's classification of an overflow or underflow the plain build raises on `input`: avoidable when the
-/// function's real-number result (its return value, on the path the input takes) is representable: finite for an
-/// overflow, zero or normal for an underflow; `None` for the other kinds and functions without a float result.
+/// function's real-number result (its return value, on the path the input takes) is a normal float (finite, and
+/// at least the smallest normal in magnitude); `None` for the other kinds and functions without a float result.
 pub fn avoidability(
     kind: crate::types::ExceptionKind,
     paths: &[PathOutputs],
@@ -155,11 +155,10 @@ pub fn avoidability(
         }
         Exact::NoReference(why) => return Some(Avoidability::Unknown(why.to_string())),
     };
+    // Ariadne's criterion (thesis 5.2): the real result lies in [-Ω, Ω] and its magnitude is at least λ, the
+    // smallest normal (so a result of exactly 0 is not avoidable either).
     let rounded = exact.round_to(fmt);
-    let representable = match kind {
-        ExceptionKind::Overflow => rounded.is_finite(),
-        _ => exact.is_zero() || rounded.abs() >= fmt_min,
-    };
+    let representable = rounded.is_finite() && rounded.abs() >= fmt_min;
     Some(if representable {
         Avoidability::Avoidable
     } else {

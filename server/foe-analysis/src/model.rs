@@ -5,9 +5,11 @@
 //! operator) and [`model_pair`] (both builds of a function over the same inputs, values read through pointers
 //! included). Submodules, each using only those before it: [`llvm`] (read-only IR access), `memory` (values
 //! and memory), `state` (one path's state), `values` (pure value rules), `calls` (which callees the model
-//! understands), `exec` (the executor, with its instructions in `exec/`).
+//! understands), `exec` (the executor, with its instructions in `exec/`); all of them report through `error`
+//! ([`ModelError`], a leaf).
 
 mod calls;
+mod error;
 mod exec;
 mod llvm;
 mod memory;
@@ -21,6 +23,7 @@ use crate::round::FloatFormat;
 use crate::sym::{Expr, Formula};
 use crate::types::{Build, ExceptionKind, FunctionSignature, Param, PointeeOf, SourceLoc};
 pub use calls::{predicate_name, runs_natively, Plain, REPLACES_C_LIBRARY};
+pub use error::ModelError;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetMachine};
@@ -55,12 +58,14 @@ fn pipeline(build: Build) -> &'static str {
     }
 }
 
-fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachine, String> {
-    static INIT: OnceLock<Result<(), String>> = OnceLock::new();
-    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default()))
-        .clone()?;
-    let target =
-        Target::from_triple(triple).map_err(|e| format!("no LLVM target for {triple}: {e}"))?;
+fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachine, ModelError> {
+    static INIT: OnceLock<Result<(), ModelError>> = OnceLock::new();
+    INIT.get_or_init(|| {
+        Target::initialize_native(&InitializationConfig::default()).map_err(ModelError::Llvm)
+    })
+    .clone()?;
+    let target = Target::from_triple(triple)
+        .map_err(|e| ModelError::Llvm(format!("no LLVM target for {triple}: {e}")))?;
     target
         .create_target_machine(
             triple,
@@ -70,12 +75,12 @@ fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachi
             RelocMode::Default,
             CodeModel::Default,
         )
-        .ok_or_else(|| format!("cannot create a target machine for {triple}"))
+        .ok_or_else(|| ModelError::Llvm(format!("cannot create a target machine for {triple}")))
 }
 
 /// Runs on the analysis copy of a build's module (it mutates it): for P `sroa` + `mem2reg`, for P' the
 /// `scalarizer` (P' has `<2 x double>` SLP vector operations).
-pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), String> {
+pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), ModelError> {
     let mut triple = module.get_triple();
     if triple.as_str().to_bytes().is_empty() {
         triple = TargetMachine::get_default_triple();
@@ -83,7 +88,7 @@ pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), St
     let machine = target_machine(&triple)?;
     module
         .run_passes(pipeline(build), &machine, PassBuilderOptions::create())
-        .map_err(|e| format!("LLVM passes `{}` failed: {e}", pipeline(build)))
+        .map_err(|e| ModelError::Llvm(format!("LLVM passes `{}` failed: {e}", pipeline(build))))
 }
 
 /// The plain counterpart of a call of a constrained FP intrinsic (`llvm.experimental.constrained.fadd` is
@@ -91,7 +96,7 @@ pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), St
 /// compute in. The instrumenter names sites with it.
 pub fn constrained_call(
     inst: inkwell::values::InstructionValue<'_>,
-) -> Option<Result<Plain, String>> {
+) -> Option<Result<Plain, ModelError>> {
     use inkwell::values::AsValueRef;
     let inst = Val::new(inst.as_value_ref())?;
     (inst.opcode() == Some(LLVMOpcode::LLVMCall))
@@ -196,17 +201,23 @@ pub fn model_pair(
     sig: &FunctionSignature,
     cfg: &AnalysisConfig,
     deadline: Option<std::time::Instant>,
-) -> Result<ModelledPair, String> {
+) -> Result<ModelledPair, ModelError> {
     let pointees = PointeeTable::shared(sig.params.len() as u32);
     // The plain build gets the first half of the time; the fast-math build the rest.
     let half = deadline.map(|d| {
         let now = std::time::Instant::now();
         now + d.saturating_duration_since(now) / 2
     });
+    let in_build = |build| {
+        move |error| ModelError::InBuild {
+            build,
+            error: Box::new(error),
+        }
+    };
     let p = model_function(p_module, sig, Build::P, cfg, &pointees, half)
-        .map_err(|r| format!("cannot model the plain build: {r}"))?;
+        .map_err(in_build(Build::P))?;
     let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees, deadline)
-        .map_err(|r| format!("cannot model the fast-math build: {r}"))?;
+        .map_err(in_build(Build::PPrime))?;
     let table = pointees.borrow();
     let mut path_stops = p.path_stops;
     for (reason, n) in pp.path_stops {
@@ -258,15 +269,16 @@ pub fn model_function(
     cfg: &AnalysisConfig,
     pointees: &Pointees,
     deadline: Option<std::time::Instant>,
-) -> Result<Modelled, String> {
-    let function = llvm::function(module, &sig.name)
-        .ok_or_else(|| format!("`{}` is not in the {} build", sig.name, build.label()))?;
+) -> Result<Modelled, ModelError> {
+    let function = llvm::function(module, &sig.name).ok_or_else(|| ModelError::NotInBuild {
+        function: sig.name.clone(),
+        build,
+    })?;
     if function.entry_block().is_none() {
-        return Err(format!(
-            "`{}` has no body in the {} build",
-            sig.name,
-            build.label()
-        ));
+        return Err(ModelError::NoBody {
+            function: sig.name.clone(),
+            build,
+        });
     }
     check_supported(function)?;
     let mut executor = exec::Executor::new(
@@ -298,7 +310,7 @@ pub fn model_function(
 /// Fails with a reason when `function` itself uses an instruction, callee or type that the model does not
 /// handle, so that the reason does not depend on which paths get explored. What a callee cannot model ends
 /// only the paths that call it (a function of another unit may do anything on its error paths).
-fn check_supported(function: Val<'_>) -> Result<(), String> {
+fn check_supported(function: Val<'_>) -> Result<(), ModelError> {
     let mut seen = HashSet::new();
     let mut todo = vec![function];
     while let Some(f) = todo.pop() {
@@ -315,15 +327,14 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
                 continue;
             }
             for inst in b.instructions() {
-                let opcode = inst.opcode().ok_or("internal: not an instruction")?;
+                let opcode = inst
+                    .opcode()
+                    .ok_or_else(|| ModelError::internal("not an instruction"))?;
                 check_type(inst.ty())?;
                 if opcode == LLVMOpcode::LLVMCall {
                     calls::classify(inst)?;
                 } else if !SUPPORTED.contains(&opcode) {
-                    return Err(format!(
-                        "uses the `{}` instruction",
-                        values::opcode_name(opcode)
-                    ));
+                    return Err(ModelError::Instruction(values::opcode_name(opcode)));
                 }
                 if matches!(opcode, LLVMOpcode::LLVMBr | LLVMOpcode::LLVMSwitch) {
                     blocks.extend((0..inst.num_successors()).map(|i| inst.successor(i)));
@@ -334,15 +345,15 @@ fn check_supported(function: Val<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn check_type(ty: llvm::Ty<'_>) -> Result<(), String> {
+fn check_type(ty: llvm::Ty<'_>) -> Result<(), ModelError> {
     use LLVMTypeKind::*;
     match ty.kind() {
         // `long double` ends the path that computes with it (see `exec::uses_long_double`), so an unused branch
         // (musl's classification macros keep one at -O0) does not cost the whole function.
-        LLVMHalfTypeKind | LLVMBFloatTypeKind | LLVMFP128TypeKind | LLVMPPC_FP128TypeKind => {
-            Err(format!("uses the `{}` floating-point type", ty.text()))
-        }
-        LLVMScalableVectorTypeKind => Err("uses scalable vectors".into()),
+        LLVMHalfTypeKind | LLVMBFloatTypeKind | LLVMFP128TypeKind | LLVMPPC_FP128TypeKind => Err(
+            ModelError::Unsupported(format!("uses the `{}` floating-point type", ty.text())),
+        ),
+        LLVMScalableVectorTypeKind => Err(ModelError::unsupported("uses scalable vectors")),
         LLVMVectorTypeKind | LLVMArrayTypeKind => check_type(ty.element()),
         _ => Ok(()),
     }

@@ -421,19 +421,6 @@ pub enum ReasonCode {
     RunsIncomplete,
 }
 
-impl ReasonCode {
-    /// Sorts a model error message into a category.
-    pub fn of_model_error(reason: &str) -> ReasonCode {
-        if reason.contains("calls external function") || reason.contains("calls the intrinsic") {
-            ReasonCode::ExternalCall
-        } else if reason.contains("parameters in this build") || reason.contains("return type") {
-            ReasonCode::SignatureDiffers
-        } else {
-            ReasonCode::Unsupported
-        }
-    }
-}
-
 /// Where a function sits in the source, for fixes and diagnostics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionSpan {

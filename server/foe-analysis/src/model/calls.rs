@@ -3,6 +3,7 @@
 //! counterparts: [`constrained`]), classified without the executor. Executing them is `exec/library.rs`;
 //! Ariadne's rules for elementary functions (Figure 3.3 of the thesis) are applied in `exec/fp_ops.rs`.
 
+use super::error::ModelError;
 use super::llvm::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Val};
 use super::memory::Value;
 use super::values::{icmp, int_binary, int_parts, opcode_name, select};
@@ -129,15 +130,17 @@ impl Callee<'_> {
 pub const REPLACES_C_LIBRARY: &str = "foe-replaces-c-library";
 
 /// Classifies the callee of `call`; an error names what cannot be modelled.
-pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, String> {
+pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, ModelError> {
     let called = call
         .called_value()
-        .ok_or("internal: call without a callee")?;
+        .ok_or_else(|| ModelError::internal("call without a callee"))?;
     if called.is_inline_asm() {
-        return Err("uses inline assembly".into());
+        return Err(ModelError::unsupported("uses inline assembly"));
     }
     if !called.is_function() {
-        return Err("makes an indirect call (through a function pointer)".into());
+        return Err(ModelError::unsupported(
+            "makes an indirect call (through a function pointer)",
+        ));
     }
     let name = called.name();
     match constrained(call) {
@@ -264,7 +267,7 @@ pub fn predicate_name(p: LLVMRealPredicate) -> Option<&'static str> {
 /// A call of a constrained intrinsic read as its plain counterpart; None for any other call. Err when it rounds
 /// other than to nearest (`#pragma STDC FENV_ROUND`, `-frounding-math`): the model computes, and the worker
 /// runs, in round-to-nearest only.
-pub(super) fn constrained(call: Val<'_>) -> Option<Result<Plain, String>> {
+pub(super) fn constrained(call: Val<'_>) -> Option<Result<Plain, ModelError>> {
     let name = call.called_value()?.name();
     let rest = name.strip_prefix(CONSTRAINED)?;
     let op = rest.split('.').next().unwrap_or("");
@@ -275,10 +278,10 @@ pub(super) fn constrained(call: Val<'_>) -> Option<Result<Plain, String>> {
         .iter()
         .find(|m| m.starts_with("round.") && *m != NEAREST)
     {
-        return Some(Err(format!(
-            "rounds with `{mode}` in `{name}` (a rounding-mode pragma or `-frounding-math`): foe models \
-             round-to-nearest only"
-        )));
+        return Some(Err(ModelError::RoundingMode {
+            mode: mode.clone(),
+            callee: name,
+        }));
     }
     let Some(opcode) = constrained_instruction(op) else {
         return Some(Ok(Plain::Intrinsic(format!("llvm.{rest}"))));
@@ -289,7 +292,11 @@ pub(super) fn constrained(call: Val<'_>) -> Option<Result<Plain, String>> {
             .find_map(|m| PREDICATES.iter().find(|(n, _)| n == m).map(|(_, p)| *p));
         match found {
             Some(p) => Some(p),
-            None => return Some(Err(format!("internal: `{name}` without a predicate"))),
+            None => {
+                return Some(Err(ModelError::internal(format!(
+                    "`{name}` without a predicate"
+                ))))
+            }
         }
     } else {
         None
@@ -309,7 +316,7 @@ pub(super) fn value_args(call: Val<'_>) -> u32 {
 }
 
 /// An LLVM intrinsic (`llvm.sqrt.f64`) by its name.
-fn intrinsic(name: String) -> Result<Callee<'static>, String> {
+fn intrinsic(name: String) -> Result<Callee<'static>, ModelError> {
     let rest = name.strip_prefix("llvm.").unwrap_or(&name).to_string();
     let base = rest.split('.').next().unwrap_or("");
     match base {
@@ -368,7 +375,7 @@ fn intrinsic(name: String) -> Result<Callee<'static>, String> {
         }),
         other => match libm_call(other) {
             Some(func) => Ok(Callee::Math { name, func }),
-            None => Err(format!("calls the intrinsic `{name}`")),
+            None => Err(ModelError::UnmodelledIntrinsic { callee: name }),
         },
     }
 }
@@ -450,7 +457,7 @@ fn libm_call(name: &str) -> Option<MathCall> {
 }
 
 /// `llvm.smin/smax/umin/umax(a, b)` and `llvm.abs(a)` (`b` is `a` again) as a comparison and a choice.
-pub(super) fn integer_call(op: IntegerCall, a: Value, b: Value) -> Result<Value, String> {
+pub(super) fn integer_call(op: IntegerCall, a: Value, b: Value) -> Result<Value, ModelError> {
     use LLVMIntPredicate::*;
     match op {
         IntegerCall::MinMax { signed, min } => {

@@ -14,9 +14,10 @@ mod memory_ops;
 mod value_ops;
 
 use super::calls::{classify, integer_call, value_args, Callee, IntegerCall};
+use super::error::ModelError;
 use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
 use super::memory::{Fill, Memory, Value};
-use super::state::{path_stop, At, Flow, Frame, State, PATH_STOP, SYMBOLIC_INDEX};
+use super::state::{path_stop, At, Flow, Frame, State};
 use super::values::{fp_format, opcode_name};
 use super::{OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
 use crate::round::FloatFormat;
@@ -33,10 +34,10 @@ const MAX_QUERIES: usize = 50_000;
 
 /// A binary operation applied lane by lane.
 type LaneFn2<'a, 'm> =
-    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value, Value) -> Result<Value, String> + 'a;
+    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value, Value) -> Result<Value, ModelError> + 'a;
 /// A unary operation applied lane by lane.
 type LaneFn1<'a, 'm> =
-    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, String> + 'a;
+    dyn FnMut(&mut Executor<'m>, &mut State<'m>, Value) -> Result<Value, ModelError> + 'a;
 
 pub(super) struct Executor<'m> {
     layout: Layout<'m>,
@@ -102,15 +103,18 @@ impl<'m> Executor<'m> {
     }
 
     /// Explores `function` (the analysed entry point with signature `sig`) and collects its queries.
-    pub(super) fn run(&mut self, function: Val<'m>, sig: &FunctionSignature) -> Result<(), String> {
+    pub(super) fn run(
+        &mut self,
+        function: Val<'m>,
+        sig: &FunctionSignature,
+    ) -> Result<(), ModelError> {
         let params = function.params();
         let declared: Vec<&crate::types::Param> = sig.call_params().collect();
         if params.len() != declared.len() {
-            return Err(format!(
-                "has {} parameters in this build, {} in the signature",
-                params.len(),
-                declared.len()
-            ));
+            return Err(ModelError::ParamCount {
+                in_build: params.len(),
+                declared: declared.len(),
+            });
         }
         let mut state = State {
             frames: vec![],
@@ -129,11 +133,10 @@ impl<'m> Executor<'m> {
                         FloatFormat::Single
                     };
                     if fp_format(p.ty()) != Some(fmt) {
-                        return Err(format!(
-                            "parameter `{}` has type `{}` in this build",
-                            decl.name,
-                            p.ty().text()
-                        ));
+                        return Err(ModelError::ParamType {
+                            param: decl.name.clone(),
+                            ty: p.ty().text(),
+                        });
                     }
                     Value::Real {
                         e: sym::param(index, VarType::Float(fmt)),
@@ -144,11 +147,10 @@ impl<'m> Executor<'m> {
                     if p.ty().kind() != LLVMTypeKind::LLVMIntegerTypeKind
                         || p.ty().int_width() != bits
                     {
-                        return Err(format!(
-                            "parameter `{}` has type `{}` in this build",
-                            decl.name,
-                            p.ty().text()
-                        ));
+                        return Err(ModelError::ParamType {
+                            param: decl.name.clone(),
+                            ty: p.ty().text(),
+                        });
                     }
                     let var = sym::param(
                         index,
@@ -171,7 +173,9 @@ impl<'m> Executor<'m> {
             };
             env.insert(p.id(), value);
         }
-        let entry = function.entry_block().ok_or("has no body in this build")?;
+        let entry = function
+            .entry_block()
+            .ok_or_else(|| ModelError::unsupported("has no body in this build"))?;
         state.frames.push(Frame {
             next: None,
             env,
@@ -205,14 +209,14 @@ impl<'m> Executor<'m> {
                 let flow = match self.step(&mut st) {
                     Ok(flow) => flow,
                     Err(e) => {
-                        let reason = match e.strip_prefix(PATH_STOP) {
-                            Some(reason) => reason.to_string(),
+                        let reason = match e {
+                            ModelError::PathStop(reason) => reason,
+                            ModelError::Internal(_) => return Err(e),
                             // What a callee cannot model ends the paths through it, not the function.
-                            None if !e.starts_with("internal") => match st.callee_name() {
+                            _ => match st.callee_name() {
                                 Some(callee) => format!("`{callee}` {e}"),
                                 None => return Err(e),
                             },
-                            None => return Err(e),
                         };
                         self.record_stop(&st, &reason);
                         *self.path_stops.entry(reason).or_default() += 1;
@@ -258,7 +262,11 @@ impl<'m> Executor<'m> {
     }
 
     /// Whether the path `st` goes on after `result`: a path stop is counted and ends it, other errors propagate.
-    fn continues(&mut self, st: &State<'m>, result: Result<bool, String>) -> Result<bool, String> {
+    fn continues(
+        &mut self,
+        st: &State<'m>,
+        result: Result<bool, ModelError>,
+    ) -> Result<bool, ModelError> {
         match result {
             Ok(go_on) => {
                 if !go_on {
@@ -266,14 +274,12 @@ impl<'m> Executor<'m> {
                 }
                 Ok(go_on)
             }
-            Err(e) => match e.strip_prefix(PATH_STOP) {
-                Some(reason) => {
-                    self.record_stop(st, reason);
-                    *self.path_stops.entry(reason.to_string()).or_default() += 1;
-                    Ok(false)
-                }
-                None => Err(e),
-            },
+            Err(ModelError::PathStop(reason)) => {
+                self.record_stop(st, &reason);
+                *self.path_stops.entry(reason).or_default() += 1;
+                Ok(false)
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -283,8 +289,11 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         from: Option<Block<'m>>,
         block: Block<'m>,
-    ) -> Result<bool, String> {
-        let frame = st.frames.last_mut().ok_or("internal: no frame")?;
+    ) -> Result<bool, ModelError> {
+        let frame = st
+            .frames
+            .last_mut()
+            .ok_or_else(|| ModelError::internal("no frame"))?;
         let visits = frame.visits.entry(block.id()).or_insert(0);
         *visits += 1;
         if *visits > self.unroll_limit {
@@ -298,21 +307,24 @@ impl<'m> Executor<'m> {
                 first = Some(inst);
                 break;
             }
-            let from = from.ok_or("internal: phi in an entry block")?;
+            let from = from.ok_or_else(|| ModelError::internal("phi in an entry block"))?;
             let incoming = inst
                 .incoming()
                 .into_iter()
                 .find(|(_, b)| *b == from)
                 .map(|(v, _)| v)
                 .ok_or_else(|| {
-                    format!(
-                        "internal: phi without a value for its predecessor: {}",
+                    ModelError::internal(format!(
+                        "phi without a value for its predecessor: {}",
                         inst.text()
-                    )
+                    ))
                 })?;
             phis.push((inst.id(), self.value_of(st, incoming)?));
         }
-        let frame = st.frames.last_mut().ok_or("internal: no frame")?;
+        let frame = st
+            .frames
+            .last_mut()
+            .ok_or_else(|| ModelError::internal("no frame"))?;
         for (id, v) in phis {
             frame.env.insert(id, v);
         }
@@ -321,34 +333,39 @@ impl<'m> Executor<'m> {
     }
 
     /// The symbolic value of an operand: a register of the current frame or a constant.
-    fn value_of(&mut self, st: &mut State<'m>, v: Val<'m>) -> Result<Value, String> {
+    fn value_of(&mut self, st: &mut State<'m>, v: Val<'m>) -> Result<Value, ModelError> {
         if let Some(x) = st.frames.last().and_then(|f| f.env.get(&v.id())) {
             return Ok(x.clone());
         }
         if v.is_constant() {
             return self.constant(st, v);
         }
-        Err(format!(
-            "internal: value used before its definition: {}",
+        Err(ModelError::internal(format!(
+            "value used before its definition: {}",
             v.text()
-        ))
+        )))
     }
 
-    fn operand(&mut self, st: &mut State<'m>, inst: Val<'m>, i: u32) -> Result<Value, String> {
-        let v = inst
-            .operand(i)
-            .ok_or_else(|| format!("internal: missing operand {i} of {}", inst.text()))?;
+    fn operand(&mut self, st: &mut State<'m>, inst: Val<'m>, i: u32) -> Result<Value, ModelError> {
+        let v = inst.operand(i).ok_or_else(|| {
+            ModelError::internal(format!("missing operand {i} of {}", inst.text()))
+        })?;
         self.value_of(st, v)
     }
 
     /// Executes the next instruction of the top frame.
-    fn step(&mut self, st: &mut State<'m>) -> Result<Flow<'m>, String> {
-        let frame = st.frames.last_mut().ok_or("internal: no frame")?;
+    fn step(&mut self, st: &mut State<'m>) -> Result<Flow<'m>, ModelError> {
+        let frame = st
+            .frames
+            .last_mut()
+            .ok_or_else(|| ModelError::internal("no frame"))?;
         let Some(inst) = frame.next else {
             return Ok(Flow::End);
         };
         frame.next = inst.next_instruction();
-        let opcode = inst.opcode().ok_or("internal: not an instruction")?;
+        let opcode = inst
+            .opcode()
+            .ok_or_else(|| ModelError::internal("not an instruction"))?;
         if uses_long_double(inst) {
             return Err(path_stop("`long double` arithmetic"));
         }
@@ -399,7 +416,7 @@ impl<'m> Executor<'m> {
                 Ok(p) => Some(Value::Ptr(p)),
                 // An address the model cannot pin down (a loop remainder after vectorisation, an index computed
                 // from an input): the path stops here; what it did before is modelled.
-                Err(e) if e == SYMBOLIC_INDEX => {
+                Err(ModelError::SymbolicIndex) => {
                     self.record_stop(
                         st,
                         "an access to memory at an index computed from the input",
@@ -416,14 +433,16 @@ impl<'m> Executor<'m> {
             LLVMInsertValue => Some(self.symex_insert_value(st, inst)?),
             LLVMCall => return self.symex_call(st, inst),
             LLVMPtrToInt | LLVMIntToPtr => {
-                return Err("converts between pointers and integers".into())
+                return Err(ModelError::unsupported(
+                    "converts between pointers and integers",
+                ))
             }
-            other => return Err(format!("uses the `{}` instruction", opcode_name(other))),
+            other => return Err(ModelError::Instruction(opcode_name(other))),
         };
         if let Some(v) = result {
             st.frames
                 .last_mut()
-                .ok_or("internal: no frame")?
+                .ok_or_else(|| ModelError::internal("no frame"))?
                 .env
                 .insert(inst.id(), v);
         }
@@ -438,7 +457,7 @@ impl<'m> Executor<'m> {
         inst: Val<'m>,
         opcode: LLVMOpcode,
         predicate: Option<LLVMRealPredicate>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         use LLVMOpcode::*;
         match opcode {
             LLVMFAdd | LLVMFSub | LLVMFMul | LLVMFDiv => self.symex_fp_arith(st, inst, opcode),
@@ -450,20 +469,23 @@ impl<'m> Executor<'m> {
             LLVMFPToSI | LLVMFPToUI => self.symex_fp_to_int(st, inst, opcode == LLVMFPToSI),
             LLVMSIToFP | LLVMUIToFP => self.symex_int_to_fp(st, inst, opcode == LLVMSIToFP),
             LLVMFPTrunc | LLVMFPExt => self.symex_fp_convert(st, inst),
-            other => Err(format!(
-                "internal: `{}` is not a floating-point instruction",
+            other => Err(ModelError::internal(format!(
+                "`{}` is not a floating-point instruction",
                 opcode_name(other)
-            )),
+            ))),
         }
     }
 
-    fn symex_ret(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
+    fn symex_ret(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, ModelError> {
         let value = if inst.num_operands() > 0 {
             Some(self.operand(st, inst, 0)?)
         } else {
             None
         };
-        let done = st.frames.pop().ok_or("internal: no frame")?;
+        let done = st
+            .frames
+            .pop()
+            .ok_or_else(|| ModelError::internal("no frame"))?;
         match (st.frames.last_mut(), done.call_site) {
             (Some(caller), Some(site)) => {
                 if let Some(v) = value {
@@ -513,10 +535,10 @@ impl<'m> Executor<'m> {
         }
     }
 
-    fn symex_br(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
+    fn symex_br(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, ModelError> {
         let from = inst
             .parent_block()
-            .ok_or("internal: branch outside a block")?;
+            .ok_or_else(|| ModelError::internal("branch outside a block"))?;
         if inst.num_successors() == 1 {
             return Ok(Flow::Branch {
                 from,
@@ -526,7 +548,7 @@ impl<'m> Executor<'m> {
         let c = match self.operand(st, inst, 0)? {
             Value::Bool(c) => c,
             Value::Poison => return Ok(Flow::End),
-            other => return Err(format!("internal: branch on {other:?}")),
+            other => return Err(ModelError::internal(format!("branch on {other:?}"))),
         };
         Ok(Flow::Branch {
             from,
@@ -537,15 +559,15 @@ impl<'m> Executor<'m> {
         })
     }
 
-    fn symex_switch(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
+    fn symex_switch(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, ModelError> {
         let from = inst
             .parent_block()
-            .ok_or("internal: switch outside a block")?;
+            .ok_or_else(|| ModelError::internal("switch outside a block"))?;
         let x = match self.operand(st, inst, 0)? {
             Value::Int { e, .. } => e,
             Value::Bool(b) => sym::ite(b, sym::int_i(-1), sym::int_i(0)),
             Value::Poison => return Ok(Flow::End),
-            other => return Err(format!("internal: switch on {other:?}")),
+            other => return Err(ModelError::internal(format!("switch on {other:?}"))),
         };
         // Operands: condition, default block, then (case value, block) pairs; successor 0 is the default.
         let mut by_block: Vec<(Block<'m>, Vec<Expr>)> = Vec::new();
@@ -553,11 +575,11 @@ impl<'m> Executor<'m> {
         for k in 1..inst.num_successors() {
             let case = inst
                 .operand(2 * k)
-                .ok_or("internal: switch case without value")?;
+                .ok_or_else(|| ModelError::internal("switch case without value"))?;
             let value = match self.constant(st, case)? {
                 Value::Int { e, .. } => e,
                 Value::Bool(b) => sym::ite(b, sym::int_i(-1), sym::int_i(0)),
-                other => return Err(format!("internal: switch case {other:?}")),
+                other => return Err(ModelError::internal(format!("switch case {other:?}"))),
             };
             let cond = sym::eq(x.clone(), value);
             all_cases.push(cond.clone());
@@ -576,7 +598,7 @@ impl<'m> Executor<'m> {
         Ok(Flow::Branch { from, targets })
     }
 
-    fn symex_call(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, String> {
+    fn symex_call(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, ModelError> {
         let callee = classify(inst)?;
         self.at.operation = format!("call {}", callee.name());
         let argc = value_args(inst);
@@ -612,7 +634,10 @@ impl<'m> Executor<'m> {
             Callee::Reduce { op, .. } => {
                 let start = self.operand(st, inst, 0)?;
                 let Value::Lanes(lanes) = self.operand(st, inst, 1)? else {
-                    return Err(format!("`{}` of a non-vector", self.at.operation));
+                    return Err(ModelError::Unsupported(format!(
+                        "`{}` of a non-vector",
+                        self.at.operation
+                    )));
                 };
                 Some(self.reduce(st, op, start, lanes, inst.allows_reassociation())?)
             }
@@ -636,7 +661,7 @@ impl<'m> Executor<'m> {
         if let Some(v) = result {
             st.frames
                 .last_mut()
-                .ok_or("internal: no frame")?
+                .ok_or_else(|| ModelError::internal("no frame"))?
                 .env
                 .insert(inst.id(), v);
         }
@@ -650,7 +675,7 @@ impl<'m> Executor<'m> {
         inst: Val<'m>,
         function: Val<'m>,
         argc: u32,
-    ) -> Result<Flow<'m>, String> {
+    ) -> Result<Flow<'m>, ModelError> {
         if st.frames.len() >= MAX_INLINE_DEPTH {
             self.truncated = true;
             self.cut_short = true;
@@ -658,10 +683,10 @@ impl<'m> Executor<'m> {
         }
         let params = function.params();
         if params.len() != argc as usize {
-            return Err(format!(
+            return Err(ModelError::Unsupported(format!(
                 "calls `{}` with a different number of arguments",
                 function.name()
-            ));
+            )));
         }
         let mut env = HashMap::new();
         for (i, p) in params.iter().enumerate() {
@@ -669,7 +694,7 @@ impl<'m> Executor<'m> {
         }
         let entry = function
             .entry_block()
-            .ok_or("internal: inlining a declaration")?;
+            .ok_or_else(|| ModelError::internal("inlining a declaration"))?;
         st.frames.push(Frame {
             next: None,
             env,
@@ -689,7 +714,7 @@ impl<'m> Executor<'m> {
         a: Value,
         b: Value,
         f: &mut LaneFn2<'_, 'm>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         match (a, b) {
             (Value::Lanes(xs), Value::Lanes(ys)) => Ok(Value::Lanes(
                 xs.into_iter()
@@ -724,7 +749,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         a: Value,
         f: &mut LaneFn1<'_, 'm>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         match a {
             Value::Lanes(xs) => Ok(Value::Lanes(
                 xs.into_iter()

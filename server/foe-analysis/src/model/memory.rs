@@ -2,6 +2,7 @@
 //! globals) whose cells hold scalar symbolic values at constant offsets. What a function reads through a pointer
 //! parameter before writing it is an input of its own ([`PointeeTable`]).
 
+use super::error::ModelError;
 use super::llvm::{LLVMTypeKind, Layout, Ty};
 use crate::round::FloatFormat;
 use crate::sym::{self, Expr, VarType};
@@ -61,20 +62,25 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub fn of(ty: Ty<'_>) -> Result<Scalar, String> {
+    pub fn of(ty: Ty<'_>) -> Result<Scalar, ModelError> {
         match ty.kind() {
             LLVMTypeKind::LLVMDoubleTypeKind => Ok(Scalar::Float(FloatFormat::Double)),
             LLVMTypeKind::LLVMFloatTypeKind => Ok(Scalar::Float(FloatFormat::Single)),
             LLVMTypeKind::LLVMIntegerTypeKind => {
                 let bits = ty.int_width();
                 if bits > 64 {
-                    Err(format!("uses the {bits}-bit integer type"))
+                    Err(ModelError::Unsupported(format!(
+                        "uses the {bits}-bit integer type"
+                    )))
                 } else {
                     Ok(Scalar::Int(bits))
                 }
             }
             LLVMTypeKind::LLVMPointerTypeKind => Ok(Scalar::Ptr),
-            _ => Err(format!("uses the `{}` type", ty.text())),
+            _ => Err(ModelError::Unsupported(format!(
+                "uses the `{}` type",
+                ty.text()
+            ))),
         }
     }
 
@@ -117,7 +123,7 @@ impl Scalar {
 }
 
 /// The scalar pieces of a type, with their byte offsets, in order.
-pub fn flatten_type(ty: Ty<'_>, layout: Layout<'_>) -> Result<Vec<(u64, Scalar)>, String> {
+pub fn flatten_type(ty: Ty<'_>, layout: Layout<'_>) -> Result<Vec<(u64, Scalar)>, ModelError> {
     let mut out = Vec::new();
     flatten_into(ty, layout, 0, &mut out)?;
     Ok(out)
@@ -128,7 +134,7 @@ fn flatten_into(
     layout: Layout<'_>,
     base: u64,
     out: &mut Vec<(u64, Scalar)>,
-) -> Result<(), String> {
+) -> Result<(), ModelError> {
     match ty.kind() {
         LLVMTypeKind::LLVMArrayTypeKind | LLVMTypeKind::LLVMVectorTypeKind => {
             let elem = ty.element();
@@ -141,10 +147,16 @@ fn flatten_into(
                 && elem.kind() == LLVMTypeKind::LLVMIntegerTypeKind
                 && !elem.int_width().is_multiple_of(8)
             {
-                return Err(format!("uses the bit-packed vector type `{}`", ty.text()));
+                return Err(ModelError::Unsupported(format!(
+                    "uses the bit-packed vector type `{}`",
+                    ty.text()
+                )));
             }
             if n > 1 << 16 {
-                return Err(format!("uses the large aggregate `{}`", ty.text()));
+                return Err(ModelError::Unsupported(format!(
+                    "uses the large aggregate `{}`",
+                    ty.text()
+                )));
             }
             let stride = layout.size(elem);
             for i in 0..n {
@@ -174,7 +186,7 @@ pub fn flatten_value(v: &Value, out: &mut Vec<Value>) {
 }
 
 /// Rebuilds a value of `ty` from its scalar leaves (consumed from the front of `leaves`).
-pub fn unflatten(ty: Ty<'_>, leaves: &mut std::vec::IntoIter<Value>) -> Result<Value, String> {
+pub fn unflatten(ty: Ty<'_>, leaves: &mut std::vec::IntoIter<Value>) -> Result<Value, ModelError> {
     match ty.kind() {
         LLVMTypeKind::LLVMVectorTypeKind => {
             let n = ty.vector_len();
@@ -202,7 +214,7 @@ pub fn unflatten(ty: Ty<'_>, leaves: &mut std::vec::IntoIter<Value>) -> Result<V
         )),
         _ => leaves
             .next()
-            .ok_or_else(|| "internal: value shorter than its type".to_string()),
+            .ok_or_else(|| ModelError::internal("value shorter than its type")),
     }
 }
 
@@ -310,7 +322,7 @@ impl PointeeTable {
         offset: i64,
         scalar: Scalar,
         name: &str,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let end = offset + scalar.bytes() as i64;
         for (k, slot) in self.slots.iter().enumerate() {
             let slot_end = slot.offset + slot.scalar.bytes() as i64;
@@ -318,7 +330,9 @@ impl PointeeTable {
                 if slot.offset == offset && slot.scalar == scalar {
                     return Ok(self.value(k));
                 }
-                return Err(format!("reads memory of {name} as another type"));
+                return Err(ModelError::Unsupported(format!(
+                    "reads memory of {name} as another type"
+                )));
             }
         }
         let usable = matches!(scalar, Scalar::Float(_) | Scalar::Int(8 | 16 | 32 | 64))
@@ -405,26 +419,26 @@ impl Memory {
         }
     }
 
-    fn region_mut(&mut self, p: Pointer) -> Result<&mut Region, String> {
+    fn region_mut(&mut self, p: Pointer) -> Result<&mut Region, ModelError> {
         if p.is_null() {
-            return Err("dereferences a null pointer".into());
+            return Err(ModelError::unsupported("dereferences a null pointer"));
         }
         self.regions
             .get_mut(p.region as usize)
-            .ok_or_else(|| "internal: unknown memory region".to_string())
+            .ok_or_else(|| ModelError::internal("unknown memory region"))
     }
 
-    fn region(&self, p: Pointer) -> Result<&Region, String> {
+    fn region(&self, p: Pointer) -> Result<&Region, ModelError> {
         if p.is_null() {
-            return Err("dereferences a null pointer".into());
+            return Err(ModelError::unsupported("dereferences a null pointer"));
         }
         self.regions
             .get(p.region as usize)
-            .ok_or_else(|| "internal: unknown memory region".to_string())
+            .ok_or_else(|| ModelError::internal("unknown memory region"))
     }
 
     /// Loads a value of `ty` at `p`.
-    pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, String> {
+    pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, ModelError> {
         let pieces = flatten_type(ty, layout)?;
         let region = self.region(p)?;
         let unmodelled_before = self.pointees.borrow().unmodelled_read_count;
@@ -445,23 +459,23 @@ impl Memory {
         v: &Value,
         ty: Ty<'_>,
         layout: Layout<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModelError> {
         let pieces = flatten_type(ty, layout)?;
         let mut leaves = Vec::with_capacity(pieces.len());
         flatten_value(v, &mut leaves);
         if leaves.len() != pieces.len() {
-            return Err(format!(
+            return Err(ModelError::Unsupported(format!(
                 "stores a value that does not match its type `{}`",
                 ty.text()
-            ));
+            )));
         }
         let region = self.region_mut(p)?;
         for ((off, scalar), leaf) in pieces.into_iter().zip(leaves) {
             if !scalar.accepts(&leaf) {
-                return Err(format!(
+                return Err(ModelError::Unsupported(format!(
                     "stores a value that does not match its type `{}`",
                     ty.text()
-                ));
+                )));
             }
             let at = p.offset + off as i64;
             region.clear(at, scalar.bytes())?;
@@ -477,9 +491,9 @@ impl Memory {
     }
 
     /// Stores one scalar `v` of kind `scalar` at `p` (what a modelled library call writes through a pointer).
-    pub fn store_scalar(&mut self, p: Pointer, v: Value, scalar: Scalar) -> Result<(), String> {
+    pub fn store_scalar(&mut self, p: Pointer, v: Value, scalar: Scalar) -> Result<(), ModelError> {
         if !scalar.accepts(&v) {
-            return Err(format!("internal: storing {v:?} as {scalar:?}"));
+            return Err(ModelError::internal(format!("storing {v:?} as {scalar:?}")));
         }
         let region = self.region_mut(p)?;
         region.clear(p.offset, scalar.bytes())?;
@@ -494,7 +508,7 @@ impl Memory {
     }
 
     /// `memset(p, 0, len)`.
-    pub fn zero(&mut self, p: Pointer, len: u64) -> Result<(), String> {
+    pub fn zero(&mut self, p: Pointer, len: u64) -> Result<(), ModelError> {
         let region = self.region_mut(p)?;
         region.clear(p.offset, len)?;
         if len > 0 {
@@ -504,7 +518,7 @@ impl Memory {
     }
 
     /// `memcpy(dst, src, len)` (non-overlapping).
-    pub fn copy(&mut self, dst: Pointer, src: Pointer, len: u64) -> Result<(), String> {
+    pub fn copy(&mut self, dst: Pointer, src: Pointer, len: u64) -> Result<(), ModelError> {
         let source = self.region(src)?;
         let (start, end) = (src.offset, src.offset + len as i64);
         let mut copied: Vec<(i64, Cell)> = Vec::new();
@@ -516,7 +530,7 @@ impl Memory {
                 let until = cell_end.min(end);
                 let part = c
                     .slice(start - s, (until - start) as u64)
-                    .ok_or("copies part of a stored value")?;
+                    .ok_or_else(|| ModelError::unsupported("copies part of a stored value"))?;
                 copied.push((0, part));
                 cursor = until;
             }
@@ -533,7 +547,7 @@ impl Memory {
             if cell_end > end {
                 let part = c
                     .slice(0, (end - s) as u64)
-                    .ok_or("copies part of a stored value")?;
+                    .ok_or_else(|| ModelError::unsupported("copies part of a stored value"))?;
                 copied.push((s - start, part));
                 cursor = end;
                 break;
@@ -589,7 +603,7 @@ impl Region {
     }
 
     /// Reads a scalar at byte `at`.
-    fn read(&self, at: i64, scalar: Scalar, pointees: &Pointees) -> Result<Value, String> {
+    fn read(&self, at: i64, scalar: Scalar, pointees: &Pointees) -> Result<Value, ModelError> {
         let size = scalar.bytes() as i64;
         if let Some((&s, cell)) = self.cells.range(..=at).next_back() {
             let cell_end = s + cell.size() as i64;
@@ -611,12 +625,18 @@ impl Region {
                         // An i8-stored boolean read back as i1.
                         Ok(Value::Bool(sym::ne(e.clone(), sym::int_i(0))))
                     }
-                    _ => Err(format!("reads memory of {} as another type", self.name)),
+                    _ => Err(ModelError::Unsupported(format!(
+                        "reads memory of {} as another type",
+                        self.name
+                    ))),
                 };
             }
         }
         if self.cells.range(at + 1..at + size).next().is_some() {
-            return Err(format!("reads memory of {} as another type", self.name));
+            return Err(ModelError::Unsupported(format!(
+                "reads memory of {} as another type",
+                self.name
+            )));
         }
         Ok(match self.fill {
             Fill::Zero => scalar.zero(),
@@ -626,11 +646,13 @@ impl Region {
     }
 
     /// Removes what lies in [at, at+len): zero and pointee cells are trimmed, value cells must lie wholly inside.
-    fn clear(&mut self, at: i64, len: u64) -> Result<(), String> {
+    fn clear(&mut self, at: i64, len: u64) -> Result<(), ModelError> {
         let end = at + len as i64;
         let mut keep: Vec<(i64, Cell)> = Vec::new();
         let mut remove: Vec<i64> = Vec::new();
-        let partly = || format!("partly overwrites a value stored in {}", self.name);
+        let partly = || {
+            ModelError::Unsupported(format!("partly overwrites a value stored in {}", self.name))
+        };
         if let Some((&s, cell)) = self.cells.range(..at).next_back() {
             let cell_end = s + cell.size() as i64;
             if cell_end > at {

@@ -1,6 +1,7 @@
 //! Path state: one path's call stack, memory and path condition, what executing an instruction does to the
 //! path, and how a path stops early. Plain data; the executor (`exec.rs`) drives it.
 
+use super::error::ModelError;
 use super::llvm::{Block, Val};
 use super::memory::{Memory, Pointer, Value};
 use crate::sym::Expr;
@@ -40,15 +41,9 @@ pub(super) enum Flow<'m> {
     End,
 }
 
-/// Why an address could not be computed: an index that is not a constant on this path.
-pub(super) const SYMBOLIC_INDEX: &str = "indexes memory with a symbolic index";
-
-/// Marks an error that ends the path, not the function: what the path did before is modelled.
-pub(super) const PATH_STOP: &str = "\u{0}stop:";
-
-/// An error that stops the current path for `reason` (counted in `Executor::path_stops`).
-pub(super) fn path_stop(reason: impl std::fmt::Display) -> String {
-    format!("{PATH_STOP}{reason}")
+/// An error that stops the current path for `reason` (counted in `Executor::path_stops`), not the function.
+pub(super) fn path_stop(reason: impl std::fmt::Display) -> ModelError {
+    ModelError::PathStop(reason.to_string())
 }
 
 /// The operation and source location queries of the current instruction are attributed to.

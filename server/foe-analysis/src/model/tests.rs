@@ -1,7 +1,10 @@
 //! End-to-end tests of modelling and solving: small C files compiled with the real clang (both builds' flags),
 //! loaded, prepared, modelled and solved with the real Z3.
 
-use super::{model_function, model_pair, prepare_for_modelling, ModelledPair, PointeeTable, Query};
+use super::{
+    model_function, model_pair, prepare_for_modelling, ModelError, ModelledPair, PointeeTable,
+    Query,
+};
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain, ParamRange};
 use crate::ir::{describe_functions, parse_module};
@@ -59,7 +62,7 @@ fn model_build(
     function: &str,
     b: Build,
     cfg: &AnalysisConfig,
-) -> Result<Vec<Query>, String> {
+) -> Result<Vec<Query>, ModelError> {
     let ctx = Context::create();
     let sig = signature(&ctx, &built.ll_p, function);
     let ll = if b == Build::P {
@@ -74,7 +77,11 @@ fn model_build(
 }
 
 /// Both builds of `function` modelled together, as the pipeline does.
-fn model_both(built: &Built, function: &str, cfg: &AnalysisConfig) -> Result<ModelledPair, String> {
+fn model_both(
+    built: &Built,
+    function: &str,
+    cfg: &AnalysisConfig,
+) -> Result<ModelledPair, ModelError> {
     let ctx = Context::create();
     let sig = signature(&ctx, &built.ll_p, function);
     let p = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
@@ -511,7 +518,10 @@ fn a_call_foe_does_not_run_stops_the_path_not_the_function() {
     let built = build(src);
     let err = model_build(&built, "ind", Build::P, &AnalysisConfig::default())
         .expect_err("must be skipped");
-    assert!(err.contains("indirect call"), "{err}");
+    assert!(
+        matches!(&err, ModelError::Unsupported(what) if what.contains("indirect call")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -888,12 +898,72 @@ fn a_rounding_mode_other_than_to_nearest_is_unsupported() {
     assert!(built.ll_pp.contains("round.upward"), "{}", built.ll_pp);
     let err = model_build(&built, "up", Build::PPrime, &AnalysisConfig::default())
         .expect_err("must be skipped");
+    let text = err.to_string();
     assert!(
-        err.contains("rounds with `round.upward`") && err.contains("round-to-nearest only"),
+        text.contains("rounds with `round.upward`") && text.contains("round-to-nearest only"),
         "{err}"
     );
+    assert!(
+        matches!(&err, ModelError::RoundingMode { mode, .. } if mode == "round.upward"),
+        "{err:?}"
+    );
+    assert_eq!(err.reason_code(), crate::report::ReasonCode::Unsupported);
+}
+
+#[test]
+fn model_errors_keep_their_text_and_are_sorted_by_variant() {
+    use crate::report::ReasonCode;
+    let in_build = |build, error| ModelError::InBuild {
+        build,
+        error: Box::new(error),
+    };
+    let count = in_build(
+        Build::PPrime,
+        ModelError::ParamCount {
+            in_build: 1,
+            declared: 2,
+        },
+    );
     assert_eq!(
-        crate::report::ReasonCode::of_model_error(&err),
-        crate::report::ReasonCode::Unsupported
+        count.to_string(),
+        "cannot model the fast-math build: has 1 parameters in this build, 2 in the signature"
+    );
+    assert_eq!(count.reason_code(), ReasonCode::SignatureDiffers);
+    let intrinsic = in_build(
+        Build::P,
+        ModelError::UnmodelledIntrinsic {
+            callee: "llvm.foo.f64".into(),
+        },
+    );
+    assert_eq!(
+        intrinsic.to_string(),
+        "cannot model the plain build: calls the intrinsic `llvm.foo.f64`"
+    );
+    assert_eq!(intrinsic.reason_code(), ReasonCode::ExternalCall);
+    let ty = ModelError::ParamType {
+        param: "x".into(),
+        ty: "float".into(),
+    };
+    assert_eq!(
+        ty.to_string(),
+        "parameter `x` has type `float` in this build"
+    );
+    assert_eq!(ty.reason_code(), ReasonCode::Unsupported);
+    let missing = ModelError::NotInBuild {
+        function: "f".into(),
+        build: Build::PPrime,
+    };
+    assert_eq!(missing.to_string(), "`f` is not in the P' build");
+    assert_eq!(
+        ModelError::Instruction("indirectbr").to_string(),
+        "uses the `indirectbr` instruction"
+    );
+    assert_eq!(
+        ModelError::internal("no frame").to_string(),
+        "internal: no frame"
+    );
+    assert_eq!(
+        ModelError::SymbolicIndex.to_string(),
+        "indexes memory with a symbolic index"
     );
 }

@@ -1,6 +1,7 @@
 //! Pure value rules: how integer arithmetic, comparisons, casts, `select` and aggregates act on symbolic
 //! values, and the constant folding the executor needs. Nothing here knows the executor.
 
+use super::error::ModelError;
 use super::llvm::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
 use super::memory::{flatten_type, unflatten, Scalar, Value};
 use super::state::path_stop;
@@ -33,7 +34,7 @@ pub(super) fn fp_format(ty: Ty<'_>) -> Option<FloatFormat> {
 }
 
 /// The width of an integer (or integer vector) type.
-pub(super) fn scalar_bits(ty: Ty<'_>) -> Result<u32, String> {
+pub(super) fn scalar_bits(ty: Ty<'_>) -> Result<u32, ModelError> {
     let t = if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind {
         ty.element()
     } else {
@@ -41,17 +42,17 @@ pub(super) fn scalar_bits(ty: Ty<'_>) -> Result<u32, String> {
     };
     match Scalar::of(t)? {
         Scalar::Int(bits) => Ok(bits),
-        _ => Err(format!(
-            "internal: expected an integer type, found `{}`",
+        _ => Err(ModelError::internal(format!(
+            "expected an integer type, found `{}`",
             ty.text()
-        )),
+        ))),
     }
 }
 
 pub(super) fn map1(
     a: Value,
-    f: &mut dyn FnMut(Value) -> Result<Value, String>,
-) -> Result<Value, String> {
+    f: &mut dyn FnMut(Value) -> Result<Value, ModelError>,
+) -> Result<Value, ModelError> {
     match a {
         Value::Lanes(xs) => Ok(Value::Lanes(
             xs.into_iter().map(&mut *f).collect::<Result<_, _>>()?,
@@ -61,15 +62,15 @@ pub(super) fn map1(
     }
 }
 
-pub(super) fn const_index(v: &Value) -> Result<usize, String> {
+pub(super) fn const_index(v: &Value) -> Result<usize, ModelError> {
     match v {
         Value::Int { e, .. } => sym::const_i64(e).and_then(|i| usize::try_from(i).ok()),
         _ => None,
     }
-    .ok_or_else(|| "selects a vector lane with a symbolic index".to_string())
+    .ok_or_else(|| ModelError::unsupported("selects a vector lane with a symbolic index"))
 }
 
-pub(super) fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, String> {
+pub(super) fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, ModelError> {
     use LLVMRealPredicate::*;
     let (Some((x, _)), Some((y, _))) = (real_parts(&a), real_parts(&b)) else {
         return Ok(Value::Poison);
@@ -103,7 +104,7 @@ pub(super) fn fcmp_non_finite(
     x: Value,
     side: u32,
     c: f64,
-) -> Result<Value, String> {
+) -> Result<Value, ModelError> {
     use LLVMRealPredicate::*;
     if matches!(x, Value::Poison) {
         return Ok(Value::Poison);
@@ -142,14 +143,18 @@ pub(super) fn int_parts(v: &Value) -> Option<(Expr, u32)> {
     }
 }
 
-pub(super) fn icmp(pred: LLVMIntPredicate, a: Value, b: Value) -> Result<Value, String> {
+pub(super) fn icmp(pred: LLVMIntPredicate, a: Value, b: Value) -> Result<Value, ModelError> {
     use LLVMIntPredicate::*;
     if let (Value::Ptr(p), Value::Ptr(q)) = (&a, &b) {
         let same = p.region == q.region;
         let c = match pred {
             LLVMIntEQ => same && p.offset == q.offset,
             LLVMIntNE => !(same && p.offset == q.offset),
-            _ if !same => return Err("compares pointers into different objects".into()),
+            _ if !same => {
+                return Err(ModelError::unsupported(
+                    "compares pointers into different objects",
+                ))
+            }
             LLVMIntULT | LLVMIntSLT => p.offset < q.offset,
             LLVMIntULE | LLVMIntSLE => p.offset <= q.offset,
             LLVMIntUGT | LLVMIntSGT => p.offset > q.offset,
@@ -177,7 +182,7 @@ pub(super) fn icmp(pred: LLVMIntPredicate, a: Value, b: Value) -> Result<Value, 
 }
 
 /// Integer arithmetic and bitwise operations: exact over constants, modelled or opaque otherwise.
-pub(super) fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value, String> {
+pub(super) fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value, ModelError> {
     use LLVMOpcode::*;
     if let (Value::Bool(x), Value::Bool(y)) = (&a, &b) {
         let (x, y) = (x.clone(), y.clone());
@@ -208,7 +213,9 @@ pub(super) fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value
         if is_poison(&a) || is_poison(&b) {
             return Ok(Value::Poison);
         }
-        return Err(format!("internal: integer operation on {a:?} and {b:?}"));
+        return Err(ModelError::internal(format!(
+            "integer operation on {a:?} and {b:?}"
+        )));
     };
     let bits = *bits;
     let (x, y) = (x.clone(), y.clone());
@@ -285,7 +292,7 @@ fn const_int_op(opcode: LLVMOpcode, p: &BigInt, q: &BigInt, bits: u32) -> Option
     })
 }
 
-pub(super) fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, String> {
+pub(super) fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, ModelError> {
     use LLVMOpcode::*;
     let as_value = |e: Expr| {
         if to == 1 {
@@ -314,19 +321,20 @@ pub(super) fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, S
         }),
         (LLVMTrunc, Value::Bool(b)) => Ok(Value::Bool(b)),
         (_, Value::Poison) => Ok(Value::Poison),
-        (_, other) => Err(format!("internal: integer cast of {other:?}")),
+        (_, other) => Err(ModelError::internal(format!("integer cast of {other:?}"))),
     }
 }
 
 /// A bitcast between a float and an integer of the same width: exact for constants; a symbolic float read as
 /// bits is an unconstrained integer, a symbolic integer read as a float cannot be modelled.
-pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
+pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
     let to_scalar = if to.kind() == LLVMTypeKind::LLVMVectorTypeKind {
         to.element()
     } else {
         to
     };
-    let unsupported = || format!("reinterprets bits as `{}` (bitcast)", to.text());
+    let unsupported =
+        || ModelError::Unsupported(format!("reinterprets bits as `{}` (bitcast)", to.text()));
     match (a, Scalar::of(to_scalar).map_err(|_| unsupported())?) {
         (Value::Real { e, fmt }, Scalar::Int(bits))
             if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
@@ -361,7 +369,7 @@ pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, String> {
     }
 }
 
-pub(super) fn int_to_fp(a: Value, fmt: FloatFormat, signed: bool) -> Result<Value, String> {
+pub(super) fn int_to_fp(a: Value, fmt: FloatFormat, signed: bool) -> Result<Value, ModelError> {
     let e = match a {
         Value::Bool(b) => sym::ite(b, sym::int_i(if signed { -1 } else { 1 }), sym::int_i(0)),
         Value::Int { e, bits } => {
@@ -372,7 +380,7 @@ pub(super) fn int_to_fp(a: Value, fmt: FloatFormat, signed: bool) -> Result<Valu
             }
         }
         Value::Poison => return Ok(Value::Poison),
-        other => return Err(format!("internal: int-to-float of {other:?}")),
+        other => return Err(ModelError::internal(format!("int-to-float of {other:?}"))),
     };
     Ok(Value::Real {
         e: sym::convert(fmt, e),
@@ -380,7 +388,7 @@ pub(super) fn int_to_fp(a: Value, fmt: FloatFormat, signed: bool) -> Result<Valu
     })
 }
 
-pub(super) fn select(c: Value, a: Value, b: Value) -> Result<Value, String> {
+pub(super) fn select(c: Value, a: Value, b: Value) -> Result<Value, ModelError> {
     match (c, a, b) {
         (Value::Lanes(cs), Value::Lanes(xs), Value::Lanes(ys)) => Ok(Value::Lanes(
             cs.into_iter()
@@ -395,12 +403,12 @@ pub(super) fn select(c: Value, a: Value, b: Value) -> Result<Value, String> {
             None => merge(&c, a, b),
         },
         (Value::Poison, _, _) => Ok(Value::Poison),
-        (c, _, _) => Err(format!("internal: select on {c:?}")),
+        (c, _, _) => Err(ModelError::internal(format!("select on {c:?}"))),
     }
 }
 
 /// `if c then a else b` of two values of the same type.
-fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, String> {
+fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, ModelError> {
     Ok(match (a, b) {
         (Value::Real { e: x, fmt }, Value::Real { e: y, .. }) => Value::Real {
             e: sym::ite(c.clone(), x, y),
@@ -413,7 +421,9 @@ fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, String> {
         (Value::Bool(x), Value::Bool(y)) => Value::Bool(sym::ite(c.clone(), x, y)),
         (Value::Ptr(p), Value::Ptr(q)) if p == q => Value::Ptr(p),
         (Value::Ptr(_), Value::Ptr(_)) => {
-            return Err("selects between pointers on a symbolic condition".into())
+            return Err(ModelError::unsupported(
+                "selects between pointers on a symbolic condition",
+            ))
         }
         (Value::Lanes(xs), Value::Lanes(ys)) => Value::Lanes(
             xs.into_iter()
@@ -429,7 +439,11 @@ fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, String> {
         ),
         // Choosing poison on one side: the program's value is the other one whenever it is defined.
         (Value::Poison, other) | (other, Value::Poison) => other,
-        (x, y) => return Err(format!("internal: select between {x:?} and {y:?}")),
+        (x, y) => {
+            return Err(ModelError::internal(format!(
+                "select between {x:?} and {y:?}"
+            )))
+        }
     })
 }
 
@@ -440,7 +454,7 @@ pub(super) fn insert_value(
     indices: &[u32],
     x: Value,
     layout: Layout<'_>,
-) -> Result<Value, String> {
+) -> Result<Value, ModelError> {
     let Some((&first, rest)) = indices.split_first() else {
         return Ok(x);
     };
@@ -450,7 +464,7 @@ pub(super) fn insert_value(
             let n = flatten_type(ty, layout)?.len();
             match unflatten(ty, &mut vec![Value::Poison; n].into_iter())? {
                 Value::Fields(f) => f,
-                _ => return Err("internal: insertvalue into a non-aggregate".into()),
+                _ => return Err(ModelError::internal("insertvalue into a non-aggregate")),
             }
         }
     };
@@ -458,12 +472,12 @@ pub(super) fn insert_value(
         LLVMTypeKind::LLVMStructTypeKind => *ty
             .struct_fields()
             .get(first as usize)
-            .ok_or("internal: bad field")?,
+            .ok_or_else(|| ModelError::internal("bad field"))?,
         _ => ty.element(),
     };
     let slot = fields
         .get_mut(first as usize)
-        .ok_or("internal: insertvalue index out of range")?;
+        .ok_or_else(|| ModelError::internal("insertvalue index out of range"))?;
     *slot = insert_value(
         std::mem::replace(slot, Value::Poison),
         field_ty,

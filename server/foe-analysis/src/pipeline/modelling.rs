@@ -57,9 +57,12 @@ pub(super) fn model_functions<'ctx>(
                     spent: began.elapsed(),
                 })
             }
-            Err(reason) => {
-                let code = ReasonCode::of_model_error(&reason);
-                let mut r = FunctionReport::skipped_because(&sig.name, code, reason);
+            Err(error) => {
+                let mut r = FunctionReport::skipped_because(
+                    &sig.name,
+                    error.reason_code(),
+                    error.to_string(),
+                );
                 r.signature = Some(sig.clone());
                 r.span = item.info.span.clone();
                 r.domain = item.domain.text.clone();

@@ -2,6 +2,7 @@
 //! fused multiply-adds and elementary functions. Every [`Query`] is emitted here (`emit`).
 
 use super::Executor;
+use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMOpcode, Val};
 use crate::model::memory::Value;
 use crate::model::state::State;
@@ -18,7 +19,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         opcode: LLVMOpcode,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let op = match opcode {
             LLVMOpcode::LLVMFAdd => ArithOp::Add,
             LLVMOpcode::LLVMFSub => ArithOp::Sub,
@@ -34,7 +35,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
         self.lanes2(st, a, b, &mut |this, st, a, b| this.fp_rem(st, a, b))
     }
@@ -45,7 +46,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         signed: bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let to = scalar_bits(inst.ty())?;
         let a = self.operand(st, inst, 0)?;
         self.lanes1(st, a, &mut |this, st, a| this.fp_to_int(st, a, to, signed))
@@ -56,9 +57,10 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
-        let fmt =
-            fp_format(inst.ty()).ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
+    ) -> Result<Value, ModelError> {
+        let fmt = fp_format(inst.ty()).ok_or_else(|| {
+            ModelError::Unsupported(format!("converts to `{}`", inst.ty().text()))
+        })?;
         let a = self.operand(st, inst, 0)?;
         self.lanes1(st, a, &mut |this, st, a| this.fp_convert(st, a, fmt))
     }
@@ -89,11 +91,15 @@ impl<'m> Executor<'m> {
         op: ArithOp,
         a: Value,
         b: Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
             _ if is_poison(&a) || is_poison(&b) => return Ok(Value::Poison),
-            _ => return Err(format!("internal: FP arithmetic on {a:?} and {b:?}")),
+            _ => {
+                return Err(ModelError::internal(format!(
+                    "FP arithmetic on {a:?} and {b:?}"
+                )))
+            }
         };
         let site = Site {
             op: SiteOp::Arith(op),
@@ -113,7 +119,7 @@ impl<'m> Executor<'m> {
         Ok(Value::Real { e: r, fmt })
     }
 
-    fn fp_rem(&mut self, st: &mut State<'m>, a: Value, b: Value) -> Result<Value, String> {
+    fn fp_rem(&mut self, st: &mut State<'m>, a: Value, b: Value) -> Result<Value, ModelError> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
             _ => return Ok(Value::Poison),
@@ -127,7 +133,7 @@ impl<'m> Executor<'m> {
         a: Value,
         bits: u32,
         signed: bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let Some((x, fmt)) = real_parts(&a) else {
             return Ok(Value::Poison);
         };
@@ -150,7 +156,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         a: Value,
         to: FloatFormat,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let Some((x, from)) = real_parts(&a) else {
             return Ok(Value::Poison);
         };
@@ -182,7 +188,7 @@ impl<'m> Executor<'m> {
         start: Value,
         mut lanes: Vec<Value>,
         reassociate: bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if !reassociate || !lanes.len().is_power_of_two() {
             let mut acc = start;
             for lane in lanes {
@@ -198,7 +204,9 @@ impl<'m> Executor<'m> {
                 .map(|(a, b)| self.fp_arith(st, op, a, b))
                 .collect::<Result<_, _>>()?;
         }
-        let folded = lanes.pop().ok_or("internal: reducing an empty vector")?;
+        let folded = lanes
+            .pop()
+            .ok_or_else(|| ModelError::internal("reducing an empty vector"))?;
         let identity = match op {
             ArithOp::Mul => sym::real_i(1),
             _ => sym::real_i(0),
@@ -238,13 +246,13 @@ impl<'m> Executor<'m> {
         func: MathFn,
         fmt: FloatFormat,
         args: Vec<Expr>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if args.len() != func.arity() {
-            return Err(format!(
+            return Err(ModelError::Unsupported(format!(
                 "calls `{}` with {} arguments",
                 func.name(),
                 args.len()
-            ));
+            )));
         }
         let site = Site {
             op: SiteOp::Math(func),
@@ -283,7 +291,7 @@ impl<'m> Executor<'m> {
         fmt: FloatFormat,
         x: Expr,
         n: Expr,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let exponent = sym::int_to_real(n.clone());
         let site = Site {
             op: SiteOp::Math(MathFn::Pow),

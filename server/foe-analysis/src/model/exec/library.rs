@@ -3,6 +3,7 @@
 
 use super::Executor;
 use crate::model::calls::{Class, LibcCall, MathCall};
+use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMTypeKind, Ty};
 use crate::model::memory::{Scalar, Value};
 use crate::model::state::{path_stop, State};
@@ -18,7 +19,7 @@ impl<'m> Executor<'m> {
         func: MathCall,
         args: Vec<Value>,
         result_ty: Ty<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if let Some(n) = args.iter().find_map(|a| {
             if let Value::Lanes(l) = a {
                 Some(l.len())
@@ -48,22 +49,27 @@ impl<'m> Executor<'m> {
         func: MathCall,
         args: Vec<Value>,
         result_ty: Ty<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if args.iter().any(|a| matches!(a, Value::Poison)) {
             return Ok(Value::Poison);
         }
         let fmt = fp_format(result_ty)
             .or_else(|| args.first().and_then(real_parts).map(|(_, f)| f))
-            .ok_or_else(|| format!("calls `{}` on a non-float type", self.at.operation))?;
+            .ok_or_else(|| {
+                ModelError::Unsupported(format!(
+                    "calls `{}` on a non-float type",
+                    self.at.operation
+                ))
+            })?;
         let reals: Vec<Expr> = args
             .iter()
             .filter_map(|a| real_parts(a).map(|(e, _)| e))
             .collect();
-        let arg = |i: usize| -> Result<Expr, String> {
+        let arg = |i: usize| -> Result<Expr, ModelError> {
             reals
                 .get(i)
                 .cloned()
-                .ok_or_else(|| "internal: missing floating-point argument".to_string())
+                .ok_or_else(|| ModelError::internal("missing floating-point argument"))
         };
         let value = match func {
             MathCall::Fabs => sym::abs(arg(0)?),
@@ -93,7 +99,7 @@ impl<'m> Executor<'m> {
                 let x = arg(0)?;
                 let n = match args.get(1) {
                     Some(Value::Int { e, .. }) => e.clone(),
-                    _ => return Err("internal: powi without an integer exponent".into()),
+                    _ => return Err(ModelError::internal("powi without an integer exponent")),
                 };
                 return self.powi(st, fmt, x, n);
             }
@@ -109,7 +115,7 @@ impl<'m> Executor<'m> {
         func: LibcCall,
         args: Vec<Value>,
         result_ty: Ty<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if args.iter().any(|a| matches!(a, Value::Poison)) {
             return Ok(Value::Poison);
         }
@@ -120,10 +126,9 @@ impl<'m> Executor<'m> {
             )));
         }
         let name = self.at.operation.trim_start_matches("call ").to_string();
-        let (x, fmt) = args
-            .first()
-            .and_then(real_parts)
-            .ok_or_else(|| format!("calls `{name}` without a floating-point argument"))?;
+        let (x, fmt) = args.first().and_then(real_parts).ok_or_else(|| {
+            ModelError::Unsupported(format!("calls `{name}` without a floating-point argument"))
+        })?;
         let int_result = |c: Expr| -> Value {
             match result_ty.kind() {
                 LLVMTypeKind::LLVMIntegerTypeKind if result_ty.int_width() > 1 => Value::Int {
@@ -145,8 +150,9 @@ impl<'m> Executor<'m> {
                 if let Some(Value::Int { e: mask, .. }) = args.get(1) {
                     // `llvm.is.fpclass(x, mask)`: bits 0-1 NaN, 2 −∞, 3 −normal, 4 −subnormal, 5 −0, 6 +0,
                     // 7 +subnormal, 8 +normal, 9 +∞.
-                    let mask = sym::const_i64(mask)
-                        .ok_or("internal: `llvm.is.fpclass` with a computed mask")?;
+                    let mask = sym::const_i64(mask).ok_or_else(|| {
+                        ModelError::internal("`llvm.is.fpclass` with a computed mask")
+                    })?;
                     let bit = |i: u32| mask & (1 << i) != 0;
                     let negative = || sym::lt(x.clone(), zero());
                     let positive = || sym::gt(x.clone(), zero());
@@ -183,7 +189,9 @@ impl<'m> Executor<'m> {
             }
             LibcCall::Scale => {
                 let Some(Value::Int { e: n, .. }) = args.get(1) else {
-                    return Err(format!("calls `{name}` without an integer exponent"));
+                    return Err(ModelError::Unsupported(format!(
+                        "calls `{name}` without an integer exponent"
+                    )));
                 };
                 // x·2ⁿ rounded once: the exceptions of a multiplication by the exact power of two.
                 let factor = match sym::const_i64(n) {

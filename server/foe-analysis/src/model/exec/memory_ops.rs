@@ -3,9 +3,10 @@
 
 use super::Executor;
 use crate::model::calls::MemoryOp;
+use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMOpcode, LLVMTypeKind, Val};
 use crate::model::memory::{flatten_type, unflatten, Fill, Pointer, Value};
-use crate::model::state::{path_stop, State, SYMBOLIC_INDEX};
+use crate::model::state::{path_stop, State};
 use crate::model::values::fp_format;
 use crate::sym;
 
@@ -15,13 +16,13 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if inst
             .operand(0)
             .map(|n| n.is_constant_int() && n.const_int() == 1)
             != Some(true)
         {
-            return Err("allocates a variable-length array".into());
+            return Err(ModelError::unsupported("allocates a variable-length array"));
         }
         let name = format!("local `{}`", inst.name());
         Ok(Value::Ptr(st.memory.new_region(Fill::Uninit, &name)))
@@ -31,20 +32,27 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let p = self.pointer_operand(st, inst, 0)?;
         st.memory.load(p, inst.ty(), self.layout)
     }
 
-    pub(super) fn symex_store(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<(), String> {
+    pub(super) fn symex_store(
+        &mut self,
+        st: &mut State<'m>,
+        inst: Val<'m>,
+    ) -> Result<(), ModelError> {
         let v = self.operand(st, inst, 0)?;
-        let ty = inst.operand(0).ok_or("internal: store without value")?.ty();
+        let ty = inst
+            .operand(0)
+            .ok_or_else(|| ModelError::internal("store without value"))?
+            .ty();
         let p = self.pointer_operand(st, inst, 1)?;
         st.memory.store(p, &v, ty, self.layout)
     }
 
     /// The value of a constant (scalars, aggregates, globals' addresses, constant GEPs).
-    pub(super) fn constant(&mut self, st: &mut State<'m>, v: Val<'m>) -> Result<Value, String> {
+    pub(super) fn constant(&mut self, st: &mut State<'m>, v: Val<'m>) -> Result<Value, ModelError> {
         let ty = v.ty();
         if v.is_undef_or_poison() {
             return Ok(Value::Poison);
@@ -65,7 +73,9 @@ impl<'m> Executor<'m> {
         if v.is_constant_int() {
             let bits = ty.int_width();
             if bits > 64 {
-                return Err(format!("uses the {bits}-bit integer type"));
+                return Err(ModelError::Unsupported(format!(
+                    "uses the {bits}-bit integer type"
+                )));
             }
             return Ok(if bits == 1 {
                 Value::Bool(sym::boolean(v.const_int() != 0))
@@ -91,16 +101,23 @@ impl<'m> Executor<'m> {
                 LLVMTypeKind::LLVMVectorTypeKind => ty.vector_len() as u64,
                 LLVMTypeKind::LLVMArrayTypeKind => ty.array_len(),
                 LLVMTypeKind::LLVMStructTypeKind => ty.struct_fields().len() as u64,
-                _ => return Err(format!("uses the constant `{}`", v.text())),
+                _ => {
+                    return Err(ModelError::Unsupported(format!(
+                        "uses the constant `{}`",
+                        v.text()
+                    )))
+                }
             };
             if n > 1 << 16 {
-                return Err("uses a very large constant aggregate".into());
+                return Err(ModelError::unsupported(
+                    "uses a very large constant aggregate",
+                ));
             }
             let mut elems = Vec::with_capacity(n as usize);
             for i in 0..n as u32 {
-                let e = v
-                    .aggregate_element(i)
-                    .ok_or_else(|| format!("uses the constant `{}`", v.text()))?;
+                let e = v.aggregate_element(i).ok_or_else(|| {
+                    ModelError::Unsupported(format!("uses the constant `{}`", v.text()))
+                })?;
                 elems.push(self.constant(st, e)?);
             }
             return Ok(if ty.kind() == LLVMTypeKind::LLVMVectorTypeKind {
@@ -113,16 +130,22 @@ impl<'m> Executor<'m> {
             return Ok(Value::Ptr(self.global(st, v)?));
         }
         if v.is_function() {
-            return Err(format!("takes the address of function `{}`", v.name()));
+            return Err(ModelError::Unsupported(format!(
+                "takes the address of function `{}`",
+                v.name()
+            )));
         }
         if v.is_constant_expr() && v.const_opcode() == LLVMOpcode::LLVMGetElementPtr {
             return self.gep(st, v).map(Value::Ptr);
         }
-        Err(format!("uses the constant expression `{}`", v.text()))
+        Err(ModelError::Unsupported(format!(
+            "uses the constant expression `{}`",
+            v.text()
+        )))
     }
 
     /// The region of a global variable, created on first use from its initializer.
-    fn global(&mut self, st: &mut State<'m>, g: Val<'m>) -> Result<Pointer, String> {
+    fn global(&mut self, st: &mut State<'m>, g: Val<'m>) -> Result<Pointer, ModelError> {
         if let Some(p) = st.globals.get(&g.id()) {
             return Ok(*p);
         }
@@ -145,15 +168,20 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         kind: MemoryOp,
-    ) -> Result<(), String> {
+    ) -> Result<(), ModelError> {
         let dst = self.pointer_operand(st, inst, 0)?;
         let len = match self.operand(st, inst, 2)? {
-            Value::Int { e, .. } => {
-                sym::const_i64(&e).ok_or("copies or sets a symbolic number of bytes")?
+            Value::Int { e, .. } => sym::const_i64(&e).ok_or_else(|| {
+                ModelError::unsupported("copies or sets a symbolic number of bytes")
+            })?,
+            _ => {
+                return Err(ModelError::unsupported(
+                    "copies or sets a symbolic number of bytes",
+                ))
             }
-            _ => return Err("copies or sets a symbolic number of bytes".into()),
         };
-        let len = u64::try_from(len).map_err(|_| "sets a negative number of bytes".to_string())?;
+        let len = u64::try_from(len)
+            .map_err(|_| ModelError::unsupported("sets a negative number of bytes"))?;
         match kind {
             MemoryOp::Set => {
                 let byte = match self.operand(st, inst, 1)? {
@@ -161,14 +189,16 @@ impl<'m> Executor<'m> {
                     _ => None,
                 };
                 if byte != Some(0) {
-                    return Err("fills memory with a non-zero byte (memset)".into());
+                    return Err(ModelError::unsupported(
+                        "fills memory with a non-zero byte (memset)",
+                    ));
                 }
                 st.memory.zero(dst, len)
             }
             MemoryOp::Copy => {
                 let src = self.pointer_operand(st, inst, 1)?;
                 if src.region == dst.region && (src.offset - dst.offset).unsigned_abs() < len {
-                    return Err("copies between overlapping memory".into());
+                    return Err(ModelError::unsupported("copies between overlapping memory"));
                 }
                 st.memory.copy(dst, src, len)
             }
@@ -180,7 +210,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         i: u32,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, ModelError> {
         Ok(matches!(self.operand(st, inst, i)?, Value::Ptr(p) if p.is_null()))
     }
 
@@ -189,32 +219,42 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         i: u32,
-    ) -> Result<Pointer, String> {
+    ) -> Result<Pointer, ModelError> {
         match self.operand(st, inst, i)? {
             Value::Ptr(p) if !p.is_null() => Ok(p),
-            Value::Ptr(_) => Err("dereferences a null pointer".into()),
-            Value::Poison => Err("dereferences an undefined pointer".into()),
-            other => Err(format!("internal: pointer operand is {other:?}")),
+            Value::Ptr(_) => Err(ModelError::unsupported("dereferences a null pointer")),
+            Value::Poison => Err(ModelError::unsupported("dereferences an undefined pointer")),
+            other => Err(ModelError::internal(format!(
+                "pointer operand is {other:?}"
+            ))),
         }
     }
 
     /// Address arithmetic of a GEP instruction or constant expression with concrete indices.
-    pub(super) fn gep(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Pointer, String> {
+    pub(super) fn gep(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Pointer, ModelError> {
         let base = match self.operand(st, inst, 0)? {
             Value::Ptr(p) => p,
-            Value::Poison => return Err("indexes an undefined pointer".into()),
-            other => return Err(format!("indexes a vector of pointers ({other:?})")),
+            Value::Poison => return Err(ModelError::unsupported("indexes an undefined pointer")),
+            other => {
+                return Err(ModelError::Unsupported(format!(
+                    "indexes a vector of pointers ({other:?})"
+                )))
+            }
         };
         let mut ty = inst.gep_source_type();
         let mut offset = base.offset as i128;
         for k in 1..inst.num_operands() {
             let index = match self.operand(st, inst, k)? {
-                Value::Int { e, .. } => sym::const_i64(&e).ok_or(SYMBOLIC_INDEX)?,
+                Value::Int { e, .. } => sym::const_i64(&e).ok_or(ModelError::SymbolicIndex)?,
                 Value::Bool(b) => match b.as_bool() {
                     Some(b) => -(b as i64),
-                    None => return Err(SYMBOLIC_INDEX.into()),
+                    None => return Err(ModelError::SymbolicIndex),
                 },
-                _ => return Err("indexes memory with a vector or undefined index".into()),
+                _ => {
+                    return Err(ModelError::unsupported(
+                        "indexes memory with a vector or undefined index",
+                    ))
+                }
             } as i128;
             if k == 1 {
                 offset += index * self.layout.size(ty) as i128;
@@ -225,7 +265,7 @@ impl<'m> Executor<'m> {
                     let fields = ty.struct_fields();
                     let field = fields
                         .get(index as usize)
-                        .ok_or("internal: struct index out of range")?;
+                        .ok_or_else(|| ModelError::internal("struct index out of range"))?;
                     offset += self.layout.field_offset(ty, index as u32) as i128;
                     ty = *field;
                 }
@@ -233,11 +273,16 @@ impl<'m> Executor<'m> {
                     ty = ty.element();
                     offset += index * self.layout.size(ty) as i128;
                 }
-                _ => return Err(format!("indexes into the scalar type `{}`", ty.text())),
+                _ => {
+                    return Err(ModelError::Unsupported(format!(
+                        "indexes into the scalar type `{}`",
+                        ty.text()
+                    )))
+                }
             }
         }
         let offset = i64::try_from(offset)
-            .map_err(|_| "computes an address far out of range".to_string())?;
+            .map_err(|_| ModelError::unsupported("computes an address far out of range"))?;
         Ok(Pointer {
             region: base.region,
             offset,

@@ -3,6 +3,7 @@
 //! touches memory.
 
 use super::Executor;
+use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Val};
 use crate::model::memory::Value;
 use crate::model::state::State;
@@ -17,14 +18,14 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let a = self.operand(st, inst, 0)?;
         map1(a, &mut |a| match a {
             Value::Real { e, fmt } => Ok(Value::Real {
                 e: sym::neg(e),
                 fmt,
             }),
-            other => Err(format!("internal: fneg of {other:?}")),
+            other => Err(ModelError::internal(format!("fneg of {other:?}"))),
         })
     }
 
@@ -35,7 +36,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         pred: LLVMRealPredicate,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         if let Some((side, c)) = non_finite_operand(inst) {
             let other = self.operand(st, inst, 1 - side)?;
             return map1(other, &mut |x| fcmp_non_finite(pred, x, side, c));
@@ -48,7 +49,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let pred = inst.icmp_predicate();
         let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
         self.lanes2(st, a, b, &mut |_, _, a, b| icmp(pred, a, b))
@@ -60,7 +61,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         opcode: LLVMOpcode,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
         self.lanes2(st, a, b, &mut |_, _, a, b| int_binary(opcode, a, b))
     }
@@ -71,7 +72,7 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         opcode: LLVMOpcode,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let to = scalar_bits(inst.ty())?;
         let a = self.operand(st, inst, 0)?;
         map1(a, &mut |a| int_cast(opcode, a, to))
@@ -83,9 +84,10 @@ impl<'m> Executor<'m> {
         st: &mut State<'m>,
         inst: Val<'m>,
         signed: bool,
-    ) -> Result<Value, String> {
-        let fmt =
-            fp_format(inst.ty()).ok_or_else(|| format!("converts to `{}`", inst.ty().text()))?;
+    ) -> Result<Value, ModelError> {
+        let fmt = fp_format(inst.ty()).ok_or_else(|| {
+            ModelError::Unsupported(format!("converts to `{}`", inst.ty().text()))
+        })?;
         let a = self.operand(st, inst, 0)?;
         map1(a, &mut |a| int_to_fp(a, fmt, signed))
     }
@@ -95,10 +97,10 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let from = inst
             .operand(0)
-            .ok_or("internal: cast without operand")?
+            .ok_or_else(|| ModelError::internal("cast without operand"))?
             .ty();
         let to = inst.ty();
         let a = self.operand(st, inst, 0)?;
@@ -115,7 +117,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let c = self.operand(st, inst, 0)?;
         let (a, b) = (self.operand(st, inst, 1)?, self.operand(st, inst, 2)?);
         select(c, a, b)
@@ -125,7 +127,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let v = self.operand(st, inst, 0)?;
         let i = const_index(&self.operand(st, inst, 1)?)?;
         Ok(match v {
@@ -138,7 +140,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let n = inst.ty().vector_len() as usize;
         let v = self.operand(st, inst, 0)?;
         let x = self.operand(st, inst, 1)?;
@@ -157,7 +159,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let a = self.operand(st, inst, 0)?;
         let b = self.operand(st, inst, 1)?;
         let width = inst
@@ -187,7 +189,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let mut v = self.operand(st, inst, 0)?;
         for i in inst.indices() {
             v = match v {
@@ -202,7 +204,7 @@ impl<'m> Executor<'m> {
         &mut self,
         st: &mut State<'m>,
         inst: Val<'m>,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, ModelError> {
         let agg = self.operand(st, inst, 0)?;
         let x = self.operand(st, inst, 1)?;
         insert_value(agg, inst.ty(), &inst.indices(), x, self.layout)

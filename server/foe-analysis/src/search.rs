@@ -127,7 +127,7 @@ pub fn search_with_special_inputs(
 ) -> Result<SearchOutcome, ExecError> {
     let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
     // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
-    for e in &mut out.plain_exceptions {
+    for e in out.plain_exceptions.iter_mut().filter(|_| cfg.report_plain_exceptions) {
         if let Some(input) = input_of_named(sig, &e.inputs) {
             e.avoidable = results::avoidability(e.kind, paths, sig, &input);
         }

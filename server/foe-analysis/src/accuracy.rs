@@ -365,35 +365,35 @@ fn exact_value(
 /// the full 64 bits.
 pub fn bits_of_error_f64(computed: f64, exact: &ExactValue) -> f64 {
     let reference = exact.round_to(FloatFormat::Double);
-    if computed.is_nan() || (computed.is_infinite() && computed != reference) {
-        return 64.0;
-    }
-    let ordinal = |x: f64| {
-        let magnitude = i128::from(x.abs().to_bits());
-        if x.is_sign_negative() {
-            -magnitude
-        } else {
-            magnitude
-        }
-    };
-    bits_of(ordinal(computed) - ordinal(reference))
+    let wrong = computed.is_nan() || (computed.is_infinite() && computed != reference);
+    let ordinal = |x: f64| signed(i128::from(x.abs().to_bits()), x.is_sign_negative());
+    error_bits(wrong, 64.0, ordinal(computed), ordinal(reference))
 }
 
 /// [`bits_of_error_f64`] for a `float` result: floats between, 32 bits at most.
 pub fn bits_of_error_f32(computed: f32, exact: &ExactValue) -> f64 {
     let reference = exact.round_to(FloatFormat::Single) as f32;
-    if computed.is_nan() || (computed.is_infinite() && computed != reference) {
-        return 32.0;
+    let wrong = computed.is_nan() || (computed.is_infinite() && computed != reference);
+    let ordinal = |x: f32| signed(i128::from(x.abs().to_bits()), x.is_sign_negative());
+    error_bits(wrong, 32.0, ordinal(computed), ordinal(reference))
+}
+
+/// A float's place on the line of its format's values (its magnitude's bits, negated for a negative value).
+fn signed(magnitude: i128, negative: bool) -> i128 {
+    if negative {
+        -magnitude
+    } else {
+        magnitude
     }
-    let ordinal = |x: f32| {
-        let magnitude = i128::from(x.abs().to_bits());
-        if x.is_sign_negative() {
-            -magnitude
-        } else {
-            magnitude
-        }
-    };
-    bits_of(ordinal(computed) - ordinal(reference))
+}
+
+/// Herbie's bits between two places on a format's line, or the format's whole width for a wrong result.
+fn error_bits(wrong: bool, width: f64, computed: i128, reference: i128) -> f64 {
+    if wrong {
+        width
+    } else {
+        bits_of(computed - reference)
+    }
 }
 
 fn bits_of(ulps: i128) -> f64 {

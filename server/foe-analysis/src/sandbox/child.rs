@@ -202,40 +202,41 @@ impl Plan {
             {
                 return false;
             }
-            let read_only = MountAttr {
-                attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
-                attr_clr: 0,
-                propagation: 0,
-                userns_fd: 0,
-            };
-            if libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
+            if !set_mount_attr(
                 root.as_ptr(),
-                AT_RECURSIVE,
-                &read_only as *const MountAttr,
-                std::mem::size_of::<MountAttr>(),
-            ) != 0
-            {
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+                0,
+                true,
+            ) {
                 return false;
             }
-            let writable = MountAttr {
-                attr_set: 0,
-                attr_clr: MOUNT_ATTR_RDONLY,
-                propagation: 0,
-                userns_fd: 0,
-            };
             // The working directory still points into the mount below the bind mount: enter the writable one.
-            libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
-                scratch.as_ptr(),
-                0u32,
-                &writable as *const MountAttr,
-                std::mem::size_of::<MountAttr>(),
-            ) == 0
+            set_mount_attr(scratch.as_ptr(), 0, MOUNT_ATTR_RDONLY, false)
                 && libc::chdir(scratch.as_ptr()) == 0
         }
+    }
+}
+
+/// Sets and clears mount attributes (`MOUNT_ATTR_*`) on the mount at `path` (and below it when `recursive`);
+/// whether the kernel took them. Only a system call: safe between fork and exec.
+unsafe fn set_mount_attr(path: *const libc::c_char, set: u64, clear: u64, recursive: bool) -> bool {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: clear,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: mount_setattr reads a NUL-terminated path and the struct above.
+    unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path,
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        ) == 0
     }
 }
 
@@ -359,38 +360,16 @@ impl ToolPlan {
                     std::ptr::null(),
                 );
             }
-            let read_only = MountAttr {
-                attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
-                attr_clr: 0,
-                propagation: 0,
-                userns_fd: 0,
-            };
-            if libc::syscall(
-                libc::SYS_mount_setattr,
-                libc::AT_FDCWD,
+            if !set_mount_attr(
                 root.as_ptr(),
-                AT_RECURSIVE,
-                &read_only as *const MountAttr,
-                std::mem::size_of::<MountAttr>(),
-            ) != 0
-            {
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+                0,
+                true,
+            ) {
                 return;
             }
-            let writable = MountAttr {
-                attr_set: 0,
-                attr_clr: MOUNT_ATTR_RDONLY,
-                propagation: 0,
-                userns_fd: 0,
-            };
             for dir in self.writable.iter().flatten() {
-                libc::syscall(
-                    libc::SYS_mount_setattr,
-                    libc::AT_FDCWD,
-                    dir.as_ptr(),
-                    AT_RECURSIVE,
-                    &writable as *const MountAttr,
-                    std::mem::size_of::<MountAttr>(),
-                );
+                set_mount_attr(dir.as_ptr(), 0, MOUNT_ATTR_RDONLY, true);
             }
             // the working directory still points into the mounts below the bind mounts: enter it again
             if let Some(cwd) = &self.cwd {

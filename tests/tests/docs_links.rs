@@ -46,7 +46,10 @@ fn prose(markdown: &str) -> String {
             out.push('\n');
         }
     }
-    Regex::new(r"`[^`\n]*`").unwrap().replace_all(&out, "").into_owned()
+    Regex::new(r"`[^`\n]*`")
+        .unwrap()
+        .replace_all(&out, "")
+        .into_owned()
 }
 
 /// The targets of the inline links and images of a page: `[text](target)`, `![alt](target "title")`.
@@ -129,7 +132,10 @@ fn the_readme_links_every_doc_page() {
         .filter_map(|t| resolve("README.md", t).0)
         .collect();
     let pages = doc_pages();
-    assert!(pages.len() >= 5, "docs/ holds fewer pages than expected: {pages:?}");
+    assert!(
+        pages.len() >= 5,
+        "docs/ holds fewer pages than expected: {pages:?}"
+    );
     let unlinked: Vec<&String> = pages
         .iter()
         .filter(|p| !linked.contains(Path::new(p.as_str())))
@@ -156,7 +162,10 @@ fn every_relative_link_points_at_a_file_and_heading_that_exist() {
             let file = file.unwrap_or_else(|| PathBuf::from(&page));
             let full = root.join(&file);
             if !full.exists() {
-                problems.push(format!("{page}: `{target}`: {} does not exist", file.display()));
+                problems.push(format!(
+                    "{page}: `{target}`: {} does not exist",
+                    file.display()
+                ));
                 continue;
             }
             let Some(fragment) = fragment else {
@@ -173,7 +182,10 @@ fn every_relative_link_points_at_a_file_and_heading_that_exist() {
             }
         }
     }
-    assert!(checked > 20, "only {checked} relative links found: is the link pattern broken?");
+    assert!(
+        checked > 20,
+        "only {checked} relative links found: is the link pattern broken?"
+    );
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -192,7 +204,10 @@ fn the_anchor_and_link_readers_work() {
     );
     assert_eq!(
         resolve("docs/cli.md", "../README.md#settings"),
-        (Some(PathBuf::from("README.md")), Some("settings".to_string()))
+        (
+            Some(PathBuf::from("README.md")),
+            Some("settings".to_string())
+        )
     );
     assert_eq!(resolve("docs/cli.md", "#x"), (None, Some("x".to_string())));
 }

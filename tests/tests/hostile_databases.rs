@@ -16,10 +16,14 @@ const TIME_LIMIT: Duration = Duration::from_secs(120);
 
 /// The system's clang (to build the evil plugin and show it is real).
 fn clang() -> &'static str {
-    ["/usr/lib/llvm-19/bin/clang", "/usr/bin/clang-19", "/usr/bin/clang"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())
-        .unwrap_or("clang")
+    [
+        "/usr/lib/llvm-19/bin/clang",
+        "/usr/bin/clang-19",
+        "/usr/bin/clang",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .unwrap_or("clang")
 }
 
 /// A repository with the target file, an evil plugin, a linker script and a compiler script, each writing the

@@ -44,7 +44,9 @@ fn assert_trustworthy(report: &Value) {
         for d in f["divergences"].as_array().unwrap() {
             match d["confirmation"].as_str().unwrap() {
                 // A result divergence is confirmed when the shipped builds' outputs differ the same way.
-                "confirmed" if matches!(d["class"].as_str(), Some("special_value" | "accuracy")) => {
+                "confirmed"
+                    if matches!(d["class"].as_str(), Some("special_value" | "accuracy")) =>
+                {
                     assert!(d["result"].is_object(), "{d:#}");
                     assert_ne!(d["cause"], "undetermined", "{d:#}");
                 }

@@ -23,10 +23,12 @@
 mod build;
 mod early;
 mod harness;
+mod sweep;
 mod trace;
 
 pub use early::{EarlyHarness, EARLY_PROBES};
 pub use harness::{Harness, Probe, ShippedEnd, ShippedRun, CONFIRM_C, PROBES};
+pub use sweep::{shipped_only, Sweep};
 
 use crate::report::{
     Cause, Confirmation, Divergence, DivergenceClass, FunctionReport, RunEnd, TraceEvent,

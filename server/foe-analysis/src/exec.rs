@@ -342,11 +342,40 @@ impl Runner {
         input: &Input,
         pair: &RawPair,
     ) -> (RunEnd, RunEnd) {
-        let mut p = self.end(sig, pair.p.end);
-        let mut pp = self.end(sig, pair.pp.end);
+        let p = self.end(sig, pair.p.end);
+        let pp = self.end(sig, pair.pp.end);
+        self.with_outputs(sig, input, (p, pp), &pair.p.outputs, &pair.pp.outputs)
+    }
+
+    /// Two runs of `sig` on `input` that returned `results` (bits, as the worker and the shipped driver report
+    /// them) having changed these words of the pointer buffers: what they returned and wrote, the same places
+    /// read in both (for the shipped binaries' runs, read with the instrumented build's knowledge of the types).
+    pub fn returned_pair(
+        &self,
+        sig: &FunctionSignature,
+        input: &Input,
+        results: (u64, u64),
+        p: &[RawOutput],
+        pp: &[RawOutput],
+    ) -> (RunEnd, RunEnd) {
+        let ends = (
+            RunEnd::returned(return_value(sig.ret, results.0)),
+            RunEnd::returned(return_value(sig.ret, results.1)),
+        );
+        self.with_outputs(sig, input, ends, p, pp)
+    }
+
+    fn with_outputs(
+        &self,
+        sig: &FunctionSignature,
+        input: &Input,
+        (mut p, mut pp): (RunEnd, RunEnd),
+        words_p: &[RawOutput],
+        words_pp: &[RawOutput],
+    ) -> (RunEnd, RunEnd) {
         if let Some(entry) = self.by_name.get(&sig.name).map(|&i| &self.entries[i]) {
             let (out_p, out_pp) =
-                outputs::decode_pair(sig, &entry.layouts, input, &pair.p, &pair.pp);
+                outputs::decode_pair(sig, &entry.layouts, input, words_p, words_pp);
             for (end, decoded) in [(&mut p, out_p), (&mut pp, out_pp)] {
                 if let RunEnd::Returned { outputs, .. } = end {
                     *outputs = decoded;

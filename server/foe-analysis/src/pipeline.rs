@@ -31,7 +31,7 @@ mod settle;
 mod solving;
 
 use budget::Budget;
-pub use replay::{parse_assignments, replay, ReplayReport};
+pub use replay::{parse_assignments, replay, ReplayReport, ShippedReplay};
 use settle::settle_inlined;
 
 /// What to analyse.

@@ -207,6 +207,11 @@ pub struct Divergence {
     /// Candidates whose neighbourhood search gave this input as their best (merged when several did).
     #[serde(default = "one")]
     pub candidates: usize,
+    /// Seen only on the binaries clang ships: the instrumented builds agree on this input (a difference of code
+    /// generation, such as x86's reciprocal square-root estimate), so the traces and ends above are the shipped
+    /// runs' ([`crate::confirm::shipped_only`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shipped_only: bool,
 }
 
 fn one() -> usize {
@@ -236,6 +241,7 @@ impl Default for Divergence {
             shipped_trace_p_prime: vec![],
             cause: Cause::default(),
             candidates: one(),
+            shipped_only: false,
         }
     }
 }

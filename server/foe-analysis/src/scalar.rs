@@ -112,8 +112,12 @@ impl Scalar {
     /// Whether two values are the same bit pattern (any two NaNs count as the same).
     pub fn same(self, other: Scalar) -> bool {
         match (self, other) {
-            (Scalar::F64(a), Scalar::F64(b)) => a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(),
-            (Scalar::F32(a), Scalar::F32(b)) => a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(),
+            (Scalar::F64(a), Scalar::F64(b)) => {
+                a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan()
+            }
+            (Scalar::F32(a), Scalar::F32(b)) => {
+                a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan()
+            }
             (a, b) => a == b,
         }
     }
@@ -130,7 +134,8 @@ impl Scalar {
         }
         match (self, other) {
             (Scalar::F64(a), Scalar::F64(b)) if a.is_finite() && b.is_finite() => Some(
-                ordinal(a.to_bits() as i64, i64::MIN).abs_diff(ordinal(b.to_bits() as i64, i64::MIN)),
+                ordinal(a.to_bits() as i64, i64::MIN)
+                    .abs_diff(ordinal(b.to_bits() as i64, i64::MIN)),
             ),
             (Scalar::F32(a), Scalar::F32(b)) if a.is_finite() && b.is_finite() => Some(
                 ordinal(a.to_bits() as i32 as i64, i32::MIN as i64)
@@ -201,7 +206,10 @@ impl ScalarType {
             ScalarType::F64 => Scalar::F64(f64::from_bits(bits)),
             ScalarType::F32 => Scalar::F32(f32::from_bits(bits as u32)),
             ScalarType::Int { bits: 1, .. } => Scalar::Int((bits & 1) as i64),
-            ScalarType::Int { bits: w, signed: true } if w < 64 => {
+            ScalarType::Int {
+                bits: w,
+                signed: true,
+            } if w < 64 => {
                 let shift = 64 - 8 * n as u32;
                 Scalar::Int(((bits << shift) as i64) >> shift)
             }
@@ -234,7 +242,10 @@ mod tests {
 
     #[test]
     fn ulps_count_floats_between_values_across_zero() {
-        assert_eq!(Scalar::F64(1.0).ulps(Scalar::F64(1.0 + f64::EPSILON)), Some(1));
+        assert_eq!(
+            Scalar::F64(1.0).ulps(Scalar::F64(1.0 + f64::EPSILON)),
+            Some(1)
+        );
         assert_eq!(Scalar::F64(-0.0).ulps(Scalar::F64(0.0)), Some(0));
         assert_eq!(Scalar::F64(-5e-324).ulps(Scalar::F64(5e-324)), Some(2));
         assert_eq!(Scalar::F32(-0.0).ulps(Scalar::F32(1e-45)), Some(1));
@@ -246,9 +257,15 @@ mod tests {
         let bytes = (-2.5f64).to_le_bytes();
         assert_eq!(ScalarType::F64.read(&bytes), Some(Scalar::F64(-2.5)));
         let int = (-7i32).to_le_bytes();
-        let signed = ScalarType::Int { bits: 32, signed: true };
+        let signed = ScalarType::Int {
+            bits: 32,
+            signed: true,
+        };
         assert_eq!(signed.read(&int), Some(Scalar::Int(-7)));
-        let unsigned = ScalarType::Int { bits: 32, signed: false };
+        let unsigned = ScalarType::Int {
+            bits: 32,
+            signed: false,
+        };
         assert_eq!(unsigned.read(&int), Some(Scalar::UInt(0xffff_fff9)));
         assert_eq!(ScalarType::F64.read(&int), None);
     }

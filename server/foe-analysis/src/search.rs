@@ -47,6 +47,9 @@ pub struct SearchOutcome {
     pub stopped_early: bool,
     /// Whether the function's time budget ended the search before every neighbourhood was explored.
     pub out_of_time: bool,
+    /// Special inputs and solver candidates on which both instrumented builds returned the same outputs and
+    /// exception traces: what [`crate::confirm::shipped_only`] runs again on the binaries clang ships.
+    pub agreed: Vec<Input>,
 }
 
 /// Executions that may time out in one function's search before it stops: each costs the whole time limit.
@@ -127,7 +130,11 @@ pub fn search_with_special_inputs(
 ) -> Result<SearchOutcome, ExecError> {
     let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
     // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
-    for e in out.plain_exceptions.iter_mut().filter(|_| cfg.report_plain_exceptions) {
+    for e in out
+        .plain_exceptions
+        .iter_mut()
+        .filter(|_| cfg.report_plain_exceptions)
+    {
         if let Some(input) = input_of_named(sig, &e.inputs) {
             e.avoidable = results::avoidability(e.kind, paths, sig, &input);
         }
@@ -150,7 +157,7 @@ fn full_input(sig: &FunctionSignature, d: &Divergence) -> Option<Input> {
 }
 
 /// The whole input (pointer placeholders included) from the named values of the searchable parameters.
-fn input_of_named(sig: &FunctionSignature, inputs: &[NamedValue]) -> Option<Input> {
+pub(crate) fn input_of_named(sig: &FunctionSignature, inputs: &[NamedValue]) -> Option<Input> {
     let mut named = inputs.iter();
     let values = sig
         .params
@@ -205,6 +212,8 @@ fn run_search(
         out_of_time: false,
         stopped: 0,
         first_stop: None,
+        agreed: vec![],
+        agreed_seen: HashSet::new(),
     };
     for (g, chunk) in cands.chunks(group).enumerate() {
         if state.timed_out >= MAX_TIMEOUTS {
@@ -255,6 +264,7 @@ fn run_search(
         first_stop: state.first_stop,
         stopped_early,
         out_of_time: state.out_of_time,
+        agreed: state.agreed,
     })
 }
 
@@ -325,6 +335,9 @@ struct SearchState<'a> {
     out_of_time: bool,
     stopped: usize,
     first_stop: Option<String>,
+    /// Inputs (special ones and candidates themselves) on which the instrumented builds agree.
+    agreed: Vec<Input>,
+    agreed_seen: HashSet<Vec<u64>>,
 }
 
 impl SearchState<'_> {
@@ -462,9 +475,12 @@ fn search_group(
                     continue;
                 }
                 let inside = state.in_domain(input);
+                let mut outputs_agree = false;
                 if pair.p.returned() && pair.pp.returned() {
                     let (end_p, end_pp) = runner.results(sig, input, pair);
-                    if let Some(d) = results::compare(&end_p, &end_pp, cfg.accuracy_bits) {
+                    let differ = results::compare(&end_p, &end_pp, cfg.accuracy_bits);
+                    outputs_agree = differ.is_none();
+                    if let Some(d) = differ {
                         let rank = (!inside, d.class.rank(), pos);
                         if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
                             c.best_result = Some(Best {
@@ -479,6 +495,12 @@ fn search_group(
                 let kp: Vec<u8> = pair.p.kinds().collect();
                 let kpp: Vec<u8> = pair.pp.kinds().collect();
                 let Some((first, class)) = compare_kinds(&kp, &kpp) else {
+                    if outputs_agree
+                        && (special || pos == 0)
+                        && state.agreed_seen.insert(input.key())
+                    {
+                        state.agreed.push(input.clone());
+                    }
                     continue;
                 };
                 let rank = (!inside, class.rank(), pos);
@@ -760,7 +782,7 @@ pub fn step_value(v: ArgValue, ty: ParamType, k: i64) -> ArgValue {
     }
 }
 
-fn named_inputs(sig: &FunctionSignature, input: &Input) -> Vec<NamedValue> {
+pub(crate) fn named_inputs(sig: &FunctionSignature, input: &Input) -> Vec<NamedValue> {
     sig.params
         .iter()
         .zip(&input.0)
@@ -824,12 +846,13 @@ fn divergence(
         end_p: p.end,
         end_p_prime: pp.end,
         result: None,
+        shipped_only: false,
     }
 }
 
 /// The one-line summary of a result divergence: `the fast-math build returns inf where the plain build returns
 /// 1.27e308`, `*err is 0 in the fast-math build, 1e-20 in the plain build`.
-fn result_summary(d: &Divergence) -> String {
+pub(crate) fn result_summary(d: &Divergence) -> String {
     match &d.result {
         Some(r) => match &r.output {
             None => format!(
@@ -858,7 +881,7 @@ fn verb(kind: ExceptionKind) -> &'static str {
 
 /// The one-line summary and the location to flag: for an exception that appears in one build only, where that
 /// build raises it (the fast-math side first); otherwise the first diverging event of P', else of P.
-fn explain(
+pub(crate) fn explain(
     p: &[TraceEvent],
     pp: &[TraceEvent],
     first: usize,

@@ -3,7 +3,7 @@
 
 use foe_analysis::findings::render::{self, Style};
 use foe_analysis::findings::{self, Code, Finding, Severity};
-use foe_analysis::pipeline::ReplayReport;
+use foe_analysis::pipeline::{ReplayReport, ShippedReplay};
 use foe_analysis::report::{FileReport, FunctionStatus};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -62,7 +62,12 @@ fn finding_text(out: &mut String, file: &str, f: &Finding, report: &FileReport) 
         out,
         "    P' ({}{ftz}): {}",
         report.flags_p_prime.join(" "),
-        render::run_line(&best.trace_p_prime, &best.end_p_prime, usize::MAX, Style::Plain)
+        render::run_line(
+            &best.trace_p_prime,
+            &best.end_p_prime,
+            usize::MAX,
+            Style::Plain
+        )
     );
     let _ = writeln!(out, "    {}", best.confirmation.describe());
     for line in &f.shipped {
@@ -188,6 +193,36 @@ pub fn text_replay(r: &ReplayReport, file: &Path) -> String {
                 _ => Code::SpecialValue,
             }
         );
+    }
+    match &r.shipped {
+        Some(ShippedReplay::Ran {
+            trace_p,
+            trace_p_prime,
+            end_p,
+            end_p_prime,
+            result,
+            sets_differ,
+        }) => {
+            let line = |t, e| render::run_line(t, e, usize::MAX, Style::Plain);
+            let _ = writeln!(out, "P  as shipped: {}", line(trace_p, end_p));
+            let _ = writeln!(out, "P' as shipped: {}", line(trace_p_prime, end_p_prime));
+            if *sets_differ {
+                let _ = writeln!(out, "the shipped binaries raise different exceptions");
+            }
+            if let Some(d) = result {
+                let what = d.output.as_deref().unwrap_or("the return value");
+                let _ = writeln!(
+                    out,
+                    "shipped results differ: {what} is {} in P, {} in P'",
+                    d.plain.short(),
+                    d.fast_math.short()
+                );
+            }
+        }
+        Some(ShippedReplay::NotRun { why }) => {
+            let _ = writeln!(out, "not run on the shipped binaries: {why}");
+        }
+        None => {}
     }
     out
 }

@@ -7,7 +7,8 @@ use foe_analysis::pipeline::{
     AnalysisError, AnalysisRequest, CancelToken, FunctionCache, Progress,
 };
 use foe_analysis::report::{
-    Divergence, FileReport, FunctionReport, FunctionSpan, FunctionStatus, RunEnd, Scalar, TraceEvent,
+    Divergence, FileReport, FunctionReport, FunctionSpan, FunctionStatus, RunEnd, Scalar,
+    TraceEvent,
 };
 use foe_analysis::types::{ExceptionKind, SourceLoc};
 use foe_lsp::client::LspClient;

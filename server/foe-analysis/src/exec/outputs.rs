@@ -2,7 +2,6 @@
 //! changed; here both builds' words are read back as C values, named as C names them (`*err`, `out[2]`, `r->y`),
 //! over the same places for the two builds so that they can be compared.
 
-use super::RawRun;
 use crate::ir::PointeeFields;
 use crate::report::Output;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -25,15 +24,10 @@ pub fn decode_pair(
     sig: &FunctionSignature,
     layouts: &[PointeeFields],
     input: &Input,
-    p: &RawRun,
-    pp: &RawRun,
+    p: &[RawOutput],
+    pp: &[RawOutput],
 ) -> (Vec<Output>, Vec<Output>) {
-    let places: BTreeSet<(u32, u32)> = p
-        .outputs
-        .iter()
-        .chain(&pp.outputs)
-        .map(|o| (o.param, o.offset))
-        .collect();
+    let places: BTreeSet<(u32, u32)> = p.iter().chain(pp).map(|o| (o.param, o.offset)).collect();
     let (mut out_p, mut out_pp) = (vec![], vec![]);
     for (param, offset) in places {
         let Some(layout) = layouts.iter().find(|l| l.param == param) else {
@@ -43,9 +37,8 @@ pub fn decode_pair(
             continue;
         };
         let start = initial_word(sig, input, param, offset);
-        let word_of = |run: &RawRun| {
-            run.outputs
-                .iter()
+        let word_of = |run: &[RawOutput]| {
+            run.iter()
                 .find(|o| o.param == param && o.offset == offset)
                 .map_or(start, |o| o.word)
                 .to_le_bytes()

@@ -325,6 +325,13 @@ pub fn shipped_lines(d: &Divergence, limit: usize) -> Vec<String> {
     {
         return vec![];
     }
+    if d.shipped_only {
+        return vec![
+            "seen only in the binaries clang ships: the instrumented builds agree on this input (the code \
+             generator's doing), so the runs above are the shipped ones"
+                .into(),
+        ];
+    }
     [("P", &d.shipped_trace_p), ("P'", &d.shipped_trace_p_prime)]
         .into_iter()
         .map(|(build, trace)| {

@@ -299,12 +299,20 @@ fn divergence_findings(
     }
     let mut out = vec![];
     for ((loc, cause), mut members) in groups {
-        // Best first: inside the declared domain, then ordinary magnitudes, then the engine's order.
+        // Best first: inside the declared domain, then ordinary magnitudes, then one that changes what the caller
+        // gets, then the engine's order.
         let extreme = |d: &Divergence| message::is_extreme(f, d);
         let non_finite = |d: &Divergence| message::needs_non_finite(d);
         members.sort_by_key(|&i| {
             let d = &f.divergences[i];
-            (declared && !d.in_domain, non_finite(d), extreme(d), i)
+            let same_outputs = d.result.is_none();
+            (
+                declared && !d.in_domain,
+                non_finite(d),
+                extreme(d),
+                same_outputs,
+                i,
+            )
         });
         let best = &f.divergences[members[0]];
         let domain = match (declared, best.in_domain) {

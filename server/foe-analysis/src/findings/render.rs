@@ -21,11 +21,14 @@ impl Style {
 
 /// One event: `overflow at 3:16 (fmul)`, `invalid at line 4 (call sqrt)`, `underflow (fdiv, no source line)`.
 pub fn event(e: &TraceEvent, style: Style) -> String {
-    let op = style.code(&e.operation);
-    match (e.line, e.column.filter(|c| *c > 0)) {
-        (Some(l), Some(c)) => format!("{} at {l}:{c} ({op})", e.kind),
-        (Some(l), None) => format!("{} at line {l} ({op})", e.kind),
-        _ => format!("{} ({op}, no source line)", e.kind),
+    let op = (!e.operation.is_empty()).then(|| style.code(&e.operation));
+    match (e.line, e.column.filter(|c| *c > 0), op) {
+        (Some(l), Some(c), Some(op)) => format!("{} at {l}:{c} ({op})", e.kind),
+        (Some(l), Some(c), None) => format!("{} at {l}:{c}", e.kind),
+        (Some(l), None, Some(op)) => format!("{} at line {l} ({op})", e.kind),
+        (Some(l), None, None) => format!("{} at line {l}", e.kind),
+        (None, _, Some(op)) => format!("{} ({op}, no source line)", e.kind),
+        (None, _, None) => format!("{} (no source line)", e.kind),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{compile_error, effective_config, AnalysisError, AnalysisRequest};
 use crate::config::AnalysisConfig;
+use crate::confirm::{self, Probe, ShippedEnd};
 use crate::fpfmt;
 use crate::report::{DivergenceClass, NamedValue, ResultDifference, RunEnd, TraceEvent};
 use crate::types::{ArgValue, Build, FunctionSignature, Input, ParamType};
@@ -25,6 +26,28 @@ pub struct ReplayReport {
     pub class: Option<DivergenceClass>,
     pub flags_p: Vec<String>,
     pub flags_p_prime: Vec<String>,
+    /// The same input on the binaries clang ships (what the user runs): a difference only the shipped code
+    /// generation makes shows here, not above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shipped: Option<ShippedReplay>,
+}
+
+/// One input on the shipped P and P', or why they could not run it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum ShippedReplay {
+    Ran {
+        trace_p: Vec<TraceEvent>,
+        trace_p_prime: Vec<TraceEvent>,
+        end_p: RunEnd,
+        end_p_prime: RunEnd,
+        result: Option<ResultDifference>,
+        /// Whether the exception sets differ.
+        sets_differ: bool,
+    },
+    NotRun {
+        why: String,
+    },
 }
 
 /// Builds and runs both versions of `function` on exactly the given inputs (`NAME=VALUE` pairs).
@@ -35,7 +58,7 @@ pub fn replay(
 ) -> Result<ReplayReport, AnalysisError> {
     let config = effective_config(request);
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
-    let (pair, _) = crate::project::link_units(pair, request.path, request.config);
+    let (pair, linked) = crate::project::link_units(pair, request.path, request.config);
     let context = Context::create();
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let sig = ir::describe_functions(&p_module, &pair.p_ll)
@@ -69,6 +92,14 @@ pub fn replay(
         .next()
         .ok_or_else(|| AnalysisError::Internal("the runner returned no outcome".into()))?;
     let divergence = search::compare_traces(&outcome.p.trace, &outcome.pp.trace);
+    let harness = confirm::Harness::new(
+        &config,
+        request.path,
+        request.text,
+        std::slice::from_ref(&sig),
+    )
+    .with_units(&linked, &request.config.extra_flags);
+    let shipped = shipped_replay(harness, &runner, &sig, &input, &config);
     Ok(ReplayReport {
         function: sig.name.clone(),
         inputs: sig
@@ -84,7 +115,65 @@ pub fn replay(
         class: divergence.map(|d| d.1),
         flags_p: config.flags_p.clone(),
         flags_p_prime: config.flags_p_prime.clone(),
+        shipped: Some(shipped),
     })
+}
+
+/// `input` on the shipped P and P' of `harness`, their outputs read as the runner reads the instrumented ones.
+fn shipped_replay(
+    mut harness: confirm::Harness,
+    runner: &exec::Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+    config: &AnalysisConfig,
+) -> ShippedReplay {
+    harness.prepare(&[Probe::Reference, Probe::Shipped]);
+    let inputs = std::slice::from_ref(input);
+    let ran = harness
+        .run(Probe::Reference, &sig.name, inputs)
+        .and_then(|p| Ok((p, harness.run(Probe::Shipped, &sig.name, inputs)?)));
+    let (p, pp) = match ran {
+        Ok((mut p, mut pp)) if !p.is_empty() && !pp.is_empty() => (p.remove(0), pp.remove(0)),
+        Ok(_) => {
+            return ShippedReplay::NotRun {
+                why: "the driver gave no reply".into(),
+            }
+        }
+        Err(why) => return ShippedReplay::NotRun { why },
+    };
+    let ended = |run: &confirm::ShippedRun| match run.end {
+        ShippedEnd::Stopped(_) => RunEnd::Stopped {
+            callee: run.stopped_at.clone().unwrap_or_default(),
+            line: None,
+            column: None,
+        },
+        ShippedEnd::Crashed => RunEnd::Crashed {
+            signal: 0,
+            name: "crashed".into(),
+        },
+        ShippedEnd::TimedOut => RunEnd::TimedOut {
+            limit_ms: config.exec_timeout_ms,
+        },
+        ShippedEnd::Raised(_) => RunEnd::returned(None),
+    };
+    let (end_p, end_p_prime) = match (p.end, pp.end) {
+        (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) => runner.returned_pair(
+            sig,
+            input,
+            (p.produced.result, pp.produced.result),
+            &p.produced.outputs,
+            &pp.produced.outputs,
+        ),
+        _ => (ended(&p), ended(&pp)),
+    };
+    ShippedReplay::Ran {
+        result: search::results::compare(&end_p, &end_p_prime, config.accuracy_bits),
+        sets_differ: p.end.raised() != pp.end.raised(),
+        trace_p: p.trace,
+        trace_p_prime: pp.trace,
+        end_p,
+        end_p_prime,
+    }
 }
 
 /// `sig` with the values behind its pointers as inputs, as [`analyse`] finds them (both builds modelled); `sig`

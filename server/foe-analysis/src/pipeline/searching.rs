@@ -122,12 +122,20 @@ fn search_one(
         report.plain_exceptions = found.plain_exceptions.clone();
     }
     let confirming = Instant::now();
-    if let Some(shipped) = cx
-        .shipped
-        .as_deref_mut()
-        .filter(|_| !report.divergences.is_empty())
-    {
-        confirm::confirm_function(shipped.get(), &item.info.signature, &mut report);
+    if let Some(shipped) = cx.shipped.as_deref_mut() {
+        // What only the shipped code generation does, on the inputs the instrumented builds agree on.
+        let sweep = confirm::Sweep {
+            runner,
+            sig: &item.info.signature,
+            domain,
+            accuracy_bits: cx.config.accuracy_bits,
+            paths: &item.p_outputs,
+        };
+        let more = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
+        report.divergences.extend(more);
+        if !report.divergences.is_empty() {
+            confirm::confirm_function(shipped.get(), &item.info.signature, &mut report);
+        }
     }
     let confirm_ms = ms(confirming);
     note_search(&mut report, &found, cx.config);

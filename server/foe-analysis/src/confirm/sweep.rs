@@ -1,0 +1,193 @@
+//! Inputs the instrumented builds agree on, run again on the binaries clang ships.
+//!
+//! The instrumented P' checks the flags after every operation, so the code generator cannot fuse what the
+//! shipped code generation fuses: x86's reciprocal square-root estimate (`1/sqrtf(x)` becomes `rsqrtss` and a
+//! Newton step, which returns NaN at infinity and infinity at a flushed subnormal) never appears in it. The
+//! special inputs and the solver candidates on which both instrumented builds returned the same thing are run on
+//! the shipped P and P'; where those differ (exception sets, or outputs by [`results::compare`]) the input is a
+//! divergence of its own, built from the shipped runs. [`super::confirm_function`] then confirms it and finds
+//! its cause like any other.
+
+use super::{Harness, Probe, ShippedEnd, ShippedRun};
+use crate::accuracy::PathOutputs;
+use crate::domain::Domain;
+use crate::exec::Runner;
+
+use crate::report::{Divergence, DivergenceClass, TraceEvent};
+use crate::search::{self, results};
+use crate::types::{Build, FunctionSignature, Input, SourceLoc};
+use std::collections::HashMap;
+
+/// Inputs run on the shipped binaries per function, at most.
+const MAX_INPUTS: usize = 640;
+
+/// Divergences kept per (class, location): the findings layer shows one input and counts the rest.
+const PER_PLACE: usize = 4;
+
+/// What the sweep needs beside the binaries: the instrumented runner (output layouts, site locations), the
+/// function, its declared domain, the accuracy threshold and P's real-number path outputs.
+pub struct Sweep<'a> {
+    pub runner: &'a mut Runner,
+    pub sig: &'a FunctionSignature,
+    pub domain: Option<&'a Domain>,
+    pub accuracy_bits: u32,
+    pub paths: &'a [PathOutputs],
+}
+
+/// The divergences the shipped binaries show on `agreed` (inputs the instrumented builds agree on); empty when
+/// the binaries cannot be built or run.
+pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> Vec<Divergence> {
+    let inputs = &agreed[..agreed.len().min(MAX_INPUTS)];
+    if inputs.is_empty() {
+        return vec![];
+    }
+    let _span = tracing::debug_span!("shipped sweep", function = %cx.sig.name).entered();
+    harness.prepare(&[Probe::Reference, Probe::Shipped]);
+    let (p, pp) = match (
+        harness.run(Probe::Reference, &cx.sig.name, inputs),
+        harness.run(Probe::Shipped, &cx.sig.name, inputs),
+    ) {
+        (Ok(p), Ok(pp)) => (p, pp),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::debug!(%e, "shipped sweep not run");
+            return vec![];
+        }
+    };
+    let mut kept: Vec<Divergence> = vec![];
+    let mut at_place: HashMap<(DivergenceClass, Option<SourceLoc>), usize> = HashMap::new();
+    for ((input, rp), rpp) in inputs.iter().zip(&p).zip(&pp) {
+        let Some(d) = divergence(&cx, input, rp, rpp) else {
+            continue;
+        };
+        let n = at_place.entry((d.class, d.location)).or_default();
+        *n += 1;
+        if *n <= PER_PLACE {
+            kept.push(d);
+        }
+    }
+    // The location of a result-only difference: the last operation the instrumented P' runs on that input.
+    for d in kept.iter_mut().filter(|d| d.location.is_none()) {
+        if let Some(input) = search::input_of_named(cx.sig, &d.inputs) {
+            d.location = last_operation(cx.runner, cx.sig, &input);
+        }
+    }
+    tracing::debug!(inputs = inputs.len(), found = kept.len(), "shipped sweep");
+    kept
+}
+
+/// The divergence two shipped runs that both returned show on `input`: exception sets that differ, else outputs
+/// that differ in category or accuracy; `None` when they agree.
+fn divergence(
+    cx: &Sweep<'_>,
+    input: &Input,
+    rp: &ShippedRun,
+    rpp: &ShippedRun,
+) -> Option<Divergence> {
+    let (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) = (rp.end, rpp.end) else {
+        return None;
+    };
+    let (end_p, end_pp) = cx.runner.returned_pair(
+        cx.sig,
+        input,
+        (rp.produced.result, rpp.produced.result),
+        &rp.produced.outputs,
+        &rpp.produced.outputs,
+    );
+    let mut result = results::compare(&end_p, &end_pp, cx.accuracy_bits);
+    let complete = rp.dropped == 0 && rpp.dropped == 0;
+    let (trace_p, trace_pp) = (
+        placed(cx, &rp.trace, Build::P),
+        placed(cx, &rpp.trace, Build::PPrime),
+    );
+    let exception = (a != b && complete)
+        .then(|| search::compare_traces(&trace_p, &trace_pp))
+        .flatten()
+        .filter(|(_, class)| *class == DivergenceClass::Appears);
+    let (first, class) = match (exception, &result) {
+        (Some(e), _) => e,
+        (None, Some(r)) => (0, r.class),
+        (None, None) => return None,
+    };
+    if let Some(r) = result.as_mut() {
+        r.reference = Some(results::reference(r, &end_p, cx.paths, cx.sig, input));
+    }
+    let (summary, location) = search::explain(&trace_p, &trace_pp, first, class);
+    let mut d = Divergence {
+        inputs: search::named_inputs(cx.sig, input),
+        trace_p,
+        trace_p_prime: trace_pp,
+        first_divergence: first,
+        class,
+        end_p,
+        end_p_prime: end_pp,
+        result,
+        in_domain: cx.domain.is_none_or(|d| d.contains(input)),
+        // An event the debug info placed on a line without an operation of the function (code the generator
+        // made, such as the estimate's Newton step, often keeps the declaration's line) is flagged as a result is.
+        location: location.filter(|at| class.is_exception() && has_operation(cx, at.line)),
+        summary,
+        // Solver candidates are counted where the instrumented builds found them (Table III).
+        candidates: 0,
+        shipped_only: true,
+        ..Divergence::default()
+    };
+    if !class.is_exception() {
+        d.summary = search::result_summary(&d);
+    }
+    Some(d)
+}
+
+/// A shipped trace placed as the instrumented one is: where the debug info gave only a line, or no operation,
+/// the operation of the instrumented build at that place (at that column, else the first on that line).
+fn placed(cx: &Sweep<'_>, trace: &[TraceEvent], build: Build) -> Vec<TraceEvent> {
+    let sites: Vec<_> = cx
+        .runner
+        .sites()
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| s.build == build && s.function == cx.sig.name)
+        .collect();
+    trace
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            let on_line = sites.iter().filter(|s| s.line == e.line);
+            let site = on_line
+                .clone()
+                .find(|s| e.column.is_some() && s.column == e.column)
+                .or_else(|| on_line.clone().next());
+            if let Some(site) = site.filter(|_| e.column.is_none() || e.operation.is_empty()) {
+                e.column = e.column.or(site.column);
+                if e.operation.is_empty() {
+                    e.operation = site.operation.clone();
+                }
+            }
+            e
+        })
+        .collect()
+}
+
+/// Whether either instrumented build has an operation of the function on `line`.
+fn has_operation(cx: &Sweep<'_>, line: u32) -> bool {
+    cx.runner
+        .sites()
+        .iter()
+        .any(|(_, s)| s.function == cx.sig.name && s.line == Some(line))
+}
+
+/// Where the instrumented P' computes its last value on `input`: for a difference only the shipped code
+/// generation makes, the operation nearest to what the caller observes.
+fn last_operation(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+) -> Option<SourceLoc> {
+    let pair = runner.values(&sig.name, input).ok()?;
+    pair.pp.values.iter().rev().find_map(|v| {
+        let site = runner.sites().get(v.param)?;
+        Some(SourceLoc {
+            line: site.line?,
+            column: site.column.unwrap_or(0),
+        })
+    })
+}

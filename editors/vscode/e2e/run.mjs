@@ -214,7 +214,7 @@ try {
     }
   }
   log(`quick fixes: ${JSON.stringify(items)}`);
-  check(items.some((t) => /Turn off fast-math in `\w+` \((verified|not verified|unverified|verifying)/.test(t)), "quick fix offered");
+  check(items.some((t) => /Turn off [\w-]+ in `\w+` \((verified|not verified|unverified|verifying)/.test(t)), "quick fix offered");
   if (items.length) {
     await sleep(300);
     await shot("vscode-quickfix.png");

@@ -140,9 +140,19 @@ pub fn targets(report: &FileReport) -> Vec<FixTarget> {
 /// of those, as in [`judge`], the ones a source edit reaches. Err says why it cannot be judged (a reporter was not
 /// analysed).
 pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerdict, String> {
+    let aimed: Vec<Divergence> = aimed_at(edited, target)?.into_iter().cloned().collect();
+    Ok(judge(&aimed))
+}
+
+/// The divergences of `target`'s reporters in `reports` that an edit of the target's body aims at (those whose
+/// [`target`] is that function); Err when a reporter did not run.
+fn aimed_at<'r>(
+    reports: &'r [FileReport],
+    target: &FixTarget,
+) -> Result<Vec<&'r Divergence>, String> {
     let mut aimed = vec![];
     for name in &target.reporters {
-        let ran = edited.iter().find_map(|r| {
+        let ran = reports.iter().find_map(|r| {
             let f = r
                 .functions
                 .iter()
@@ -151,7 +161,7 @@ pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerd
         });
         let Some((report, f)) = ran else {
             // Why it did not run, from the run that selected it.
-            let found = edited
+            let found = reports
                 .iter()
                 .flat_map(|r| &r.functions)
                 .filter(|f| f.name == *name)
@@ -161,17 +171,68 @@ pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerd
                 None => format!("`{name}` was not found in the edited text"),
             });
         };
-        aimed.extend(
-            f.divergences
-                .iter()
-                .filter(|d| {
-                    holder(report, name, flagged_line(d))
-                        .is_some_and(|(h, _)| h.name == target.function)
-                })
-                .cloned(),
-        );
+        aimed.extend(f.divergences.iter().filter(|d| {
+            holder(report, name, flagged_line(d)).is_some_and(|(h, _)| h.name == target.function)
+        }));
     }
-    Ok(judge(&aimed))
+    Ok(aimed)
+}
+
+/// What a quick fix turns off in a function's body: one fast-math option where one cause explains everything the
+/// edit aims at, else fast-math as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FixScope {
+    Reassociation,
+    Contraction,
+    FastMath,
+}
+
+impl FixScope {
+    /// The pragmas that open the body (clang 19 accepts each at the start of a compound statement).
+    pub fn pragmas(self) -> &'static [&'static str] {
+        match self {
+            FixScope::Reassociation => &["#pragma clang fp reassociate(off)"],
+            FixScope::Contraction => &["#pragma clang fp contract(off)"],
+            FixScope::FastMath => &PRECISE_PRAGMAS,
+        }
+    }
+
+    /// What the fix's title says it turns off: `re-association`, `contraction`, `fast-math`.
+    pub fn what(self) -> &'static str {
+        match self {
+            FixScope::Reassociation => "re-association",
+            FixScope::Contraction => "contraction",
+            FixScope::FastMath => "fast-math",
+        }
+    }
+
+    fn narrowest_for(cause: Cause) -> Option<FixScope> {
+        match cause {
+            Cause::Reassociation => Some(FixScope::Reassociation),
+            Cause::Contraction => Some(FixScope::Contraction),
+            _ => None,
+        }
+    }
+}
+
+/// The fixes to try for `target` in `report`, narrowest first: the one pragma of the single cause every
+/// divergence the edit can reach has (re-association or contraction), then fast-math off, which is always last.
+pub fn scopes(report: &FileReport, target: &FixTarget) -> Vec<FixScope> {
+    let reports = std::slice::from_ref(report);
+    let causes: std::collections::BTreeSet<FixScope> = match aimed_at(reports, target) {
+        Ok(aimed) => aimed
+            .iter()
+            .filter(|d| source_edit_reaches(d.cause))
+            .map(|d| FixScope::narrowest_for(d.cause).unwrap_or(FixScope::FastMath))
+            .collect(),
+        Err(_) => Default::default(),
+    };
+    let mut out: Vec<FixScope> = match causes.iter().collect::<Vec<_>>().as_slice() {
+        [only] if **only != FixScope::FastMath => vec![**only],
+        _ => vec![],
+    };
+    out.push(FixScope::FastMath);
+    out
 }
 
 /// Inserts `text` before the byte at (line, column), both 1-based; column counts bytes.
@@ -194,6 +255,12 @@ pub const PRECISE_PRAGMAS: [&str; 3] = [
 /// The edit that puts [`PRECISE_PRAGMAS`] at the start of the function's body, or None when the body's
 /// opening brace cannot be found from the debug info's lines.
 pub fn fast_math_off_edit(text: &str, span: &FunctionSpan) -> Option<SourceEdit> {
+    pragma_edit(text, span, FixScope::FastMath)
+}
+
+/// The edit that puts `scope`'s pragmas at the start of the function's body, or None when the body's opening
+/// brace cannot be found from the debug info's lines or the pragmas are already there.
+pub fn pragma_edit(text: &str, span: &FunctionSpan, scope: FixScope) -> Option<SourceEdit> {
     let lines: Vec<&str> = text.split('\n').collect();
     // The brace is on the scope line in clang's debug info; allow it to sit a few lines later (K&R styles).
     let first = span.line.min(span.body_line).max(1) as usize;
@@ -203,11 +270,12 @@ pub fn fast_math_off_edit(text: &str, span: &FunctionSpan) -> Option<SourceEdit>
         if line_no < span.body_line as usize && !line[col + 1..].trim().is_empty() {
             continue;
         }
-        if lines
+        let pragma = |p: &str| p.trim_start_matches("#pragma ").to_string();
+        let already = lines
             .get(line_no)
-            .is_some_and(|next| next.contains("float_control(precise, on)"))
-        {
-            return None; // already fixed
+            .is_some_and(|next| next.contains(&pragma(scope.pragmas()[0])));
+        if already {
+            return None;
         }
         let indent: String = lines
             .get(line_no)
@@ -216,7 +284,7 @@ pub fn fast_math_off_edit(text: &str, span: &FunctionSpan) -> Option<SourceEdit>
             .unwrap_or_else(|| "  ".into());
         let rest_is_blank = line[col + 1..].trim().is_empty();
         let mut insert = String::new();
-        for pragma in PRECISE_PRAGMAS {
+        for pragma in scope.pragmas() {
             insert.push('\n');
             insert.push_str(&indent);
             insert.push_str(pragma);
@@ -399,6 +467,38 @@ mod tests {
         assert!(judge_target(&[only_f], &sq)
             .unwrap_err()
             .contains("`g` was skipped"));
+    }
+
+    #[test]
+    fn the_narrowest_pragma_is_tried_first_when_one_cause_explains_the_body() {
+        use Cause::*;
+        let scopes_of = |sq: Vec<Cause>| {
+            let f_divs = sq.into_iter().map(|c| div(4, c)).collect();
+            let r = helpers(5, f_divs, vec![div(16, Reciprocal)]);
+            let t = target(&r, "f", Some(4)).unwrap();
+            scopes(&r, &t)
+        };
+        use FixScope::*;
+        assert_eq!(scopes_of(vec![Reassociation]), [Reassociation, FastMath]);
+        // Flush-to-zero, which no edit reaches, does not widen the fix.
+        assert_eq!(
+            scopes_of(vec![Contraction, FlushToZero]),
+            [Contraction, FastMath]
+        );
+        assert_eq!(scopes_of(vec![Reassociation, Contraction]), [FastMath]);
+        assert_eq!(scopes_of(vec![FiniteMath]), [FastMath]);
+        let src = "double f(double x) {\n  return x * 4.0 / 4.0;\n}\n";
+        let edit = pragma_edit(src, &span(1, 3), Reassociation).unwrap();
+        let fixed = apply_edits(src, std::slice::from_ref(&edit));
+        assert_eq!(
+            fixed,
+            "double f(double x) {\n  #pragma clang fp reassociate(off)\n  return x * 4.0 / 4.0;\n}\n"
+        );
+        assert_eq!(
+            pragma_edit(&fixed, &span(1, 4), Reassociation),
+            None,
+            "already there"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! publishes nothing. Panics in the engine are caught and logged.
 
 use crate::engine::Engine;
-use crate::state::{Analysis, FixCheck, Job, Outcome, Shown, State};
+use crate::state::{Analysis, Fix, FixCheck, Job, Outcome, Shown, State};
 use crate::to_proto;
 use foe_analysis::findings::{self, Finding};
 use foe_analysis::fix;
@@ -353,6 +353,10 @@ impl Scheduler {
         let Some(edit) = fix::fast_math_off_edit(&analysis.text, &target.span) else {
             return FixCheck::Unavailable;
         };
+        let pending = Fix {
+            scope: fix::FixScope::FastMath,
+            edit,
+        };
         let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
         let rx = match fixes.get(function) {
             Some(rx) => rx.clone(),
@@ -369,7 +373,7 @@ impl Scheduler {
             }
         };
         let known = rx.borrow().clone();
-        known.unwrap_or(FixCheck::Pending(edit))
+        known.unwrap_or(FixCheck::Pending(pending))
     }
 
     /// Like [`Scheduler::fix_check`], waiting at most `patience` for a check that is running.
@@ -398,15 +402,38 @@ impl Scheduler {
     }
 
     /// Re-analyses the functions that ran the target's code (the target itself, or the callers a helper was
-    /// inlined into) on the edited text, and judges the divergences the edit aims at (`fix::judge_target`).
+    /// inlined into) on the edited text, and judges the divergences the edit aims at (`fix::judge_target`): the
+    /// narrowest pragma first ([`fix::scopes`]), fast-math off when it does not remove them all.
     async fn verify(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
         let Some(target) = analysis.fix_target(function) else {
             return FixCheck::Unavailable;
         };
-        let Some(edit) = fix::fast_math_off_edit(&analysis.text, &target.span) else {
+        let Some(report) = analysis.report() else {
             return FixCheck::Unavailable;
         };
-        let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&edit));
+        let mut check = FixCheck::Unavailable;
+        for scope in fix::scopes(report, &target) {
+            let Some(edit) = fix::pragma_edit(&analysis.text, &target.span, scope) else {
+                continue;
+            };
+            check = self
+                .verify_edit(analysis, &target, Fix { scope, edit })
+                .await;
+            if matches!(check, FixCheck::Verified { .. } | FixCheck::Unavailable) {
+                break;
+            }
+        }
+        check
+    }
+
+    /// Re-analyses the target's reporters on the text `fix` makes and judges it.
+    async fn verify_edit(
+        &self,
+        analysis: &Arc<Analysis>,
+        target: &fix::FixTarget,
+        fix: Fix,
+    ) -> FixCheck {
+        let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&fix.edit));
         let Ok(_permit) = self.inner.permit.acquire().await else {
             return FixCheck::Unavailable;
         };
@@ -436,15 +463,19 @@ impl Scheduler {
         })
         .await;
         let unchecked = |why: String| FixCheck::Unchecked {
-            edit: edit.clone(),
+            fix: fix.clone(),
             why,
         };
         match result {
-            Ok(Ok(reports)) => match fix::judge_target(&reports, &target) {
-                Ok(fix::FixVerdict::Verified { build_only }) => {
-                    FixCheck::Verified { edit, build_only }
-                }
-                Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains { edit, remaining },
+            Ok(Ok(reports)) => match fix::judge_target(&reports, target) {
+                Ok(fix::FixVerdict::Verified { build_only }) => FixCheck::Verified {
+                    fix: fix.clone(),
+                    build_only,
+                },
+                Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains {
+                    fix: fix.clone(),
+                    remaining,
+                },
                 Err(why) => unchecked(why),
             },
             Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,

@@ -111,20 +111,28 @@ impl Analysis {
     }
 }
 
-/// The verdict on the fast-math-off fix of one function (the body the pragmas go in).
+/// The verdict on the quick fix of one function (the body the pragmas go in): the narrowest pragma that removes
+/// what the edit aims at, else fast-math off ([`fix::scopes`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FixCheck {
     /// Re-analysing the edited function found no divergence the edit targets; `build_only` are left that only a
     /// build change removes (flush-to-zero at link).
-    Verified { edit: SourceEdit, build_only: usize },
+    Verified { fix: Fix, build_only: usize },
     /// `remaining` divergences the edit aims at are still there on the edited text.
-    Remains { edit: SourceEdit, remaining: usize },
+    Remains { fix: Fix, remaining: usize },
     /// The edit could not be checked (the edited file failed to analyse, or a function to re-analyse was skipped).
-    Unchecked { edit: SourceEdit, why: String },
+    Unchecked { fix: Fix, why: String },
     /// The check is still running in the background.
-    Pending(SourceEdit),
+    Pending(Fix),
     /// No edit to offer: the body's brace was not found, the pragmas are already there, or the document changed.
     Unavailable,
+}
+
+/// One quick fix: what it turns off and the edit that does it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fix {
+    pub scope: fix::FixScope,
+    pub edit: SourceEdit,
 }
 
 /// Per-function results shared by every document and job, with hit and miss counters.

@@ -4,7 +4,7 @@
 //! UTF-16 columns. What is shown (grouping, codes, severities, messages, hover text) is decided by the
 //! engine's findings (`foe_analysis::findings`); this module only converts them.
 
-use crate::state::{Analysis, FixCheck, Outcome, State};
+use crate::state::{Analysis, Fix, FixCheck, Outcome, State};
 use foe_analysis::findings::{Finding, Severity};
 use foe_analysis::fix::SourceEdit;
 use foe_analysis::report::FunctionStatus;
@@ -258,32 +258,42 @@ pub fn code_action(
     diagnostics: Vec<Diagnostic>,
     document_changes: bool,
 ) -> Option<CodeActionOrCommand> {
-    let (edit, title, preferred) = match check {
-        FixCheck::Verified { edit, build_only: 0 } => {
-            (edit, format!("Turn off fast-math in `{function}` (verified: divergence gone)"), true)
+    let title = |fix: &Fix, verdict: String| {
+        format!("Turn off {} in `{function}` ({verdict})", fix.scope.what())
+    };
+    let (fix, title, preferred) = match check {
+        FixCheck::Verified { fix, build_only: 0 } => {
+            (fix, title(fix, "verified: divergence gone".into()), true)
         }
-        FixCheck::Verified { edit, build_only } => (
-            edit,
-            format!(
-                "Turn off fast-math in `{function}` (verified: what the code causes is gone; {build_only} \
-                 flush-to-zero divergence{} left, removed by linking with -mno-daz-ftz)",
-                plural(*build_only)
+        FixCheck::Verified { fix, build_only } => (
+            fix,
+            title(
+                fix,
+                format!(
+                    "verified: what the code causes is gone; {build_only} flush-to-zero divergence{} left, \
+                     removed by linking with -mno-daz-ftz",
+                    plural(*build_only)
+                ),
             ),
             true,
         ),
-        FixCheck::Remains { edit, remaining } => (
-            edit,
-            format!(
-                "Turn off fast-math in `{function}` (not verified: {remaining} divergence{} remain{})",
-                plural(*remaining),
-                if *remaining == 1 { "s" } else { "" }
+        FixCheck::Remains { fix, remaining } => (
+            fix,
+            title(
+                fix,
+                format!(
+                    "not verified: {remaining} divergence{} remain{}",
+                    plural(*remaining),
+                    if *remaining == 1 { "s" } else { "" }
+                ),
             ),
             false,
         ),
-        FixCheck::Unchecked { edit, why } => (edit, format!("Turn off fast-math in `{function}` (unverified: {why})"), false),
-        FixCheck::Pending(edit) => (edit, format!("Turn off fast-math in `{function}` (verifying…)"), false),
+        FixCheck::Unchecked { fix, why } => (fix, title(fix, format!("unverified: {why}")), false),
+        FixCheck::Pending(fix) => (fix, title(fix, "verifying…".into()), false),
         FixCheck::Unavailable => return None,
     };
+    let edit = &fix.edit;
     let text_edit = text_edit(&LineIndex::new(&analysis.text), edit);
     let workspace_edit = if document_changes {
         WorkspaceEdit {

@@ -471,34 +471,31 @@ mod tests {
 
     #[test]
     fn the_narrowest_pragma_is_tried_first_when_one_cause_explains_the_body() {
-        use Cause::*;
+        use Cause::{Contraction, FiniteMath, FlushToZero, Reassociation, Reciprocal};
         let scopes_of = |sq: Vec<Cause>| {
             let f_divs = sq.into_iter().map(|c| div(4, c)).collect();
             let r = helpers(5, f_divs, vec![div(16, Reciprocal)]);
             let t = target(&r, "f", Some(4)).unwrap();
             scopes(&r, &t)
         };
-        use FixScope::*;
-        assert_eq!(scopes_of(vec![Reassociation]), [Reassociation, FastMath]);
-        // Flush-to-zero, which no edit reaches, does not widen the fix.
-        assert_eq!(
-            scopes_of(vec![Contraction, FlushToZero]),
-            [Contraction, FastMath]
+        let (re, con, all) = (
+            FixScope::Reassociation,
+            FixScope::Contraction,
+            FixScope::FastMath,
         );
-        assert_eq!(scopes_of(vec![Reassociation, Contraction]), [FastMath]);
-        assert_eq!(scopes_of(vec![FiniteMath]), [FastMath]);
+        assert_eq!(scopes_of(vec![Reassociation]), [re, all]);
+        // Flush-to-zero, which no edit reaches, does not widen the fix.
+        assert_eq!(scopes_of(vec![Contraction, FlushToZero]), [con, all]);
+        assert_eq!(scopes_of(vec![Reassociation, Contraction]), [all]);
+        assert_eq!(scopes_of(vec![FiniteMath]), [all]);
         let src = "double f(double x) {\n  return x * 4.0 / 4.0;\n}\n";
-        let edit = pragma_edit(src, &span(1, 3), Reassociation).unwrap();
+        let edit = pragma_edit(src, &span(1, 3), re).unwrap();
         let fixed = apply_edits(src, std::slice::from_ref(&edit));
         assert_eq!(
             fixed,
             "double f(double x) {\n  #pragma clang fp reassociate(off)\n  return x * 4.0 / 4.0;\n}\n"
         );
-        assert_eq!(
-            pragma_edit(&fixed, &span(1, 4), Reassociation),
-            None,
-            "already there"
-        );
+        assert_eq!(pragma_edit(&fixed, &span(1, 4), re), None, "already there");
     }
 
     #[test]

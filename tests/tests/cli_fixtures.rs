@@ -13,7 +13,8 @@
 //!   whose exact set of divergent lines and kinds moves with solver time-outs); they must still replay.
 //! - `// foe: exit N`: `foe check` exits with status N (default: 1 when divergences are expected, else 0).
 //! - `// foe: result CLASS` on the line a result divergence is flagged at (the function's declaration):
-//!   its outputs differ in CLASS (`special-value`, `accuracy`). In a fixture with a `// foe: result` annotation
+//!   its outputs differ in CLASS (`special-value`, `accuracy`; `ending`: one build stops at a call foe does not
+//!   run, such as an error handler, where the other returns). In a fixture with a `// foe: result` annotation
 //!   every result divergence must be annotated; elsewhere (fixtures written for exceptions) result divergences
 //!   are allowed. Every one must replay with the same outputs. `// foe: maybe-result CLASS`: allowed, not required.
 //!   A divergence seen only on the shipped binaries (`shipped_only`) must replay there.
@@ -149,7 +150,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
         for d in f["divergences"].as_array().unwrap() {
             let line = d["location"]["line"].as_u64().map_or(decl, |l| l as u32);
             let class = d["class"].as_str().unwrap_or_default();
-            let result_only = matches!(class, "special_value" | "accuracy");
+            let result_only = matches!(class, "special_value" | "accuracy" | "ending");
             if result_only {
                 results_seen.insert((line, class.replace('_', "-")));
             } else {
@@ -186,6 +187,8 @@ fn check_fixture(path: &Path) -> Vec<String> {
                     } else {
                         shipped["sets_differ"] == true
                     }
+            } else if class == "ending" {
+                replayed["end_p"] == d["end_p"] && replayed["end_p_prime"] == d["end_p_prime"]
             } else if result_only {
                 replayed["result"]["class"] == d["class"]
                     && replayed["end_p"] == d["end_p"]

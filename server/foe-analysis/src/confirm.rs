@@ -168,8 +168,12 @@ pub fn confirm_function(
                 shipped_end(sig, &d.end_p, &input, &rp),
                 shipped_end(sig, &d.end_p_prime, &input, &rpp),
             );
-            let same_way = crate::search::results::compare(&sp, &spp, bits)
-                .is_some_and(|r| r.class == d.class);
+            let same_way = if d.class == DivergenceClass::Ending {
+                // The shipped runs end as the instrumented ones: one at the same call, the other returning.
+                ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime)
+            } else {
+                crate::search::results::compare(&sp, &spp, bits).is_some_and(|r| r.class == d.class)
+            };
             d.shipped_p = kinds(a);
             d.shipped_p_prime = kinds(b);
             d.shipped_trace_p = rp.trace.clone();
@@ -312,6 +316,11 @@ fn cause_of(
         match what {
             Explain::Sets => same_as(p_run, run, true),
             Explain::Sequence => same_as(p_run, run, false),
+            // The probe explains an ending divergence when it ends as P does.
+            Explain::Result(d) if d.class == DivergenceClass::Ending => match run.end {
+                ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => Some(ends_as(run, &d.end_p)),
+                _ => None,
+            },
             // The probe explains a result divergence when it computes what P computes.
             Explain::Result(d) => {
                 let (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) = (p_run.end, run.end) else {

@@ -72,6 +72,9 @@ pub enum DivergenceClass {
     SpecialValue,
     /// The traces agree; finite outputs differ by more than the accuracy threshold.
     Accuracy,
+    /// One build stops at a call foe does not run (an error handler such as `gsl_error`, reached through a NaN
+    /// check the other build folded) where the other returns, or the two stop at different calls.
+    Ending,
 }
 
 impl DivergenceClass {
@@ -88,7 +91,7 @@ impl DivergenceClass {
     pub fn rank(self) -> u8 {
         match self {
             DivergenceClass::Appears => 0,
-            DivergenceClass::SpecialValue => 1,
+            DivergenceClass::SpecialValue | DivergenceClass::Ending => 1,
             DivergenceClass::Count => 2,
             DivergenceClass::Order => 3,
             DivergenceClass::Accuracy => 4,

@@ -491,6 +491,21 @@ fn search_group(
                             });
                         }
                     }
+                } else if pair.p.completed() && pair.pp.completed() {
+                    // One build stops at a call foe does not run (an error handler) where the other returns.
+                    let (end_p, end_pp) =
+                        (runner.end(sig, pair.p.end), runner.end(sig, pair.pp.end));
+                    if results::endings_differ(&end_p, &end_pp) {
+                        let rank = (!inside, DivergenceClass::Ending.rank(), pos);
+                        if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
+                            c.best_result = Some(Best {
+                                rank,
+                                run,
+                                first: 0,
+                                class: DivergenceClass::Ending,
+                            });
+                        }
+                    }
                 }
                 let kp: Vec<u8> = pair.p.kinds().collect();
                 let kpp: Vec<u8> = pair.pp.kinds().collect();
@@ -548,7 +563,10 @@ fn search_group(
             if !b.class.is_exception() || result_run == Some(b.run) {
                 d.result = results::compare(&d.end_p, &d.end_p_prime, cfg.accuracy_bits);
             }
-            if !b.class.is_exception() {
+            if b.class == DivergenceClass::Ending {
+                d.summary = results::ending_summary(&d.end_p, &d.end_p_prime);
+                d.location = results::where_endings_part(&d.end_p, &d.end_p_prime).or(d.location);
+            } else if !b.class.is_exception() {
                 d.summary = result_summary(&d);
                 if d.location.is_none() {
                     d.location =
@@ -947,7 +965,7 @@ pub(crate) fn explain(
             (s, first_loc)
         }
         DivergenceClass::Order => ("same exceptions in another order".into(), first_loc),
-        DivergenceClass::SpecialValue | DivergenceClass::Accuracy => {
+        DivergenceClass::SpecialValue | DivergenceClass::Accuracy | DivergenceClass::Ending => {
             ("the builds' results differ".into(), first_loc)
         }
     }

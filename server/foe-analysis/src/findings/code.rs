@@ -138,7 +138,9 @@ impl Serialize for Code {
 /// counts differ (the one at the first difference first); otherwise the order code.
 pub fn classify(d: &Divergence) -> (Code, Option<&TraceEvent>) {
     match d.class {
-        DivergenceClass::SpecialValue => return (Code::SpecialValue, None),
+        DivergenceClass::SpecialValue | DivergenceClass::Ending => {
+            return (Code::SpecialValue, None)
+        }
         DivergenceClass::Accuracy => return (Code::Accuracy, None),
         _ => {}
     }

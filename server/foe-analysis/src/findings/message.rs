@@ -69,6 +69,9 @@ pub fn what(code: Code, d: &Divergence) -> String {
 /// 1.27e308`, `` `*err` is 0 in the fast-math build, 1e-20 in the plain build ``, with the bits apart for finite
 /// values.
 fn result_what(d: &Divergence) -> String {
+    if d.class == crate::report::DivergenceClass::Ending {
+        return crate::search::results::ending_summary(&d.end_p, &d.end_p_prime);
+    }
     let Some(r) = &d.result else {
         return "the builds' results differ".into();
     };

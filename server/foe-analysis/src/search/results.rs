@@ -65,6 +65,57 @@ pub fn compare(p: &RunEnd, pp: &RunEnd, accuracy_bits: u32) -> Option<ResultDiff
     best.map(|(_, _, d)| d)
 }
 
+/// Whether two runs end differently: one stops at a call foe does not run where the other returns, or they stop
+/// at different calls ([`DivergenceClass::Ending`]). Runs that crashed or timed out are not compared.
+pub fn endings_differ(p: &RunEnd, pp: &RunEnd) -> bool {
+    match (p, pp) {
+        (RunEnd::Stopped { callee: a, .. }, RunEnd::Stopped { callee: b, .. }) => a != b,
+        (RunEnd::Stopped { .. }, RunEnd::Returned { .. })
+        | (RunEnd::Returned { .. }, RunEnd::Stopped { .. }) => true,
+        _ => false,
+    }
+}
+
+/// Where an [`DivergenceClass::Ending`] divergence is flagged: the call where the plain build stops, else the
+/// one where the fast-math build stops.
+pub fn where_endings_part(p: &RunEnd, pp: &RunEnd) -> Option<SourceLoc> {
+    [p, pp].into_iter().find_map(|end| match end {
+        RunEnd::Stopped {
+            line: Some(line),
+            column,
+            ..
+        } => Some(SourceLoc {
+            line: *line,
+            column: column.unwrap_or(0),
+        }),
+        _ => None,
+    })
+}
+
+/// The words of an [`DivergenceClass::Ending`] divergence: `the plain build calls `gsl_error` (line 12:5), the
+/// fast-math build returns 0.5`.
+pub fn ending_summary(p: &RunEnd, pp: &RunEnd) -> String {
+    let said = |end: &RunEnd| match end {
+        RunEnd::Stopped { callee, .. } => format!("calls `{callee}`"),
+        RunEnd::Returned { value: Some(v), .. } => format!("returns {} without it", v.short()),
+        _ => "returns without it".into(),
+    };
+    match (p, pp) {
+        (RunEnd::Stopped { .. }, _) => {
+            format!(
+                "the plain build {}, the fast-math build {}",
+                said(p),
+                said(pp)
+            )
+        }
+        _ => format!(
+            "the fast-math build {}, the plain build {}",
+            said(pp),
+            said(p)
+        ),
+    }
+}
+
 fn bits(ulps: u64) -> f64 {
     ((ulps as f64) + 1.0).log2()
 }

@@ -28,7 +28,7 @@ mod trace;
 
 pub use early::{EarlyHarness, EARLY_PROBES};
 pub use harness::{Harness, Probe, ShippedEnd, ShippedRun, CONFIRM_C, PROBES};
-pub use sweep::{shipped_only, Sweep};
+pub use sweep::{ending_of, shipped_only, Sweep};
 
 use crate::report::{
     Cause, Confirmation, Divergence, DivergenceClass, FunctionReport, RunEnd, TraceEvent,

@@ -77,6 +77,10 @@ impl SiteTable {
     pub fn stop(&self, id: u32) -> Option<&StopSite> {
         self.stops.get(id as usize)
     }
+    /// The stopping calls of both builds.
+    pub fn stops(&self) -> impl Iterator<Item = &StopSite> {
+        self.stops.iter()
+    }
     pub fn get(&self, id: u32) -> Option<&Site> {
         self.sites.get(id as usize)
     }

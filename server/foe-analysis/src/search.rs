@@ -495,7 +495,8 @@ fn search_group(
                     // One build stops at a call foe does not run (an error handler) where the other returns.
                     let (end_p, end_pp) =
                         (runner.end(sig, pair.p.end), runner.end(sig, pair.pp.end));
-                    if results::endings_differ(&end_p, &end_pp) {
+                    outputs_agree = !results::endings_differ(&end_p, &end_pp);
+                    if !outputs_agree {
                         let rank = (!inside, DivergenceClass::Ending.rank(), pos);
                         if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
                             c.best_result = Some(Best {

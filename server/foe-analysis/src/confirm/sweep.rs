@@ -4,7 +4,8 @@
 //! shipped code generation fuses: x86's reciprocal square-root estimate (`1/sqrtf(x)` becomes `rsqrtss` and a
 //! Newton step, which returns NaN at infinity and infinity at a flushed subnormal) never appears in it. The
 //! special inputs and the solver candidates on which both instrumented builds returned the same thing are run on
-//! the shipped P and P'; where those differ (exception sets, or outputs by [`results::compare`]) the input is a
+//! the shipped P and P'; where those differ (exception sets, outputs by [`results::compare`], or where each
+//! ends: [`results::endings_differ`]) the input is a
 //! divergence of its own, built from the shipped runs. [`super::confirm_function`] then confirms it and finds
 //! its cause like any other.
 
@@ -13,7 +14,7 @@ use crate::accuracy::PathOutputs;
 use crate::domain::Domain;
 use crate::exec::Runner;
 
-use crate::report::{Divergence, DivergenceClass, TraceEvent};
+use crate::report::{Divergence, DivergenceClass, RunEnd, TraceEvent};
 use crate::search::{self, results};
 use crate::types::{Build, FunctionSignature, Input, SourceLoc};
 use std::collections::HashMap;
@@ -84,7 +85,7 @@ fn divergence(
     rpp: &ShippedRun,
 ) -> Option<Divergence> {
     let (ShippedEnd::Raised(a), ShippedEnd::Raised(b)) = (rp.end, rpp.end) else {
-        return None;
+        return ending(cx, input, rp, rpp);
     };
     let (end_p, end_pp) = cx.runner.returned_pair(
         cx.sig,
@@ -135,6 +136,62 @@ fn divergence(
         d.summary = search::result_summary(&d);
     }
     Some(d)
+}
+
+/// The divergence of two shipped runs that end differently: one stops at a call foe does not run (an error
+/// handler) where the other returns, or they stop at different calls ([`DivergenceClass::Ending`]).
+fn ending(cx: &Sweep<'_>, input: &Input, rp: &ShippedRun, rpp: &ShippedRun) -> Option<Divergence> {
+    let (end_p, end_pp) = (
+        ending_of(cx.runner, cx.sig, rp, Build::P)?,
+        ending_of(cx.runner, cx.sig, rpp, Build::PPrime)?,
+    );
+    if !results::endings_differ(&end_p, &end_pp) {
+        return None;
+    }
+    Some(Divergence {
+        inputs: search::named_inputs(cx.sig, input),
+        trace_p: placed(cx, &rp.trace, Build::P),
+        trace_p_prime: placed(cx, &rpp.trace, Build::PPrime),
+        class: DivergenceClass::Ending,
+        summary: results::ending_summary(&end_p, &end_pp),
+        location: results::where_endings_part(&end_p, &end_pp),
+        end_p,
+        end_p_prime: end_pp,
+        in_domain: cx.domain.is_none_or(|d| d.contains(input)),
+        candidates: 0,
+        shipped_only: true,
+        ..Divergence::default()
+    })
+}
+
+/// How a shipped run of `build` ended, as the instrumented runner says it: what it returned (without the outputs
+/// behind pointers), or the call it stopped at, placed where the instrumented build makes that call; `None` for a
+/// run that crashed or timed out.
+pub fn ending_of(
+    runner: &Runner,
+    sig: &FunctionSignature,
+    run: &ShippedRun,
+    build: Build,
+) -> Option<RunEnd> {
+    match run.end {
+        ShippedEnd::Raised(_) => Some(RunEnd::returned(crate::exec::return_value(
+            sig.ret,
+            run.produced.result,
+        ))),
+        ShippedEnd::Stopped(_) => {
+            let callee = run.stopped_at.clone().unwrap_or_default();
+            let site = runner
+                .sites()
+                .stops()
+                .find(|s| s.build == build && s.callee == callee);
+            Some(RunEnd::Stopped {
+                line: site.and_then(|s| s.line),
+                column: site.and_then(|s| s.column),
+                callee,
+            })
+        }
+        ShippedEnd::Crashed | ShippedEnd::TimedOut => None,
+    }
 }
 
 /// A shipped trace placed as the instrumented one is: where the debug info gave only a line, or no operation,

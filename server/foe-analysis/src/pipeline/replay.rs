@@ -141,20 +141,16 @@ fn shipped_replay(
         }
         Err(why) => return ShippedReplay::NotRun { why },
     };
-    let ended = |run: &confirm::ShippedRun| match run.end {
-        ShippedEnd::Stopped(_) => RunEnd::Stopped {
-            callee: run.stopped_at.clone().unwrap_or_default(),
-            line: None,
-            column: None,
-        },
-        ShippedEnd::Crashed => RunEnd::Crashed {
-            signal: 0,
-            name: "crashed".into(),
-        },
-        ShippedEnd::TimedOut => RunEnd::TimedOut {
-            limit_ms: config.exec_timeout_ms,
-        },
-        ShippedEnd::Raised(_) => RunEnd::returned(None),
+    let ended = |run: &confirm::ShippedRun, build: Build| {
+        confirm::ending_of(runner, sig, run, build).unwrap_or_else(|| match run.end {
+            ShippedEnd::TimedOut => RunEnd::TimedOut {
+                limit_ms: config.exec_timeout_ms,
+            },
+            _ => RunEnd::Crashed {
+                signal: 0,
+                name: "crashed".into(),
+            },
+        })
     };
     let (end_p, end_p_prime) = match (p.end, pp.end) {
         (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) => runner.returned_pair(
@@ -164,7 +160,7 @@ fn shipped_replay(
             &p.produced.outputs,
             &pp.produced.outputs,
         ),
-        _ => (ended(&p), ended(&pp)),
+        _ => (ended(&p, Build::P), ended(&pp, Build::PPrime)),
     };
     ShippedReplay::Ran {
         result: search::results::compare(&end_p, &end_p_prime, config.accuracy_bits),

@@ -132,11 +132,7 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
         "{titles:?}"
     );
     let fixed = r["fixed_text"].as_str().unwrap_or("");
-    assert!(
-        fixed.contains("#pragma float_control(precise, on)")
-            && fixed.contains("#pragma clang fp exceptions(strict)"),
-        "{fixed}"
-    );
+    assert!(has_a_fix(fixed), "{fixed}");
 
     let after = r["after_fix"].as_array().cloned().unwrap_or_default();
     assert!(!after.is_empty(), "no diagnostics after the fix: {text}");
@@ -148,4 +144,17 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
         "identity still flagged: {after:#?}"
     );
     assert!(after.iter().any(|d| d["function"] == "turbine1"));
+}
+
+/// Whether `text` holds the pragmas of one of the quick fixes (the narrowest one verified is offered: for a
+/// divergence re-association alone causes, `clang fp reassociate(off)`).
+fn has_a_fix(text: &str) -> bool {
+    use foe_analysis::fix::FixScope;
+    [
+        FixScope::Reassociation,
+        FixScope::Contraction,
+        FixScope::FastMath,
+    ]
+    .iter()
+    .any(|scope| scope.pragmas().iter().all(|p| text.contains(p)))
 }

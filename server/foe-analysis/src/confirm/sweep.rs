@@ -22,6 +22,9 @@ use std::collections::HashMap;
 /// Inputs run on the shipped binaries per function, at most.
 const MAX_INPUTS: usize = 640;
 
+/// Inputs run at once on each binary.
+const SLICE: usize = 128;
+
 /// Divergences kept per (class, location): the findings layer shows one input and counts the rest.
 const PER_PLACE: usize = 4;
 
@@ -33,6 +36,8 @@ pub struct Sweep<'a> {
     pub domain: Option<&'a Domain>,
     pub accuracy_bits: u32,
     pub paths: &'a [PathOutputs],
+    /// When the function's time is up (the sweep stops between slices).
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The divergences the shipped binaries show on `agreed` (inputs the instrumented builds agree on); empty when
@@ -44,16 +49,35 @@ pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> V
     }
     let _span = tracing::debug_span!("shipped sweep", function = %cx.sig.name).entered();
     harness.prepare(&[Probe::Reference, Probe::Shipped]);
-    let (p, pp) = match (
-        harness.run(Probe::Reference, &cx.sig.name, inputs),
-        harness.run(Probe::Shipped, &cx.sig.name, inputs),
-    ) {
-        (Ok(p), Ok(pp)) => (p, pp),
-        (Err(e), _) | (_, Err(e)) => {
-            tracing::debug!(%e, "shipped sweep not run");
-            return vec![];
+    // In slices, so that runs that hang (each costing the execution time limit) or the function's deadline stop
+    // the sweep after a slice rather than after hundreds of inputs.
+    let (mut p, mut pp) = (vec![], vec![]);
+    let mut timed_out = 0;
+    for slice in inputs.chunks(SLICE) {
+        if timed_out >= crate::search::MAX_TIMEOUTS
+            || cx.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            break;
         }
-    };
+        match (
+            harness.run(Probe::Reference, &cx.sig.name, slice),
+            harness.run(Probe::Shipped, &cx.sig.name, slice),
+        ) {
+            (Ok(a), Ok(b)) => {
+                timed_out += a
+                    .iter()
+                    .chain(&b)
+                    .filter(|r| r.end == ShippedEnd::TimedOut)
+                    .count();
+                p.extend(a);
+                pp.extend(b);
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::debug!(%e, "shipped sweep not run");
+                return vec![];
+            }
+        }
+    }
     let mut kept: Vec<Divergence> = vec![];
     let mut at_place: HashMap<(DivergenceClass, Option<SourceLoc>), usize> = HashMap::new();
     for ((input, rp), rpp) in inputs.iter().zip(&p).zip(&pp) {

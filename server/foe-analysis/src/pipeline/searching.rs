@@ -130,6 +130,7 @@ fn search_one(
             domain,
             accuracy_bits: cx.config.accuracy_bits,
             paths: &item.p_outputs,
+            deadline: Some(deadline),
         };
         let more = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
         report.divergences.extend(more);

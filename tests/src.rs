@@ -1,4 +1,4 @@
-//! Helpers shared by the end-to-end tests: locating the `foe` binary and running it.
+//! Helpers shared by the end-to-end tests: locating the `foe` binary and running it, reading a quick fix.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -45,4 +45,17 @@ pub fn foe(args: &[&str]) -> Output {
         .current_dir(repo_root())
         .output()
         .expect("foe runs")
+}
+
+/// Whether `text` holds the pragmas of one of the quick fixes (the narrowest one verified is offered: for a
+/// divergence re-association alone causes, `clang fp reassociate(off)`).
+pub fn has_a_fix(text: &str) -> bool {
+    use foe_analysis::fix::FixScope;
+    [
+        FixScope::Reassociation,
+        FixScope::Contraction,
+        FixScope::FastMath,
+    ]
+    .iter()
+    .any(|scope| scope.pragmas().iter().all(|p| text.contains(p)))
 }

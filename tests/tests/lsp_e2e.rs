@@ -4,7 +4,7 @@
 //! Fixture lines carry their expectation as a trailing `// foe: divergence KIND` comment (the exception kind in
 //! the diagnostic's code, or `any`); the diagnostics published must be exactly on those lines.
 
-use foe_e2e::foe_binary;
+use foe_e2e::{foe_binary, has_a_fix};
 use foe_lsp::client::{apply_text_edits, LspClient};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -918,17 +918,4 @@ fn editor_figures() {
     for r in rows {
         println!("{r}");
     }
-}
-
-/// Whether `text` holds the pragmas of one of the quick fixes (the narrowest one verified is offered: for a
-/// divergence re-association alone causes, `clang fp reassociate(off)`).
-fn has_a_fix(text: &str) -> bool {
-    use foe_analysis::fix::FixScope;
-    [
-        FixScope::Reassociation,
-        FixScope::Contraction,
-        FixScope::FastMath,
-    ]
-    .iter()
-    .any(|scope| scope.pragmas().iter().all(|p| text.contains(p)))
 }

@@ -1,7 +1,7 @@
 //! The core LSP scenario through a real client: headless Neovim (0.7+) with the foe plugin and the real
 //! `foe lsp`, scripted by tests/nvim/init.lua. Skipped, with a message, only when `nvim` is not installed.
 
-use foe_e2e::{foe_binary, repo_root};
+use foe_e2e::{foe_binary, has_a_fix, repo_root};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -144,17 +144,4 @@ fn neovim_shows_diagnostics_hover_trace_and_applies_the_verified_fix() {
         "identity still flagged: {after:#?}"
     );
     assert!(after.iter().any(|d| d["function"] == "turbine1"));
-}
-
-/// Whether `text` holds the pragmas of one of the quick fixes (the narrowest one verified is offered: for a
-/// divergence re-association alone causes, `clang fp reassociate(off)`).
-fn has_a_fix(text: &str) -> bool {
-    use foe_analysis::fix::FixScope;
-    [
-        FixScope::Reassociation,
-        FixScope::Contraction,
-        FixScope::FastMath,
-    ]
-    .iter()
-    .any(|scope| scope.pragmas().iter().all(|p| text.contains(p)))
 }

@@ -3,11 +3,13 @@
 //! through (`-mllvm`, `-Wl,`), writes a file (`-ftime-trace=`), brings a plugin in a response file or a `--config`
 //! file, or names a compiler that is a script. For each: `foe check` ends with 0, 1 or 2, names what it dropped,
 //! no canary appears, nothing is written in the repository, and nothing of foe is left in `$TMPDIR`.
-//! `foe check` killed with SIGKILL mid-analysis leaves nothing once foe starts again.
+//! `foe check` killed with SIGKILL mid-analysis (the worker running) or while clang builds its runtime
+//! leaves nothing once foe starts again: no process, nothing in `$TMPDIR`, no temporary file in its cache.
 //!
 //! Run as root and, by `scripts/hostile-unprivileged.sh`, as an unprivileged user.
 
 use foe_e2e::foe_binary;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -68,15 +70,28 @@ impl Repo {
         self.dir.path().join(name).display().to_string()
     }
 
-    fn database(&self, arguments: &[String]) {
-        let mut args = vec![self.path("evil-cc")];
-        args.extend(arguments.iter().cloned());
-        args.extend(["-O2".to_string(), "-c".into(), "target.c".into()]);
-        let db = serde_json::json!([{
+    /// An entry for the target: `arguments` between the repository's compiler and `-O2 -c target.c`, as an
+    /// `arguments` array, or `command` as written (a shell command line, `$REPO` the repository).
+    fn database(&self, entry: &Entry) {
+        let repo = self.dir.path().display().to_string();
+        let (key, value) = match entry {
+            Entry::Arguments(arguments) => {
+                let mut args = vec![self.path("evil-cc")];
+                args.extend(arguments.iter().map(|a| a.replace("$REPO", &repo)));
+                args.extend(["-O2".to_string(), "-c".into(), "target.c".into()]);
+                ("arguments", serde_json::json!(args))
+            }
+            Entry::Command(command) => (
+                "command",
+                serde_json::json!(command.replace("$REPO", &repo)),
+            ),
+        };
+        let mut entry = serde_json::json!({
             "directory": self.dir.path(),
-            "arguments": args,
             "file": "target.c",
-        }]);
+        });
+        entry[key] = value;
+        let db = serde_json::json!([entry]);
         std::fs::write(
             self.dir.path().join("compile_commands.json"),
             db.to_string(),
@@ -107,21 +122,27 @@ impl Repo {
     }
 }
 
+/// The compilation database's entry for the target, in either form a database may use.
+enum Entry<'a> {
+    Arguments(&'a [&'a str]),
+    Command(&'a str),
+}
+
 fn check_drops(arguments: &[&str], named: &[&str]) {
     check_drops_in(arguments, named, &|_| {});
 }
 
-/// Runs `foe check` on a new repository's target (`prepare` adds files to it) whose entry has `arguments`, with
+fn check_drops_in(arguments: &[&str], named: &[&str], prepare: &dyn Fn(&Path)) {
+    check_entry(&Entry::Arguments(arguments), named, prepare);
+}
+
+/// Runs `foe check` on a new repository's target (`prepare` adds files to it) whose database has `entry`, with
 /// its own `$TMPDIR` and `$HOME`, and checks what it must not do; `named` ($REPO for the repository) must be
 /// named as dropped.
-fn check_drops_in(arguments: &[&str], named: &[&str], prepare: &dyn Fn(&Path)) {
+fn check_entry(entry: &Entry, named: &[&str], prepare: &dyn Fn(&Path)) {
     let repo = Repo::new();
     prepare(repo.dir.path());
-    let arguments: Vec<String> = arguments
-        .iter()
-        .map(|a| a.replace("$REPO", &repo.dir.path().display().to_string()))
-        .collect();
-    repo.database(&arguments);
+    repo.database(entry);
     let before = repo.files();
     let tmp = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
@@ -260,8 +281,185 @@ fn the_entry_s_compiler_is_never_run() {
     check_drops(&[], &[]);
 }
 
-/// Processes (other than this test) whose environment holds `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
+#[test]
+fn xclang_plugins_in_every_spelling_are_dropped() {
+    check_drops(
+        &[
+            "-Xclang",
+            "-load",
+            "-Xclang",
+            "$REPO/evil.so",
+            "-Xclang",
+            "-plugin",
+            "-Xclang",
+            "evil",
+            "-Xclang=-load",
+            "-Xclang=$REPO/evil.so",
+        ],
+        &[
+            "-Xclang $REPO/evil.so",
+            "-Xclang -plugin",
+            "-Xclang=-load",
+            "-Xclang=$REPO/evil.so",
+        ],
+    );
+}
+
+#[test]
+fn linker_plugins_and_linker_paths_are_dropped() {
+    check_drops(
+        &[
+            "-Wl,-plugin=$REPO/evil.so",
+            "--ld-path=$REPO/evil-ld",
+            "-Xlinker",
+            "-plugin",
+            "-Xlinker",
+            "$REPO/evil.so",
+        ],
+        &[
+            "-Wl,-plugin=$REPO/evil.so",
+            "--ld-path=$REPO/evil-ld",
+            "-Xlinker $REPO/evil.so",
+        ],
+    );
+}
+
+#[test]
+fn files_the_entry_would_write_are_not_written() {
+    // profiles (written when the shipped build runs), dependency files, the object, temporaries, crash reports,
+    // module caches, serialised diagnostics, split debug info: none lands in the repository
+    check_drops(
+        &[
+            "-fprofile-generate=$REPO/prof",
+            "-fprofile-instr-generate=$REPO/p.profraw",
+            "-fcoverage-compilation-dir=$REPO",
+            "-fdebug-compilation-dir=$REPO",
+            "-MD",
+            "-MMD",
+            "-MF",
+            "$REPO/dep.d",
+            "-o",
+            "$REPO/out.o",
+            "-o$REPO/out2.o",
+            "-save-temps=obj",
+            "-fcrash-diagnostics-dir=$REPO/crash",
+            "-fmodules-cache-path=$REPO/modules",
+            "--serialize-diagnostics",
+            "$REPO/diag.dia",
+            "-gsplit-dwarf",
+            "-ftime-report",
+            "-fembed-bitcode",
+        ],
+        &[
+            "-fprofile-generate=$REPO/prof",
+            "-fprofile-instr-generate=$REPO/p.profraw",
+            "-fcoverage-compilation-dir=$REPO",
+            "-fdebug-compilation-dir=$REPO",
+            "-save-temps=obj",
+            "-fcrash-diagnostics-dir=$REPO/crash",
+            "-fmodules-cache-path=$REPO/modules",
+            "--serialize-diagnostics $REPO/diag.dia",
+            "-ftime-report",
+            "-fembed-bitcode",
+        ],
+    );
+}
+
+#[test]
+fn assembler_preprocessor_and_driver_options_are_dropped() {
+    check_drops(
+        &[
+            "-Wa,-o,$REPO/as.o",
+            "-Xassembler",
+            "--defsym=X=1",
+            "-Xpreprocessor",
+            "-dependency-file",
+            "-Xpreprocessor",
+            "$REPO/pp.d",
+            "--driver-mode=cl",
+            "-ccc-install-dir",
+            "$REPO/tools",
+            "-ccc-gcc-name",
+            "$REPO/evil-cc",
+            "-fsanitize-ignorelist=$REPO/list.txt",
+        ],
+        &[
+            "-Wa,-o,$REPO/as.o",
+            "-Xassembler --defsym=X=1",
+            "-Xpreprocessor $REPO/pp.d",
+            "--driver-mode=cl",
+            "-ccc-install-dir $REPO/tools",
+            "-ccc-gcc-name $REPO/evil-cc",
+            "-fsanitize-ignorelist=$REPO/list.txt",
+        ],
+    );
+}
+
+#[test]
+fn a_target_that_is_a_path_is_dropped() {
+    // clang makes paths of the triple (`<triple>-ld`, the GCC installation it looks for)
+    check_drops(
+        &["--target=x86_64-$REPO/tools", "-target", "$REPO/evil"],
+        &["--target=x86_64-$REPO/tools", "-target $REPO/evil"],
+    );
+}
+
+#[test]
+fn joined_and_separate_spellings_are_dropped_alike() {
+    let write = |repo: &Path| {
+        let text = format!("-fplugin={}/evil.so\n", repo.display());
+        std::fs::write(repo.join("evil.cfg"), text).unwrap()
+    };
+    check_drops_in(
+        &[
+            "--config=$REPO/evil.cfg",
+            "--sysroot",
+            "$REPO",
+            "--sysroot=$REPO",
+            "-B",
+            "$REPO/tools",
+            "-MJ",
+            "$REPO/frag.json",
+            "-MJ$REPO/frag2.json",
+            "--output",
+            "$REPO/o1.o",
+            "--output=$REPO/o2.o",
+        ],
+        &[
+            "--config=$REPO/evil.cfg",
+            "--sysroot $REPO",
+            "--sysroot=$REPO",
+            "-B $REPO/tools",
+            "-MJ $REPO/frag.json",
+            "-MJ$REPO/frag2.json",
+        ],
+        &write,
+    );
+}
+
+#[test]
+fn a_command_string_with_shell_quoting_is_read_as_an_arguments_array() {
+    // the plugin in a directory whose name needs quoting
+    let put = |repo: &Path| {
+        std::fs::create_dir(repo.join("sub dir")).unwrap();
+        std::fs::copy(repo.join("evil.so"), repo.join("sub dir/evil.so")).unwrap();
+    };
+    check_entry(
+        &Entry::Command(
+            "$REPO/evil-cc '-fplugin=$REPO/sub dir/evil.so' -Xclang -load -Xclang \"$REPO/sub dir/evil.so\" \
+             -o $REPO/sub\\ dir/out.o -O2 -c target.c",
+        ),
+        &[
+            "-fplugin=$REPO/sub dir/evil.so",
+            "-Xclang $REPO/sub dir/evil.so",
+        ],
+        &put,
+    );
+}
+
+/// Processes (other than this test) whose environment holds `marker` or whose process group is `group`; zombies
+/// (already dead, waiting for a parent to reap them) are not counted.
+fn processes_of(marker: &str, group: u32) -> Vec<String> {
     let me = std::process::id().to_string();
     let mut found = vec![];
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -269,10 +467,18 @@ fn processes_with(marker: &str) -> Vec<String> {
         if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
             continue;
         }
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
+        // state and process group follow the command name's closing parenthesis
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if fields.is_empty() || fields[0] == "Z" {
             continue;
-        };
-        if env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
+        }
+        let in_group = fields.get(2) == Some(&group.to_string().as_str());
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if in_group || env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
             let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
             found.push(format!("{name}: {}", cmd.replace('\0', " ")));
         }
@@ -280,10 +486,35 @@ fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn sigkill_mid_analysis_leaves_nothing_once_foe_starts_again() {
+/// Everything under `dir`, `depth` levels deep, whose name `pick` takes.
+fn entries_under(dir: &Path, depth: usize, pick: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if pick(&e.file_name().to_string_lossy()) {
+            out.push(e.path());
+        }
+        if depth > 0 && e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(entries_under(&e.path(), depth - 1, pick));
+        }
+    }
+    out
+}
+
+/// What a foe was in the middle of when it was killed.
+enum Moment {
+    /// The worker runs (a program in the scratch directory).
+    Worker,
+    /// clang compiles the C runtime (in its build directory).
+    RuntimeBuild,
+}
+
+/// Starts `foe check` on a slow file with empty `$TMPDIR` and `$HOME`, kills it with SIGKILL at `moment`, starts
+/// foe again, and checks that no process of the first and none of its temporary directories or files remain,
+/// in `$TMPDIR` or in foe's cache.
+fn sigkill_at(moment: Moment) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join(".cache");
     let marker = format!("HOME={}", home.path().display());
     let foe = |file: &Path| {
         let mut cmd = Command::new(foe_binary());
@@ -291,58 +522,76 @@ fn sigkill_mid_analysis_leaves_nothing_once_foe_starts_again() {
             .arg(file)
             .env("TMPDIR", tmp.path())
             .env("HOME", home.path())
-            .env("XDG_CACHE_HOME", home.path().join(".cache"))
+            .env("XDG_CACHE_HOME", &cache)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         cmd
     };
     let slow = foe_e2e::repo_root().join("fixtures/bench/jetengine.c");
-    let mut first = foe(&slow).spawn().unwrap();
-    // wait until the analysis has children and temporary directories
-    let started = Instant::now();
-    let scratch_of_first = || {
-        std::fs::read_dir(tmp.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .flat_map(|root| {
-                std::fs::read_dir(root.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-            })
-            .flat_map(|own| {
-                std::fs::read_dir(own.path())
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-            })
-            .filter(|e| e.file_name() != ".lock")
-            .count()
+    let mut first = foe(&slow).process_group(0).spawn().unwrap();
+    let group = first.id();
+    let runtime_builds = || {
+        let pick = |n: &str| n.starts_with("foe-runtime-build");
+        let mut found = entries_under(tmp.path(), 3, &pick);
+        found.extend(entries_under(&cache, 3, &pick));
+        found
     };
-    while (processes_with(&marker).len() < 2 || scratch_of_first() == 0)
-        && started.elapsed() < Duration::from_secs(60)
-    {
-        std::thread::sleep(Duration::from_millis(20));
+    let running = |what: &dyn Fn(&str) -> bool| {
+        processes_of(&marker, group)
+            .iter()
+            .any(|p| what(p.split_once(": ").map_or("", |(_, cmd)| cmd)))
+    };
+    let tmp_path = tmp.path().display().to_string();
+    let ready = || match moment {
+        Moment::Worker => running(&|cmd| cmd.starts_with(&tmp_path)),
+        Moment::RuntimeBuild => {
+            !runtime_builds().is_empty() && running(&|cmd| cmd.contains("foe_runtime.c"))
+        }
+    };
+    let started = Instant::now();
+    while !ready() {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "foe ended before the moment to kill it"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the moment to kill foe never came: {:?}",
+            processes_of(&marker, group)
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
-    assert!(scratch_of_first() > 0, "the first foe made its directories");
     first.kill().unwrap();
     first.wait().unwrap();
     // children die with foe
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_of(&marker, group).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(
-        processes_with(&marker),
+        processes_of(&marker, group),
         Vec::<String>::new(),
-        "children of the killed foe"
+        "processes of the killed foe"
     );
     // the next foe cleans what the first left
     let small = foe_e2e::repo_root().join("fixtures/hostile/databases/target.c");
     let status = foe(&small).status().unwrap();
     assert!(matches!(status.code(), Some(0..=2)), "{status}");
-    assert!(processes_with(&marker).is_empty());
+    assert_eq!(processes_of(&marker, group), Vec::<String>::new());
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "left in $TMPDIR: {left:?}");
+    let temporary = entries_under(&cache, 3, &|n| {
+        n.starts_with("foe-runtime-build") || n.contains(".foe-part-") || n.contains(".tmp")
+    });
+    assert!(temporary.is_empty(), "left in foe's cache: {temporary:?}");
+}
+
+#[test]
+fn sigkill_mid_analysis_leaves_nothing_once_foe_starts_again() {
+    sigkill_at(Moment::Worker);
+}
+
+#[test]
+fn sigkill_while_the_runtime_builds_leaves_nothing_once_foe_starts_again() {
+    sigkill_at(Moment::RuntimeBuild);
 }

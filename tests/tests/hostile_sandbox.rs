@@ -171,7 +171,20 @@ fn foe_reports_its_sandbox_layers() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(text.contains("sandbox"), "{text}");
-    assert!(text.contains("[on ] seccomp"), "{text}");
+    assert!(text.contains("[on ] seccomp allow-list"), "{text}");
+    // the compiler's sandbox, probed as clang is started
+    let tool = text
+        .split_once("sandbox of clang and the linker")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("no line for the compiler's sandbox: {text}"));
+    for layer in [
+        "user namespace",
+        "Landlock",
+        "seccomp filter (no sockets)",
+        "killed with foe",
+    ] {
+        assert!(tool.contains(&format!("[on ] {layer}")), "{text}");
+    }
     assert!(
         !text.contains("[OFF]"),
         "every layer is available here: {text}"

@@ -27,7 +27,7 @@ fn compile(cfg: &AnalysisConfig, dir: &std::path::Path, flags: &[&str]) -> Strin
 
 fn main() {
     let cfg = AnalysisConfig::default();
-    let dir = tempfile::tempdir().expect("temp dir");
+    let dir = foe_analysis::scratch::tempdir("foe-bench").expect("temp dir");
     std::fs::write(dir.path().join("bench.c"), SOURCE).expect("write");
     let p = compile(
         &cfg,

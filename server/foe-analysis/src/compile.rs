@@ -488,7 +488,7 @@ mod tests {
 
     #[test]
     fn the_user_s_build_flags_make_p_and_p_prime() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
         let src = dir.path().join("a.c");
         std::fs::write(&src, "int x;").unwrap();
         let db = format!(
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn lists_the_included_files() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
         std::fs::write(dir.path().join("k h.h"), "#define K 2\n").unwrap();
         let src = dir.path().join("a.c");
         let text = "#include \"k h.h\"\nint x = K;\n";
@@ -529,8 +529,58 @@ mod tests {
     }
 
     #[test]
+    fn a_command_string_and_an_arguments_array_give_the_same_flags() {
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
+        let src = dir.path().join("a.c");
+        std::fs::write(&src, "int x;").unwrap();
+        let arguments = [
+            "cc",
+            "-fplugin=/x y/evil.so",
+            "-DNAME=a b",
+            "-o",
+            "/x y/a.o",
+            "-Xclang",
+            "-load",
+            "-Xclang",
+            "/x y/evil.so",
+            "--target=x86_64-/../x y/evil",
+            "-O2",
+            "-c",
+            "a.c",
+        ];
+        let command = r#"cc '-fplugin=/x y/evil.so' "-DNAME=a b" -o /x\ y/a.o -Xclang -load -Xclang '/x y/evil.so' --target=x86_64-/../x\ y/evil -O2 -c a.c"#;
+        let read = |entry: serde_json::Value| {
+            let db = dir.path().join("compile_commands.json");
+            std::fs::write(&db, serde_json::json!([entry]).to_string()).unwrap();
+            (
+                flags_from_compile_commands(&src, Some(&db)).unwrap().1,
+                build_flags_from_compile_commands(&src, Some(&db)).unwrap(),
+                dropped_flags_from_compile_commands(&src, Some(&db)),
+            )
+        };
+        let from_arguments = read(serde_json::json!({
+            "directory": dir.path(), "file": "a.c", "arguments": arguments,
+        }));
+        let from_command = read(serde_json::json!({
+            "directory": dir.path(), "file": "a.c", "command": command,
+        }));
+        assert_eq!(from_arguments, from_command);
+        assert_eq!(from_command.0, ["-DNAME=a b"]);
+        assert_eq!(from_command.1, ["-O2"]);
+        assert_eq!(
+            from_command.2,
+            [
+                "-fplugin=/x y/evil.so",
+                "-Xclang -load",
+                "-Xclang /x y/evil.so",
+                "--target=x86_64-/../x y/evil"
+            ]
+        );
+    }
+
+    #[test]
     fn reads_compile_commands() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
         let src = dir.path().join("a.c");
         std::fs::write(&src, "int x;").unwrap();
         std::fs::create_dir(dir.path().join("build")).unwrap();

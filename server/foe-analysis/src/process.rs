@@ -56,15 +56,26 @@ pub fn run_tool(
     stdin: Option<&[u8]>,
     timeout: Duration,
 ) -> std::io::Result<ToolOutput> {
+    confine_tool(&mut cmd, None)?;
+    run_child(cmd, stdin, timeout, &|| false)
+}
+
+/// Sets `cmd` up as [`run_tool`] runs it: dies with foe, confined ([`crate::sandbox::confine_tool`]) with foe's
+/// scratch directory (its `TMPDIR`) and cache writable; the layers it gets are written to `report` when given
+/// ([`crate::sandbox::probe_tool`]).
+pub(crate) fn confine_tool(
+    cmd: &mut Command,
+    report: Option<std::os::fd::RawFd>,
+) -> std::io::Result<()> {
     let mut writable = vec![crate::scratch::dir()?.to_path_buf()];
     if let Some(cache) = crate::scratch::cache_dir().filter(|c| c.is_dir()) {
         writable.push(cache);
     }
     let program = std::path::PathBuf::from(cmd.get_program());
     cmd.env("TMPDIR", &writable[0]);
-    die_with_foe(&mut cmd);
-    crate::sandbox::confine_tool(&mut cmd, &program, &writable);
-    run_child(cmd, stdin, timeout, &|| false)
+    die_with_foe(cmd);
+    crate::sandbox::confine_tool(cmd, &program, &writable, report);
+    Ok(())
 }
 
 /// Runs one of foe's own programs (the solver child, a child `foe check`) to completion with `stdin` fed in,

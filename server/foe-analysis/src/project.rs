@@ -186,13 +186,10 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
         }
     };
     if let (Some(dir), Some(p), Some(pp)) = (&dir, &p_path, &pp_path) {
-        // Written under temporary names and renamed, so concurrent foes never read half a file.
+        // Written under temporary names and renamed (`scratch::write_cache`): concurrent foes never read half a file.
         if std::fs::create_dir_all(dir).is_ok() {
             for (path, ll) in [(p, &pair.p_ll), (pp, &pair.pp_ll)] {
-                let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-                if std::fs::write(&tmp, ll).is_ok() {
-                    let _ = std::fs::rename(&tmp, path);
-                }
+                let _ = crate::scratch::write_cache(path, ll.as_bytes());
             }
         }
     }

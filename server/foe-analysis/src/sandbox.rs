@@ -74,6 +74,19 @@ impl Layers {
         (Self::DEATH_SIGNAL, "killed with foe"),
     ];
 
+    /// The layers of the compiler's sandbox ([`confine_tool`]), as [`Layers::describe_tool`] names them.
+    const TOOL_NAMES: &'static [(u32, &'static str)] = &[
+        (Self::USER_NS, "user namespace"),
+        (Self::IPC_NS, "IPC namespace"),
+        (Self::MOUNT_NS, "mount namespace"),
+        (Self::READ_ONLY_FS, "filesystem read-only but foe's scratch directory and cache"),
+        (Self::LANDLOCK, "Landlock (writes in foe's scratch directory and cache only, runs system programs only, no TCP, no signals out)"),
+        (Self::SECCOMP, "seccomp filter (no sockets)"),
+        (Self::NO_NEW_PRIVS, "no_new_privs"),
+        (Self::RLIMITS, "no core dumps"),
+        (Self::DEATH_SIGNAL, "killed with foe"),
+    ];
+
     pub fn bits(self) -> u32 {
         self.0
     }
@@ -88,10 +101,17 @@ impl Layers {
             .map(|(_, name)| *name)
             .collect()
     }
-    /// One line per layer: what is active and what is not.
+    /// One line per layer of the worker's sandbox: what is active and what is not.
     pub fn describe(self) -> String {
+        self.describe_with(Self::NAMES)
+    }
+    /// One line per layer of the compiler's sandbox ([`probe_tool`]).
+    pub fn describe_tool(self) -> String {
+        self.describe_with(Self::TOOL_NAMES)
+    }
+    fn describe_with(self, names: &[(u32, &str)]) -> String {
         let mut out = String::new();
-        for (bit, name) in Self::NAMES {
+        for (bit, name) in names {
             let mark = if self.has(*bit) { "on " } else { "OFF" };
             let partial = if *bit == Self::LANDLOCK && self.has(Self::LANDLOCK_PARTIAL) {
                 " (partially: an older kernel ABI)"
@@ -127,6 +147,41 @@ pub fn probe() -> Result<Layers, String> {
                 return Err(format!("a sandboxed /bin/true failed ({status})"));
             }
             Ok(layers)
+        })
+        .clone()
+}
+
+/// The layers clang and the linker get on this machine, found by starting `/bin/true` once as
+/// [`crate::process::run_tool`] starts them.
+pub fn probe_tool() -> Result<Layers, String> {
+    static PROBED: OnceLock<Result<Layers, String>> = OnceLock::new();
+    PROBED
+        .get_or_init(|| {
+            let dir = crate::scratch::tempdir("foe-probe")
+                .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+            let program = ["/bin/true", "/usr/bin/true"]
+                .into_iter()
+                .find(|p| Path::new(p).exists())
+                .ok_or("no /bin/true to probe with")?;
+            let (report_r, report_w) = pipe().map_err(|e| e.to_string())?;
+            let mut cmd = crate::process::command(program, dir.path());
+            cmd.stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null());
+            crate::process::confine_tool(&mut cmd, Some(report_w.as_raw_fd()))
+                .map_err(|e| e.to_string())?;
+            let spawned = cmd.spawn();
+            drop(report_w);
+            let mut child = spawned.map_err(|e| format!("cannot start a confined process: {e}"))?;
+            let mut bytes = [0u8; 4];
+            let layers = std::fs::File::from(report_r)
+                .read_exact(&mut bytes)
+                .map(|()| Layers(u32::from_le_bytes(bytes)));
+            let status = child.wait().map_err(|e| e.to_string())?;
+            if !status.success() {
+                return Err(format!("a confined /bin/true failed ({status})"));
+            }
+            layers.map_err(|e| format!("no report from the confined process: {e}"))
         })
         .clone()
 }
@@ -170,8 +225,14 @@ pub fn spawn(
 /// Makes `cmd` (a compiler or linker, `program`) start in the compiler's sandbox: no network, nothing writable
 /// but `writable` (at most three directories) and `/dev/null`, executing only system programs and `program`'s
 /// own directory, no signals beyond its own processes, no core dumps. Each layer is best effort (the kernel may
-/// refuse it); `FOE_SANDBOX_DISABLE` switches them off as for the worker.
-pub fn confine_tool(cmd: &mut Command, program: &Path, writable: &[PathBuf]) {
+/// refuse it); `FOE_SANDBOX_DISABLE` switches them off as for the worker. The layers applied are written to
+/// `report` (4 bytes, [`Layers`]) when given, just before exec.
+pub fn confine_tool(
+    cmd: &mut Command,
+    program: &Path,
+    writable: &[PathBuf],
+    report: Option<std::os::fd::RawFd>,
+) {
     let mut dirs: [Option<CString>; child::MAX_WRITABLE] = Default::default();
     for (slot, dir) in dirs.iter_mut().zip(writable) {
         *slot = CString::new(dir.as_os_str().as_bytes()).ok();
@@ -184,6 +245,7 @@ pub fn confine_tool(cmd: &mut Command, program: &Path, writable: &[PathBuf]) {
             .and_then(|d| CString::new(d.as_os_str().as_bytes()).ok()),
         disabled: disabled_layers(),
         seccomp: rules::tool_seccomp_program(),
+        report,
     };
     // SAFETY: `ToolPlan::apply` makes only system calls (no allocation, no locks) between fork and exec.
     unsafe {
@@ -254,9 +316,25 @@ mod tests {
     }
 
     #[test]
+    fn the_compiler_s_sandbox_reports_what_it_applied() {
+        let layers = probe_tool().unwrap();
+        let text = layers.describe_tool();
+        assert_eq!(text.lines().count(), Layers::TOOL_NAMES.len());
+        // what every Linux foe supports gives regardless of privileges
+        for layer in [Layers::NO_NEW_PRIVS, Layers::RLIMITS, Layers::DEATH_SIGNAL] {
+            assert!(layers.has(layer), "{text}");
+        }
+        // the probe says what the kernel grants: the layers the worker's probe finds, the compiler gets too
+        let worker = probe().unwrap();
+        for layer in [Layers::USER_NS, Layers::MOUNT_NS, Layers::LANDLOCK] {
+            assert_eq!(layers.has(layer), worker.has(layer), "{text}");
+        }
+    }
+
+    #[test]
     fn landlock_rules_fit_this_kernel() {
         // Every rule is valid for the kind of file it names (a hard requirement would fail otherwise).
-        let scratch = tempfile::tempdir().unwrap();
+        let scratch = crate::scratch::tempdir("foe-test").unwrap();
         let ruleset = landlock_ruleset_with(
             Path::new("/bin/true"),
             scratch.path(),

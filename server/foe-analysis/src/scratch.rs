@@ -6,8 +6,13 @@
 //! live foe nor one starting (which makes its directory, then takes its lock) ever loses its directory, and a foe
 //! in another PID namespace sharing `$TMPDIR` keeps its lock. [`remove_own`] removes this process's directory on
 //! every ordinary exit path.
+//!
+//! Files foe keeps in its cache are written into it through [`write_cache`] and [`into_cache`]: under a temporary
+//! name that carries the writer's pid (`.NAME.foe-part-<pid>-<n>`, locked while written), then renamed. The same
+//! first use removes the temporary files of foes that are gone ([`clean_dead_parts`]), by the same rule.
 
 use std::fs::File;
+use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -112,11 +117,11 @@ fn make_own() -> Result<Own, ScratchError> {
             source: std::io::Error::last_os_error(),
         });
     }
-    let removed = clean_dead(&root);
+    let removed = clean_dead(&root) + cache_dir().map_or(0, |c| clean_dead_parts(&c));
     if removed > 0 {
         tracing::debug!(
             removed,
-            "removed the scratch directories of foes that are gone"
+            "removed the scratch directories and cache files of foes that are gone"
         );
     }
     Ok(Own { dir, _lock: lock })
@@ -187,6 +192,106 @@ pub fn clean_dead(root: &Path) -> usize {
     removed
 }
 
+/// The part of a cache file's temporary name after its final name: `.foe-part-<pid>-<n>`.
+const PART: &str = ".foe-part-";
+/// How deep under the cache directory [`clean_dead_parts`] looks (`units/`, `confirm/`, `results/`).
+const CACHE_DEPTH: usize = 2;
+
+/// Writes `bytes` to `path` (a file in foe's cache) so that no reader sees half of it and a foe killed meanwhile
+/// leaves only a temporary file the next foe removes.
+pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    with_part(path, |part| part.write_all(bytes))
+}
+
+/// Puts `built` (a file in this process's scratch directory) into foe's cache as `path`: renamed when both are on
+/// one filesystem, else copied as [`write_cache`] writes.
+pub fn into_cache(built: &Path, path: &Path) -> std::io::Result<()> {
+    match std::fs::rename(built, path) {
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => with_part(path, |part| {
+            std::io::copy(&mut File::open(built)?, part).map(|_| ())
+        }),
+        other => other,
+    }
+}
+
+/// Writes through `write` into `path`'s temporary name (locked until renamed), then renames it into place.
+fn with_part(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other(format!("{} names no file", path.display())))?;
+    let part = path.with_file_name(format!(
+        ".{}{PART}{}-{n}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut file = File::create(&part)?;
+        // SAFETY: flock on a descriptor this function owns; the lock goes with it.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        write(&mut file)?;
+        std::fs::rename(&part, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&part);
+    }
+    result
+}
+
+/// Removes the temporary files ([`write_cache`]) under `dir` (and its subdirectories, [`CACHE_DEPTH`] deep) of
+/// foes that are gone: the pid in the name not alive and the file not locked. Also removes the runtime build
+/// directories older foes made in the cache (`foe-runtime-build*`) once they are an hour old. Returns how many
+/// were removed.
+pub fn clean_dead_parts(dir: &Path) -> usize {
+    let mut removed = 0;
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if kind.is_dir() {
+                if name.starts_with("foe-runtime-build") && old_enough(&entry) {
+                    removed += usize::from(std::fs::remove_dir_all(entry.path()).is_ok());
+                } else if depth < CACHE_DEPTH {
+                    stack.push((entry.path(), depth + 1));
+                }
+                continue;
+            }
+            let Some(pid) = name
+                .rsplit_once(PART)
+                .and_then(|(_, rest)| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !kind.is_file() || alive(pid) || locked(&entry.path()) {
+                continue;
+            }
+            removed += usize::from(std::fs::remove_file(entry.path()).is_ok());
+        }
+    }
+    removed
+}
+
+/// Whether a directory left by an older foe is older than any build of the runtime lasts.
+fn old_enough(entry: &std::fs::DirEntry) -> bool {
+    entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > std::time::Duration::from_secs(3600))
+}
+
 /// Whether a process with this id exists (one we may not signal exists too).
 fn alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -245,6 +350,59 @@ mod tests {
         assert!(root.path().join("not-a-pid").exists());
         drop(held);
         assert_eq!(clean_dead(root.path()), 1);
+        assert!(!elsewhere.exists());
+    }
+
+    #[test]
+    fn cache_files_of_foes_that_are_gone_go_the_rest_stay() {
+        let cache = tempdir("foe-test").unwrap();
+        let units = cache.path().join("units");
+        std::fs::create_dir(&units).unwrap();
+        let kept = units.join("k.p.ll");
+        write_cache(&kept, b"ir").unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"ir");
+        let names = |dir: &Path| {
+            let mut n: Vec<_> = std::fs::read_dir(dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&units), ["k.p.ll"], "no temporary name is left");
+        let gone = |_| {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id();
+            child.wait().unwrap();
+            pid
+        };
+        // a foe killed while writing; one still writing; a dead pid whose file is locked (another namespace)
+        let dead = units.join(format!(".x.pp.ll{PART}{}-0", gone(())));
+        std::fs::write(&dead, "half").unwrap();
+        let live = units.join(format!(
+            ".y.pp.ll{PART}{}-3",
+            std::os::unix::process::parent_id()
+        ));
+        std::fs::write(&live, "half").unwrap();
+        let elsewhere = cache.path().join(format!(".z.o{PART}{}-1", gone(())));
+        let held = File::create(&elsewhere).unwrap();
+        // SAFETY: flock on a descriptor the test owns.
+        assert_eq!(
+            unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+            0
+        );
+        // an older foe's runtime build directory, an hour old, and a recent one
+        let old = cache.path().join("foe-runtime-buildOLD");
+        std::fs::create_dir(&old).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3700);
+        File::open(&old).unwrap().set_modified(hour_ago).unwrap();
+        let recent = cache.path().join("foe-runtime-buildNEW");
+        std::fs::create_dir(&recent).unwrap();
+        assert_eq!(clean_dead_parts(cache.path()), 2);
+        assert!(!dead.exists() && !old.exists());
+        assert!(live.exists() && elsewhere.exists() && recent.exists() && kept.exists());
+        drop(held);
+        assert_eq!(clean_dead_parts(cache.path()), 1);
         assert!(!elsewhere.exists());
     }
 

@@ -288,8 +288,15 @@ fn print_version() {
         ),
         Err(e) => format!("sandbox: cannot be checked: {e}\n"),
     };
+    let tool = match foe_analysis::sandbox::probe_tool() {
+        Ok(layers) => format!(
+            "sandbox of clang and the linker (your files, the repository's flags):\n{}",
+            layers.describe_tool()
+        ),
+        Err(e) => format!("sandbox of clang and the linker: cannot be checked: {e}\n"),
+    };
     emit(format!(
-        "foe {}\nsolver: Z3 {}\n{sandbox}",
+        "foe {}\nsolver: Z3 {}\n{sandbox}{tool}",
         env!("CARGO_PKG_VERSION"),
         foe_analysis::solve::z3_version()
     ));

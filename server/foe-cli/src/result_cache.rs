@@ -67,6 +67,8 @@ impl ResultCache {
     pub fn open(dir: PathBuf, clang: &Path, settings: &str) -> anyhow::Result<ResultCache> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| anyhow::anyhow!("cannot create the cache {}: {e}", dir.display()))?;
+        // what foes killed while writing here left (the default directory is cleaned with foe's cache)
+        foe_analysis::scratch::clean_dead_parts(&dir);
         let exe = std::env::current_exe()?;
         let binary =
             content_hash(&exe).ok_or_else(|| anyhow::anyhow!("cannot read {}", exe.display()))?;
@@ -129,10 +131,7 @@ impl ResultCache {
             manifest,
             result: result.clone(),
         };
-        let path = self.path(key);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, serde_json::to_vec(&stored)?)?;
-        std::fs::rename(&tmp, &path)?;
+        foe_analysis::scratch::write_cache(&self.path(key), &serde_json::to_vec(&stored)?)?;
         Ok(())
     }
 }

@@ -251,6 +251,7 @@ const RULES: &[Rule] = &[
     // foe analyses C and says so itself (`-x c`)
     rule("-x", JoinedOrSeparate, Routine),
     rule("-o", JoinedOrSeparate, Routine),
+    rule("--output", JoinedOrSeparate, Routine),
     rule("-MD", Exact, Routine),
     rule("-MMD", Exact, Routine),
     rule("-MP", Exact, Routine),
@@ -299,6 +300,14 @@ const RULES: &[Rule] = &[
     rule("-gcc-toolchain", Separate, Refused),
     rule("-working-directory", Separate, Refused),
     rule("-serialize-diagnostics", Separate, Refused),
+    rule("--serialize-diagnostics", Separate, Refused),
+    rule("-ccc-install-dir", Separate, Refused),
+    rule("-ccc-gcc-name", Separate, Refused),
+    rule("-ccc-arcmt-migrate", Separate, Refused),
+    rule("-ccc-objcmt-migrate", Separate, Refused),
+    rule("-dependency-file", Separate, Refused),
+    rule("-dependency-dot", Separate, Refused),
+    rule("-header-include-file", Separate, Refused),
     rule("-include-pch", Separate, Refused),
     rule("-arch", Separate, Refused),
     rule("-L", JoinedOrSeparate, Refused),
@@ -369,7 +378,7 @@ fn sort(args: &[String], directory: &Path, depth: usize, out: &mut EntryFlags) {
         } else {
             None
         };
-        if rule.family == Refused {
+        if rule.family == Refused || !value_is_plain(rule, joined, value.as_deref()) {
             out.dropped.push(match &value {
                 Some(v) => format!("{arg} {v}"),
                 None => arg.clone(),
@@ -421,6 +430,29 @@ fn response_file(arg: &str, file: &str, directory: &Path, depth: usize, out: &mu
         None => out
             .dropped
             .push(format!("{arg} (not a readable response file)")),
+    }
+}
+
+/// Whether a kept flag's value is what the flag means and nothing else. A separate value never starts with `-`
+/// (it would be a flag clang reads as a value, or a value foe's own flag lists could part from its flag). A path
+/// or a macro may hold anything else; an optimisation level is one clang names (`-O2`, `-Ofast`: not `-ObjC`,
+/// which compiles the file as Objective-C); every other value (a target triple,
+/// an architecture, a model) is a plain word: letters, digits, `_.,+=-`, so no `/` (clang builds paths from a
+/// target triple: the GCC installation, `<triple>-ld`).
+fn value_is_plain(rule: &Rule, joined: &str, separate: Option<&str>) -> bool {
+    if separate.is_some_and(|v| v.starts_with('-')) {
+        return false;
+    }
+    let value = separate.unwrap_or(joined);
+    match rule.family {
+        Include | Define | Routine | Refused => true,
+        Optimisation => {
+            matches!(value, "" | "s" | "z" | "g" | "fast")
+                || value.bytes().all(|b| b.is_ascii_digit())
+        }
+        Language | Target | FloatingPoint | Codegen => value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.,+=-".contains(&b)),
     }
 }
 
@@ -671,7 +703,7 @@ mod tests {
 
     #[test]
     fn response_files_are_read_under_the_same_rule() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
         std::fs::write(dir.path().join("inner.rsp"), "-fplugin=/x/evil.so -DINNER").unwrap();
         std::fs::write(
             dir.path().join("flags.rsp"),
@@ -728,6 +760,323 @@ mod tests {
         ]);
         assert_eq!(f.build, ["-march=znver3"]);
         assert_eq!(f.dropped, ["-mllvm -x86-asm-syntax=intel", "-mstrange"]);
+    }
+
+    /// Asserts that `list` gives clang nothing and names exactly `named`.
+    fn all_dropped(list: &[&str], named: &[&str]) {
+        let f = sorted(list);
+        assert!(f.meaning.is_empty(), "kept {:?}", f.meaning);
+        assert!(f.build.is_empty(), "kept {:?}", f.build);
+        assert_eq!(f.dropped, named);
+    }
+
+    #[test]
+    fn plugins_through_xclang_are_dropped() {
+        all_dropped(
+            &[
+                "-Xclang",
+                "-load",
+                "-Xclang",
+                "x.so",
+                "-Xclang",
+                "-plugin",
+                "-Xclang",
+                "evil",
+                "-Xclang",
+                "-add-plugin",
+                "-Xclang=-load",
+                "-Xclang=x.so",
+            ],
+            &[
+                "-Xclang -load",
+                "-Xclang x.so",
+                "-Xclang -plugin",
+                "-Xclang evil",
+                "-Xclang -add-plugin",
+                "-Xclang=-load",
+                "-Xclang=x.so",
+            ],
+        );
+    }
+
+    #[test]
+    fn linker_plugins_and_paths_are_dropped() {
+        all_dropped(
+            &[
+                "-Wl,-plugin=x.so",
+                "--ld-path=/x/ld",
+                "-Xlinker",
+                "-plugin",
+                "-Xlinker",
+                "x.so",
+                "-fuse-ld=lld",
+            ],
+            &[
+                "-Wl,-plugin=x.so",
+                "--ld-path=/x/ld",
+                "-Xlinker -plugin",
+                "-Xlinker x.so",
+                "-fuse-ld=lld",
+            ],
+        );
+    }
+
+    #[test]
+    fn profiling_and_coverage_outputs_are_dropped() {
+        let list = [
+            "-fprofile-generate=/x/prof",
+            "-fprofile-generate",
+            "-fprofile-instr-generate=/x/p.profraw",
+            "-fprofile-instr-generate",
+            "-fprofile-use=/x/p.profdata",
+            "-fcoverage-compilation-dir=/x",
+            "-fcs-profile-generate=/x",
+        ];
+        all_dropped(&list, &list);
+    }
+
+    #[test]
+    fn dependency_and_output_files_are_never_given_to_clang() {
+        // foe names its own outputs: these are left out silently, in either spelling
+        all_dropped(
+            &[
+                "-MD",
+                "-MMD",
+                "-MF",
+                "/x/a.d",
+                "-MF/x/b.d",
+                "-o",
+                "/x/a.o",
+                "-o/x/b.o",
+                "--output=/x/c.o",
+                "--output",
+                "/x/d.o",
+                "-MT",
+                "a.o",
+                "-MQ/x",
+            ],
+            &[],
+        );
+        // a routine flag whose value is a flag: named, never given
+        all_dropped(
+            &["-o", "-fplugin=x.so", "-MF", "-"],
+            &["-o -fplugin=x.so", "-MF -"],
+        );
+        // what makes clang list dependencies instead of compiling, or write them by another name
+        all_dropped(
+            &[
+                "-M",
+                "-MM",
+                "--write-dependencies",
+                "--write-user-dependencies",
+                "-dependency-file",
+                "/x/d",
+            ],
+            &[
+                "-M",
+                "-MM",
+                "--write-dependencies",
+                "--write-user-dependencies",
+                "-dependency-file /x/d",
+            ],
+        );
+    }
+
+    #[test]
+    fn temporaries_reports_and_crash_files_are_dropped() {
+        all_dropped(
+            &[
+                "-save-temps=obj",
+                "-save-temps",
+                "-fcrash-diagnostics-dir=/x",
+                "-fmodules-cache-path=/x",
+                "--serialize-diagnostics",
+                "/x/d.dia",
+                "-serialize-diagnostics",
+                "/x/e.dia",
+                "-ftime-report",
+                "-ftime-report=per-pass",
+                "-fproc-stat-report=/x",
+                "-fdebug-compilation-dir=/x",
+                "-fdebug-prefix-map=/x=/y",
+            ],
+            &[
+                "-save-temps=obj",
+                "-save-temps",
+                "-fcrash-diagnostics-dir=/x",
+                "-fmodules-cache-path=/x",
+                "--serialize-diagnostics /x/d.dia",
+                "-serialize-diagnostics /x/e.dia",
+                "-ftime-report",
+                "-ftime-report=per-pass",
+                "-fproc-stat-report=/x",
+                "-fdebug-compilation-dir=/x",
+                "-fdebug-prefix-map=/x=/y",
+            ],
+        );
+        // split debug info (a .dwo beside the object): foe gives its own -g
+        all_dropped(&["-gsplit-dwarf", "-gsplit-dwarf=single", "-g3"], &[]);
+    }
+
+    #[test]
+    fn assembler_preprocessor_and_llvm_pass_throughs_are_dropped() {
+        all_dropped(
+            &[
+                "-Wa,-o,/x/a.o",
+                "-Wa,--defsym,X=1",
+                "-Xassembler",
+                "-o",
+                "-Xpreprocessor",
+                "-MD",
+                "-Wp,-MD,/x/a.d",
+                "-mllvm",
+                "-load=/x/e.so",
+                "-Xanalyzer",
+                "x",
+            ],
+            &[
+                "-Wa,-o,/x/a.o",
+                "-Wa,--defsym,X=1",
+                "-Xassembler -o",
+                "-Xpreprocessor -MD",
+                "-Wp,-MD,/x/a.d",
+                "-mllvm -load=/x/e.so",
+                "-Xanalyzer x",
+            ],
+        );
+    }
+
+    #[test]
+    fn driver_options_are_dropped() {
+        all_dropped(
+            &[
+                "--driver-mode=cl",
+                "-ccc-install-dir",
+                "/x",
+                "-ccc-gcc-name",
+                "/x/gcc",
+                "-ccc-print-phases",
+                "-fsanitize-ignorelist=/x/list",
+                "-fsanitize=address",
+                "-fembed-bitcode",
+                "-fembed-bitcode=all",
+                "-fintegrated-cc1",
+                "--gcc-install-dir=/x",
+                "--gcc-triple=x",
+            ],
+            &[
+                "--driver-mode=cl",
+                "-ccc-install-dir /x",
+                "-ccc-gcc-name /x/gcc",
+                "-ccc-print-phases",
+                "-fsanitize-ignorelist=/x/list",
+                "-fsanitize=address",
+                "-fembed-bitcode",
+                "-fembed-bitcode=all",
+                "-fintegrated-cc1",
+                "--gcc-install-dir=/x",
+                "--gcc-triple=x",
+            ],
+        );
+    }
+
+    #[test]
+    fn joined_and_separate_spellings_are_sorted_alike() {
+        for (joined, separate, named) in [
+            (&["-B/x"][..], &["-B", "/x"][..], ["-B/x", "-B /x"]),
+            (&["-MJ/x"], &["-MJ", "/x"], ["-MJ/x", "-MJ /x"]),
+            (
+                &["--config=/x"],
+                &["--config", "/x"],
+                ["--config=/x", "--config /x"],
+            ),
+            (
+                &["--sysroot=/x"],
+                &["--sysroot", "/x"],
+                ["--sysroot=/x", "--sysroot /x"],
+            ),
+            (
+                &["-isysroot/x"],
+                &["-isysroot", "/x"],
+                ["-isysroot/x", "-isysroot /x"],
+            ),
+            (&["-L/x"], &["-L", "/x"], ["-L/x", "-L /x"]),
+        ] {
+            let mut both = joined.to_vec();
+            both.extend(separate);
+            all_dropped(&both, &named);
+        }
+        let f = sorted(&["-Iinc", "-I", "inc", "-DA=1", "-D", "A=1"]);
+        assert_eq!(
+            f.meaning,
+            [
+                "-I/repo/build/inc",
+                "-I",
+                "/repo/build/inc",
+                "-DA=1",
+                "-D",
+                "A=1"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_kept_flag_s_value_is_only_a_value() {
+        // a target triple becomes paths (the GCC installation, `<triple>-ld`): a plain word or nothing
+        all_dropped(
+            &[
+                "--target=x86_64-/../../x/evil",
+                "-target",
+                "../x/evil",
+                "-march=/x",
+                "-mtune=$(id)",
+                "-std=c11/x",
+                "-fvisibility=hidden/x",
+            ],
+            &[
+                "--target=x86_64-/../../x/evil",
+                "-target ../x/evil",
+                "-march=/x",
+                "-mtune=$(id)",
+                "-std=c11/x",
+                "-fvisibility=hidden/x",
+            ],
+        );
+        // a value that is a flag: clang would read it as the value, foe's lists could part them
+        all_dropped(
+            &[
+                "-target",
+                "-fplugin=x.so",
+                "-D",
+                "-fplugin=x.so",
+                "-I",
+                "-Xclang",
+            ],
+            &["-target -fplugin=x.so", "-D -fplugin=x.so", "-I -Xclang"],
+        );
+        // `-O` begins other options (`-ObjC` compiles the file as Objective-C)
+        all_dropped(
+            &["-ObjC", "-ObjC++", "-O/x", "-Ox"],
+            &["-ObjC", "-ObjC++", "-O/x", "-Ox"],
+        );
+        let kept = [
+            "--target=x86_64-pc-linux-gnu",
+            "-target",
+            "aarch64-linux-gnu",
+            "-march=armv8.2-a+fp16",
+            "-fdenormal-fp-math=preserve-sign,preserve-sign",
+            "-O",
+            "-O3",
+            "-Os",
+            "-Oz",
+            "-Og",
+            "-Ofast",
+            "-fno-builtin-memcpy",
+            "-fstack-protector-strong",
+        ];
+        let f = sorted(&kept);
+        assert_eq!(f.build, kept);
+        assert!(f.dropped.is_empty(), "{:?}", f.dropped);
     }
 
     #[test]

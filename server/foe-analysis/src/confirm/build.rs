@@ -43,18 +43,14 @@ fn cache_dir(sub: &str) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// Copies `built` to `cached` (under a unique temporary name, then renamed, so concurrent foes never see half a
-/// file) and returns the cached path; `built` itself when there is no cache or the copy fails.
+/// Puts `built` into the cache as `cached` ([`crate::scratch::into_cache`]: concurrent foes never see half a file)
+/// and returns the cached path; `built` itself when there is no cache or that fails.
 fn into_cache(built: PathBuf, cached: Option<PathBuf>) -> PathBuf {
-    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let Some(cached) = cached else { return built };
-    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = cached.with_extension(format!("tmp{}-{n}", std::process::id()));
-    if std::fs::copy(&built, &tmp).is_ok() && std::fs::rename(&tmp, &cached).is_ok() {
-        return cached;
+    match crate::scratch::into_cache(&built, &cached) {
+        Ok(()) => cached,
+        Err(_) => built,
     }
-    let _ = std::fs::remove_file(&tmp);
-    built
 }
 
 /// Removes [`START_UP_SECTIONS`] from `obj` in place (LLVM's objcopy, else binutils'), and the debug info too

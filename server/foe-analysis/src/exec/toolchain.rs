@@ -47,7 +47,7 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
         .unwrap_or_else(|| scratch.to_path_buf());
     let obj = dir.join(format!("foe-runtime-{key}.o"));
     if !obj.is_file() {
-        compile_runtime(clang, &dir, &obj, &key)?;
+        compile_runtime(clang, &obj, &key)?;
     }
     if let Ok(mut m) = MEMO.lock() {
         m.push((clang.to_path_buf(), obj.clone()));
@@ -60,11 +60,11 @@ pub(crate) fn cache_dir() -> Option<PathBuf> {
     crate::scratch::cache_dir()
 }
 
-/// Compiles into a private temporary directory, then renames into place (safe against concurrent foes).
-fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<(), ExecError> {
-    let tmp = tempfile::Builder::new()
-        .prefix("foe-runtime-build")
-        .tempdir_in(dir)?;
+/// Compiles in a directory of this process's scratch directory (so that a foe killed meanwhile leaves nothing
+/// the next foe keeps), then puts the object in place as [`crate::scratch::into_cache`] does (safe against
+/// concurrent foes).
+fn compile_runtime(clang: &Path, obj: &Path, key: &str) -> Result<(), ExecError> {
+    let tmp = crate::scratch::tempdir("foe-runtime-build")?;
     std::fs::write(
         tmp.path().join("foe_runtime.c"),
         format!("{RUNTIME_C}\n{LIBC_EXTRAS_C}"),
@@ -84,7 +84,7 @@ fn compile_runtime(clang: &Path, dir: &Path, obj: &Path, key: &str) -> Result<()
             first_error(&result.stderr, result.timed_out)
         )));
     }
-    std::fs::rename(&out, obj)?;
+    crate::scratch::into_cache(&out, obj)?;
     Ok(())
 }
 

@@ -298,6 +298,8 @@ pub(super) struct ToolPlan {
     pub(super) disabled: u32,
     /// No sockets ([`super::rules::tool_seccomp_program`]).
     pub(super) seccomp: Option<&'static seccompiler::BpfProgram>,
+    /// Where the layers applied are written (4 bytes, [`Layers`]) just before exec: the probe's pipe.
+    pub(super) report: Option<libc::c_int>,
 }
 
 pub(super) const MAX_WRITABLE: usize = 3;
@@ -305,39 +307,70 @@ pub(super) const MAX_WRITABLE: usize = 3;
 impl ToolPlan {
     /// Runs in the child after fork: only system calls from here to exec.
     pub(super) fn apply(&mut self) -> std::io::Result<()> {
+        let mut layers = 0u32;
         // SAFETY (whole function): plain system calls on this process, with pointers to memory it owns.
         unsafe {
-            set_limit(libc::RLIMIT_CORE, 0);
+            if set_limit(libc::RLIMIT_CORE, 0) {
+                layers |= Layers::RLIMITS;
+            }
+            // set by `process::run_tool` before this plan runs
+            let mut death: libc::c_int = 0;
+            if libc::prctl(libc::PR_GET_PDEATHSIG, &mut death as *mut libc::c_int) == 0
+                && death == libc::SIGKILL
+            {
+                layers |= Layers::DEATH_SIGNAL;
+            }
             let others = libc::CLONE_NEWIPC | libc::CLONE_NEWNS;
             let mut namespaces = false;
             if self.disabled & Layers::USER_NS == 0 {
                 namespaces = libc::unshare(libc::CLONE_NEWUSER | others) == 0;
+                if namespaces {
+                    layers |= Layers::USER_NS;
+                }
             }
             if !namespaces {
                 namespaces = libc::unshare(others) == 0;
             }
-            if namespaces && self.disabled & Layers::MOUNT_NS == 0 {
-                self.read_only_fs();
+            if namespaces {
+                layers |= Layers::IPC_NS | Layers::MOUNT_NS;
+                if self.disabled & Layers::MOUNT_NS == 0 && self.read_only_fs() {
+                    layers |= Layers::READ_ONLY_FS;
+                }
             }
             if let Some(ruleset) = self.ruleset.take() {
                 if self.disabled & Layers::LANDLOCK == 0 {
-                    let _ = ruleset.restrict_self();
+                    match ruleset.restrict_self().map(|s| s.ruleset) {
+                        Ok(RulesetStatus::FullyEnforced) => layers |= Layers::LANDLOCK,
+                        Ok(RulesetStatus::PartiallyEnforced) => {
+                            layers |= Layers::LANDLOCK | Layers::LANDLOCK_PARTIAL
+                        }
+                        _ => {}
+                    }
                 }
             }
-            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
+                layers |= Layers::NO_NEW_PRIVS;
+            }
         }
         if let Some(program) = self
             .seccomp
             .filter(|_| self.disabled & Layers::SECCOMP == 0)
         {
-            let _ = seccompiler::apply_filter(program);
+            if seccompiler::apply_filter(program).is_ok() {
+                layers |= Layers::SECCOMP;
+            }
+        }
+        if let Some(fd) = self.report {
+            let bytes = layers.to_le_bytes();
+            // SAFETY: write from a buffer this function owns (the filter above allows it).
+            unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
         }
         Ok(())
     }
 
     /// Everything read-only and set-uid-free but the writable directories (best effort: a failure leaves the
     /// tree as it was, Landlock still holds).
-    unsafe fn read_only_fs(&self) {
+    unsafe fn read_only_fs(&self) -> bool {
         let root = c"/";
         // SAFETY: mount calls with NUL-terminated paths owned by this process.
         unsafe {
@@ -349,7 +382,7 @@ impl ToolPlan {
                 std::ptr::null(),
             ) != 0
             {
-                return;
+                return false;
             }
             for dir in self.writable.iter().flatten() {
                 libc::mount(
@@ -366,7 +399,7 @@ impl ToolPlan {
                 0,
                 true,
             ) {
-                return;
+                return false;
             }
             for dir in self.writable.iter().flatten() {
                 set_mount_attr(dir.as_ptr(), 0, MOUNT_ATTR_RDONLY, true);
@@ -376,5 +409,6 @@ impl ToolPlan {
                 libc::chdir(cwd.as_ptr());
             }
         }
+        true
     }
 }

@@ -124,17 +124,23 @@ impl Layers {
     }
 }
 
+/// A scratch directory and the `/bin/true` the probes start.
+fn probe_program() -> Result<(tempfile::TempDir, &'static str), String> {
+    let dir = crate::scratch::tempdir("foe-probe")
+        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let program = ["/bin/true", "/usr/bin/true"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("no /bin/true to probe with")?;
+    Ok((dir, program))
+}
+
 /// The layers a worker gets on this machine, found by starting `/bin/true` in the sandbox once.
 pub fn probe() -> Result<Layers, String> {
     static PROBED: OnceLock<Result<Layers, String>> = OnceLock::new();
     PROBED
         .get_or_init(|| {
-            let dir = crate::scratch::tempdir("foe-probe")
-                .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-            let program = ["/bin/true", "/usr/bin/true"]
-                .into_iter()
-                .find(|p| Path::new(p).exists())
-                .ok_or("no /bin/true to probe with")?;
+            let (dir, program) = probe_program()?;
             let cmd = crate::process::command(program, dir.path());
             let limits = SandboxLimits {
                 memory_mib: 256,
@@ -157,12 +163,7 @@ pub fn probe_tool() -> Result<Layers, String> {
     static PROBED: OnceLock<Result<Layers, String>> = OnceLock::new();
     PROBED
         .get_or_init(|| {
-            let dir = crate::scratch::tempdir("foe-probe")
-                .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-            let program = ["/bin/true", "/usr/bin/true"]
-                .into_iter()
-                .find(|p| Path::new(p).exists())
-                .ok_or("no /bin/true to probe with")?;
+            let (dir, program) = probe_program()?;
             let (report_r, report_w) = pipe().map_err(|e| e.to_string())?;
             let mut cmd = crate::process::command(program, dir.path());
             cmd.stdin(std::process::Stdio::null())

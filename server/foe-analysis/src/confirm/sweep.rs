@@ -90,9 +90,16 @@ pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> V
             kept.push(d);
         }
     }
-    // The location of a result-only difference: the last operation the instrumented P' runs on that input.
-    for d in kept.iter_mut().filter(|d| d.location.is_none()) {
-        if let Some(input) = search::input_of_named(cx.sig, &d.inputs) {
+    for d in &mut kept {
+        let Some(input) = search::input_of_named(cx.sig, &d.inputs) else {
+            continue;
+        };
+        // The real-number result, for the divergences kept only (MPFR).
+        if let Some(r) = d.result.as_mut() {
+            r.reference = Some(results::reference(r, &d.end_p, cx.paths, cx.sig, &input));
+        }
+        // The location of a result-only difference: the last operation the instrumented P' runs on that input.
+        if d.location.is_none() {
             d.location = last_operation(cx.runner, cx.sig, &input);
         }
     }
@@ -118,14 +125,11 @@ fn divergence(
         &rp.produced.outputs,
         &rpp.produced.outputs,
     );
-    let mut result = results::compare(&end_p, &end_pp, cx.accuracy_bits);
+    let result = results::compare(&end_p, &end_pp, cx.accuracy_bits);
     let complete = rp.dropped == 0 && rpp.dropped == 0;
-    let (trace_p, trace_pp) = (
-        placed(cx, &rp.trace, Build::P),
-        placed(cx, &rpp.trace, Build::PPrime),
-    );
+    // The kinds decide (placing the events changes no kind); only a divergence is placed.
     let exception = (a != b && complete)
-        .then(|| search::compare_traces(&trace_p, &trace_pp))
+        .then(|| search::compare_traces(&rp.trace, &rpp.trace))
         .flatten()
         .filter(|(_, class)| *class == DivergenceClass::Appears);
     let (first, class) = match (exception, &result) {
@@ -133,9 +137,10 @@ fn divergence(
         (None, Some(r)) => (0, r.class),
         (None, None) => return None,
     };
-    if let Some(r) = result.as_mut() {
-        r.reference = Some(results::reference(r, &end_p, cx.paths, cx.sig, input));
-    }
+    let (trace_p, trace_pp) = (
+        placed(cx, &rp.trace, Build::P),
+        placed(cx, &rpp.trace, Build::PPrime),
+    );
     let (summary, location) = search::explain(&trace_p, &trace_pp, first, class);
     let mut d = Divergence {
         inputs: search::named_inputs(cx.sig, input),

@@ -4,6 +4,7 @@ use super::*;
 use crate::config::FtzMode;
 use crate::exec::testutil::runner;
 use crate::report::Scalar;
+use crate::report::TraceEvent;
 use crate::types::Param;
 
 fn ev(kind: ExceptionKind) -> TraceEvent {

@@ -33,6 +33,8 @@ pub struct ReplayReport {
 }
 
 /// One input on the shipped P and P', or why they could not run it.
+// Built once per replay: the size of the usual variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum ShippedReplay {

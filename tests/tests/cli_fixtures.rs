@@ -11,6 +11,8 @@
 //! - `// foe: maybe KIND`: a divergence of KIND on this line is allowed but not required.
 //! - `// foe: any-divergences`: divergences on lines without annotations are allowed (the paper's programs,
 //!   whose exact set of divergent lines and kinds moves with solver time-outs); they must still replay.
+//! - `// foe: note CODE`: a finding with code CODE that is not a divergence (`runs-incomplete`,
+//!   `function-skipped`) is shown at this line.
 //! - `// foe: exit N`: `foe check` exits with status N (default: 1 when divergences are expected, else 0).
 //! - `// foe: result CLASS` on the line a result divergence is flagged at (the function's declaration):
 //!   its outputs differ in CLASS (`special-value`, `accuracy`; `ending`: one build stops at a call foe does not
@@ -37,6 +39,8 @@ struct Expectations {
     /// Result divergences allowed but not required: `// foe: maybe-result CLASS` (inputs a loaded machine's
     /// execution time-outs may cut from the search).
     optional_results: BTreeSet<(u32, String)>,
+    /// (line, code) of notes: `// foe: note CODE`.
+    notes: BTreeSet<(u32, String)>,
     /// (line, kind) allowed but not required: `// foe: maybe KIND` (results that depend on solver timing).
     optional: BTreeSet<(u32, String)>,
 }
@@ -66,6 +70,9 @@ fn expectations(text: &str) -> Expectations {
                 ["any-divergences", ..] => e.any_divergences = true,
                 ["result", class, ..] => {
                     e.results.insert((i as u32 + 1, class.to_string()));
+                }
+                ["note", code, ..] => {
+                    e.notes.insert((i as u32 + 1, code.to_string()));
                 }
                 ["maybe-result", class, ..] => {
                     e.optional_results.insert((i as u32 + 1, class.to_string()));
@@ -250,6 +257,22 @@ fn check_fixture(path: &Path) -> Vec<String> {
                 f["status"], f["reason"]
             )),
             None => problems.push(format!("{rel}: no function {name}")),
+        }
+    }
+    // Notes: where one is expected it is shown, and a fixture that expects notes gets no other.
+    let notes: BTreeSet<(u32, String)> = report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|x| x["rank"] == "note" && x["code"] != "function-skipped")
+        .filter_map(|x| Some((x["line"].as_u64()? as u32, x["code"].as_str()?.to_string())))
+        .collect();
+    for missing in expected.notes.difference(&notes) {
+        problems.push(format!("{rel}:{}: no {} note", missing.0, missing.1));
+    }
+    if !expected.notes.is_empty() {
+        for extra in notes.difference(&expected.notes) {
+            problems.push(format!("{rel}:{}: unexpected {} note", extra.0, extra.1));
         }
     }
     for name in &expected.analysed {

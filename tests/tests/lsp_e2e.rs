@@ -4,7 +4,7 @@
 //! Fixture lines carry their expectation as a trailing `// foe: divergence KIND` comment (the exception kind in
 //! the diagnostic's code, or `any`); the diagnostics published must be exactly on those lines.
 
-use foe_e2e::{foe_binary, has_a_fix};
+use foe_e2e::{foe_binary, has_a_fix, repo_root};
 use foe_lsp::client::{apply_text_edits, LspClient};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -635,6 +635,28 @@ fn a_file_that_does_not_compile_gives_one_diagnostic() {
     assert_eq!(d["code"], "compile-error");
     assert_eq!(line_of(d), 3, "clang's first error is on line 4");
     assert!(d["message"].as_str().unwrap().contains("error"), "{d}");
+    s.finish();
+}
+
+#[test]
+fn a_file_whose_runs_crash_is_not_shown_as_all_clear() {
+    let mut s = Session::start(json!({}));
+    let text = std::fs::read_to_string(repo_root().join("fixtures/robustness/unknown_data.c")).unwrap();
+    let (uri, diags) = s.open("unknown_data.c", &text);
+    let notes: Vec<&Value> = diags.iter().filter(|d| d["code"] == "runs-incomplete").collect();
+    assert_eq!(notes.len(), 2, "{diags:#?}");
+    for d in &notes {
+        assert_eq!(d["severity"], 3, "information, listed in the Problems panel: {d}");
+        assert!(d["message"].as_str().unwrap().contains("read SCALE"), "{d}");
+    }
+    let status = s
+        .client
+        .wait_for("foe/status", REQUEST, |p| p["uri"] == uri && p["state"] != "analysing")
+        .expect("foe/status at rest")
+        .params()
+        .clone();
+    assert_eq!(status["state"], "incomplete", "{status}");
+    assert_eq!(status["incomplete"], 2, "{status}");
     s.finish();
 }
 

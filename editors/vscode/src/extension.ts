@@ -28,12 +28,14 @@ let settingKeys: string[] = [];
 interface Status {
   uri: string;
   version: number;
-  state: "analysing" | "idle" | "stale" | "error" | "disabled";
+  state: "analysing" | "idle" | "incomplete" | "stale" | "error" | "disabled";
   message: string;
   warnings?: number;
   information?: number;
   hints?: number;
   skipped?: number;
+  /** Functions whose runs mostly crashed or timed out, or that failed. */
+  incomplete?: number;
 }
 
 const statuses = new Map<string, Status>();
@@ -57,10 +59,18 @@ function renderStatus(): void {
     statusItem.text = "$(clock) foe";
     statusItem.tooltip = "foe: waiting to analyse this file";
   } else {
-    const icon = { analysing: "$(sync~spin)", idle: "$(check)", stale: "$(warning)", error: "$(error)", disabled: "$(circle-slash)" }[s.state];
+    // `incomplete`: the analysis ended, but some function was hardly compared (never shown as all clear).
+    const icon = { analysing: "$(sync~spin)", idle: "$(check)", incomplete: "$(question)", stale: "$(warning)", error: "$(error)", disabled: "$(circle-slash)" }[s.state];
     let text = `${icon} foe`;
-    if (s.state === "idle") {
-      text += ` ${s.warnings ?? 0}$(warning) ${(s.information ?? 0) + (s.hints ?? 0)}$(info)`;
+    if (s.state === "idle" || s.state === "incomplete") {
+      // The Problems panel lists warnings and information, not hints: hints are counted apart.
+      text += ` ${s.warnings ?? 0}$(warning) ${s.information ?? 0}$(info)`;
+      if (s.hints) {
+        text += ` ${s.hints} hint${s.hints === 1 ? "" : "s"}`;
+      }
+      if (s.incomplete) {
+        text += ` ${s.incomplete} not compared`;
+      }
       if (s.skipped) {
         text += ` ${s.skipped} not analysed`;
       }

@@ -489,6 +489,29 @@ pub struct FunctionReport {
     /// `INFINITY`): it expects such values, so a finding that needs one is a warning.
     #[serde(default)]
     pub tests_special_values: bool,
+    /// How the search's runs ended: whether the two builds were really compared.
+    #[serde(default)]
+    pub runs: RunTally,
+}
+
+/// How the runs of a function's search ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTally {
+    /// Runs of either build (two per input).
+    pub runs: usize,
+    /// Runs that crashed or did not return within the time limit: nothing of them is compared.
+    pub incomplete: usize,
+    /// How the first of those ended, in words (`crashed (read MAXLOG, which no file defines)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
+}
+
+impl RunTally {
+    /// Whether at least half of the runs did not complete: the builds were hardly compared, whatever else the
+    /// report says.
+    pub fn mostly_incomplete(&self) -> bool {
+        self.runs > 0 && 2 * self.incomplete >= self.runs
+    }
 }
 
 impl FunctionReport {
@@ -515,6 +538,7 @@ impl FunctionReport {
             not_reproduced: 0,
             tests_special_values: false,
             verdict: None,
+            runs: RunTally::default(),
         }
     }
 

@@ -339,7 +339,8 @@ impl tower_lsp::lsp_types::notification::Notification for StatusNotification {
     const METHOD: &'static str = "foe/status";
 }
 
-/// The parameters of `foe/status`: `state` is `analysing`, `idle`, `stale`, `error` or `disabled`.
+/// The parameters of `foe/status`: `state` is `analysing`, `idle`, `incomplete` (done, but a function was hardly
+/// compared: `incomplete` counts them), `stale`, `error` or `disabled`.
 pub fn status(
     uri: &Url,
     version: i32,
@@ -361,6 +362,7 @@ pub fn status(
         v["information"] = json!(count(Severity::Information));
         v["hints"] = json!(count(Severity::Hint));
         v["skipped"] = json!(skipped);
+        v["incomplete"] = json!(a.report().map_or(0, foe_analysis::findings::left_unchecked));
         v["elapsedMs"] = json!(a.elapsed.as_millis() as u64);
     }
     v
@@ -380,6 +382,11 @@ pub fn status_summary(analysis: &Analysis) -> (&'static str, String) {
                 },
                 message.lines().next().unwrap_or("")
             ),
+        ),
+        // Done, but some function was hardly compared: not shown as all clear.
+        Outcome::Report(r) if foe_analysis::findings::left_unchecked(r) > 0 => (
+            "incomplete",
+            foe_analysis::findings::summary(r, &analysis.shown.findings),
         ),
         Outcome::Report(r) => (
             "idle",

@@ -146,9 +146,13 @@ function M.status(bufnr)
   if not s then
     return "foe: waiting"
   end
-  if s.state == "idle" then
+  if s.state == "idle" or s.state == "incomplete" then
     local text = string.format("foe: %d warning%s, %d other", s.warnings or 0, (s.warnings == 1) and "" or "s",
       (s.information or 0) + (s.hints or 0))
+    -- incomplete: the analysis ended, but some function was hardly compared
+    if (s.incomplete or 0) > 0 then
+      text = text .. string.format(", %d not compared", s.incomplete)
+    end
     if (s.skipped or 0) > 0 then
       text = text .. string.format(", %d not analysed", s.skipped)
     end

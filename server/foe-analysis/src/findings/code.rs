@@ -50,6 +50,8 @@ pub enum Code {
     CompileError,
     /// `function-skipped`: foe did not analyse a function.
     FunctionSkipped,
+    /// `runs-incomplete`: most runs of a function crashed or timed out, so its builds were hardly compared.
+    RunsIncomplete,
 }
 
 impl Code {
@@ -67,6 +69,7 @@ impl Code {
         all.push(Code::CompileError);
         all.extend(ExceptionKind::ALL.map(Code::Plain));
         all.push(Code::FunctionSkipped);
+        all.push(Code::RunsIncomplete);
         all
     }
 
@@ -81,6 +84,7 @@ impl Code {
             Code::Plain(kind) => format!("plain-{kind}"),
             Code::CompileError => "compile-error".into(),
             Code::FunctionSkipped => "function-skipped".into(),
+            Code::RunsIncomplete => "runs-incomplete".into(),
         }
     }
 
@@ -117,6 +121,9 @@ impl Code {
             Code::Plain(kind) => format!("the plain build raises {kind} here"),
             Code::CompileError => "the file does not compile".into(),
             Code::FunctionSkipped => "foe did not analyse this function".into(),
+            Code::RunsIncomplete => {
+                "most runs of this function crashed or timed out: its builds were hardly compared".into()
+            }
         }
     }
 }

@@ -230,6 +230,9 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
                 message,
             ));
         }
+        if let Some(finding) = runs_incomplete(f) {
+            out.push(finding);
+        }
     }
     out.sort_by_key(|x| (x.rank, x.line, x.column, x.code));
     // Fingerprints: the same (function, code, cause, line text) a second time gets an occurrence number.
@@ -248,6 +251,27 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
         x.fingerprint = blake3::hash(format!("{base}\u{0}{n}").as_bytes()).to_hex()[..16].into();
     }
     out
+}
+
+/// The note on a function whose runs mostly crashed or timed out: whatever else its report says, its builds were
+/// hardly compared, and the editor must not look as if all were well.
+fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
+    if !f.runs.mostly_incomplete() || f.status == FunctionStatus::Skipped {
+        return None;
+    }
+    let t = &f.runs;
+    let how_many = if t.incomplete == t.runs {
+        "no run completed".to_string()
+    } else {
+        format!("{} of {} runs did not complete", t.incomplete, t.runs)
+    };
+    let first = t.first.as_deref().unwrap_or("crashed");
+    let message = format!(
+        "foe could hardly compare the builds of `{}`: {how_many} (first: {first})",
+        f.name
+    );
+    let line = f.span.as_ref().map_or(1, |s| s.line);
+    Some(note(Code::RunsIncomplete, Severity::Information, f, line, None, message))
 }
 
 fn note(
@@ -390,6 +414,26 @@ fn divergence_findings(
     out
 }
 
+/// Functions whose runs mostly crashed or timed out (each has a `runs-incomplete` note).
+pub fn hardly_compared(report: &FileReport) -> usize {
+    report
+        .functions
+        .iter()
+        .filter(|f| f.status != FunctionStatus::Skipped && f.runs.mostly_incomplete())
+        .count()
+}
+
+/// Whether an analysis left a function without evidence: one that failed, or whose runs mostly did not
+/// complete. Front ends must not show such a file as all clear.
+pub fn left_unchecked(report: &FileReport) -> usize {
+    hardly_compared(report)
+        + report
+            .functions
+            .iter()
+            .filter(|f| f.status == FunctionStatus::Failed && !f.runs.mostly_incomplete())
+            .count()
+}
+
 /// One line on what an analysis shows: `5 functions analysed, 2 warnings, 17 other findings, 1 not analysed`.
 pub fn summary(report: &FileReport, shown: &[Finding]) -> String {
     let count = |status: FunctionStatus| {
@@ -399,21 +443,35 @@ pub fn summary(report: &FileReport, shown: &[Finding]) -> String {
             .filter(|f| f.status == status && f.reason != "not selected")
             .count()
     };
-    let (analysed, skipped) = (
+    // Partly analysed functions were analysed: the count says how many were cut short.
+    let (complete, partly, skipped, failed) = (
         count(FunctionStatus::Analysed),
+        count(FunctionStatus::Partial),
         count(FunctionStatus::Skipped),
+        count(FunctionStatus::Failed),
     );
+    let analysed = complete + partly;
+    let hardly = hardly_compared(report);
     let warnings = shown
         .iter()
         .filter(|f| f.severity <= Severity::Warning)
         .count();
     let others = shown.len() - warnings;
-    let mut s = format!(
-        "{analysed} function{} analysed, {warnings} warning{}, {others} other finding{}",
-        message::plural(analysed),
+    let mut s = format!("{analysed} function{} analysed", message::plural(analysed));
+    if partly > 0 {
+        s.push_str(&format!(" ({partly} partly)"));
+    }
+    s.push_str(&format!(
+        ", {warnings} warning{}, {others} other finding{}",
         message::plural(warnings),
         message::plural(others)
-    );
+    ));
+    if hardly > 0 {
+        s.push_str(&format!(", {hardly} whose runs mostly crashed or timed out"));
+    }
+    if failed > 0 {
+        s.push_str(&format!(", {failed} failed"));
+    }
     if skipped > 0 {
         s.push_str(&format!(", {skipped} not analysed"));
     }

@@ -156,6 +156,14 @@ fn search_one(
 
 /// What the search has to say in the report's reason: runs that crashed, stopped, timed out, a budget.
 fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &AnalysisConfig) {
+    report.runs = crate::report::RunTally {
+        runs: 2 * found.executions,
+        incomplete: found.crashed + found.timed_out,
+        first: found.first_crash.clone().or_else(|| {
+            (found.timed_out > 0)
+                .then(|| format!("did not return within {} ms", config.exec_timeout_ms))
+        }),
+    };
     if found.crashed > 0 {
         let first = found.first_crash.as_deref().unwrap_or("crashed");
         let note = format!(

@@ -116,12 +116,17 @@ fn flagged_line(d: &Divergence) -> Option<u32> {
     flagged_location(d).map(|l| l.line)
 }
 
-/// The targets of every divergence of the functions that ran, one per function to edit (in the order first
+/// The targets of every divergence a source edit reaches in the functions that ran, one per function to edit (in the order first
 /// flagged), each with every analysed function that flagged something in it.
 pub fn targets(report: &FileReport) -> Vec<FixTarget> {
     let mut out: Vec<FixTarget> = vec![];
     for f in report.functions.iter().filter(|f| f.status.ran()) {
-        for d in &f.divergences {
+        // What only a build change removes (flush-to-zero at link) gets no source edit.
+        for d in f
+            .divergences
+            .iter()
+            .filter(|d| source_edit_reaches(d.cause))
+        {
             let Some(t) = target(report, &f.name, flagged_line(d)) else {
                 continue;
             };
@@ -142,6 +147,67 @@ pub fn targets(report: &FileReport) -> Vec<FixTarget> {
 pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerdict, String> {
     let aimed: Vec<Divergence> = aimed_at(edited, target)?.into_iter().cloned().collect();
     Ok(judge(&aimed))
+}
+
+/// What an edit adds: the divergence findings shown (with `options`) for the target's reporters on the edited text
+/// that were not shown for them before, compared by code, cause and the flagged line's text (lines move when the
+/// pragmas go in, their text does not). Flush-to-zero hints are not counted: the edit cannot cause them, only let
+/// them show where the code computes again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Added {
+    /// New warnings: a fix that adds any is not offered.
+    pub warnings: usize,
+    /// New information and hints (often what another flagged operation does once this one is exact): said in
+    /// the fix's title.
+    pub others: usize,
+}
+
+pub fn added_findings(
+    before: (&FileReport, &str),
+    edited: (&[FileReport], &str),
+    target: &FixTarget,
+    options: &crate::findings::FindingOptions,
+) -> Added {
+    use crate::findings::Severity;
+    use std::collections::BTreeMap;
+    type Key = (String, String, String);
+    let keys = |report: &FileReport, text: &str, into: &mut BTreeMap<Key, Severity>| {
+        let lines: Vec<&str> = text.lines().collect();
+        let shown = crate::findings::findings(report, text, options)
+            .into_iter()
+            .filter(|x| x.code.is_divergence())
+            .filter(|x| {
+                x.severity <= Severity::Warning
+                    || x.cause.as_ref().is_none_or(|c| c.build_change.is_none())
+            })
+            .filter(|x| {
+                std::iter::once(&x.function)
+                    .chain(&x.also_in)
+                    .any(|name| target.reporters.contains(name))
+            });
+        for x in shown {
+            let line = lines.get(x.line as usize - 1).map_or("", |l| l.trim());
+            let cause = x.cause.map(|c| c.id).unwrap_or_default();
+            let key = (x.code.as_string(), cause, line.to_string());
+            let severity = into.entry(key).or_insert(x.severity);
+            *severity = (*severity).min(x.severity);
+        }
+    };
+    let mut was = BTreeMap::new();
+    keys(before.0, before.1, &mut was);
+    let mut now = BTreeMap::new();
+    for report in edited.0 {
+        keys(report, edited.1, &mut now);
+    }
+    let mut added = Added::default();
+    for (key, severity) in now {
+        match was.get(&key) {
+            Some(_) => {}
+            None if severity <= Severity::Warning => added.warnings += 1,
+            None => added.others += 1,
+        }
+    }
+    added
 }
 
 /// The divergences of `target`'s reporters in `reports` that an edit of the target's body aims at (those whose
@@ -540,5 +606,45 @@ mod tests {
         .unwrap();
         let fixed = apply_edits(src, &[edit]);
         assert!(fixed.contains("{\n  #pragma float_control(precise, on)\n  #pragma clang fp exceptions(strict)\n  #pragma clang fp contract(off)\n   return x; }"), "{fixed}");
+    }
+
+    #[test]
+    fn a_fix_is_held_to_what_it_adds_on_the_reporters_lines() {
+        use crate::findings::FindingOptions;
+        let text =
+            "double f(double x) {\n  double a = x * 2;\n  double b = a + 1;\n  return b;\n}\n";
+        let before = report(vec![function(
+            "f",
+            FunctionStatus::Analysed,
+            span(1, 5),
+            vec![div(2, Cause::Reassociation)],
+        )]);
+        let target = target(&before, "f", Some(2)).unwrap();
+        // The pragma line moves everything down by one: the same finding on the same text is not new.
+        let edited = "double f(double x) {\n#pragma clang fp reassociate(off)\n  double a = x * 2;\n  double b = a + 1;\n  return b;\n}\n";
+        let same = report(vec![function(
+            "f",
+            FunctionStatus::Analysed,
+            span(1, 6),
+            vec![div(3, Cause::Reassociation)],
+        )]);
+        let options = FindingOptions::default();
+        let added = |after: &FileReport| {
+            added_findings(
+                (&before, text),
+                (std::slice::from_ref(after), edited),
+                &target,
+                &options,
+            )
+        };
+        assert_eq!(added(&same), Added::default());
+        // A finding on another line is a new warning.
+        let worse = report(vec![function(
+            "f",
+            FunctionStatus::Analysed,
+            span(1, 6),
+            vec![div(3, Cause::Reassociation), div(4, Cause::Contraction)],
+        )]);
+        assert_eq!(added(&worse).warnings, 1);
     }
 }

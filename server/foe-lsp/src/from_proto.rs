@@ -22,6 +22,15 @@ pub fn is_divergence(d: &Diagnostic) -> bool {
         && matches!(&d.code, Some(NumberOrString::String(c)) if c.starts_with("fast-math-"))
 }
 
+/// Whether a foe diagnostic's cause is one no source edit reaches (flush-to-zero, set at link): no quick fix
+/// claims it.
+fn only_a_build_change_removes(d: &Diagnostic) -> bool {
+    d.data
+        .as_ref()
+        .and_then(|data| data.get("cause")?.get("build_change"))
+        .is_some_and(|change| !change.is_null())
+}
+
 /// The function a foe diagnostic belongs to (from its `data`).
 pub fn diagnostic_function(d: &Diagnostic) -> Option<String> {
     d.data
@@ -60,7 +69,7 @@ pub fn code_action_functions(
         .context
         .diagnostics
         .iter()
-        .filter(|d| is_divergence(d))
+        .filter(|d| is_divergence(d) && !only_a_build_change_removes(d))
     {
         if let Some(name) = diagnostic_function(d) {
             add(target_of(&name, line(d.range.start)), Some(d.clone()));

@@ -440,11 +440,12 @@ impl Scheduler {
         if analysis.cancel.is_cancelled() {
             return FixCheck::Unavailable;
         }
-        let (a, engine, cache, reporters) = (
+        let (a, engine, cache, reporters, edited) = (
             analysis.clone(),
             self.inner.engine.clone(),
             self.inner.state.cache.clone(),
             target.reporters.clone(),
+            fixed.clone(),
         );
         // One run per reporter (usually one), in one blocking task under the permit.
         let result = blocking(move || {
@@ -462,15 +463,39 @@ impl Scheduler {
                 .collect::<Result<Vec<_>, _>>()
         })
         .await;
-        let unchecked = |why: String| FixCheck::Unchecked {
-            fix: fix.clone(),
-            why,
+        let unchecked = |why: String| {
+            tracing::info!(function = %target.function, "the quick fix could not be verified: {why}");
+            FixCheck::Unchecked {
+                fix: fix.clone(),
+                why,
+            }
+        };
+        let added = |reports: &[foe_analysis::report::FileReport]| {
+            let Some(before) = analysis.report() else {
+                return fix::Added::default();
+            };
+            let options = analysis.config.findings();
+            fix::added_findings(
+                (before, &analysis.text),
+                (reports, &edited),
+                target,
+                options,
+            )
         };
         match result {
+            Ok(Ok(reports)) if added(&reports).warnings > 0 => {
+                let added = added(&reports).warnings;
+                tracing::info!(function = %target.function, scope = fix.scope.what(), added, "the quick fix would add warnings: not offered");
+                FixCheck::Worse {
+                    fix: fix.clone(),
+                    added,
+                }
+            }
             Ok(Ok(reports)) => match fix::judge_target(&reports, target) {
                 Ok(fix::FixVerdict::Verified { build_only }) => FixCheck::Verified {
                     fix: fix.clone(),
                     build_only,
+                    added: added(&reports).others,
                 },
                 Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains {
                     fix: fix.clone(),

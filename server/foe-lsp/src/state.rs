@@ -117,9 +117,17 @@ impl Analysis {
 pub enum FixCheck {
     /// Re-analysing the edited function found no divergence the edit targets; `build_only` are left that only a
     /// build change removes (flush-to-zero at link).
-    Verified { fix: Fix, build_only: usize },
+    /// `added` information and hints show on the edited text that did not before (what another operation does
+    /// once this one is exact).
+    Verified {
+        fix: Fix,
+        build_only: usize,
+        added: usize,
+    },
     /// `remaining` divergences the edit aims at are still there on the edited text.
     Remains { fix: Fix, remaining: usize },
+    /// The edited text shows `added` warnings the original did not: the fix is not offered.
+    Worse { fix: Fix, added: usize },
     /// The edit could not be checked (the edited file failed to analyse, or a function to re-analyse was skipped).
     Unchecked { fix: Fix, why: String },
     /// The check is still running in the background.

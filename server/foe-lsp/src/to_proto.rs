@@ -155,6 +155,7 @@ pub fn diagnostic(
         }),
         data: Some(json!({
             "function": f.function,
+            "alsoIn": f.also_in,
             "code": code,
             "cause": f.cause,
             "inputs": f.inputs,
@@ -258,40 +259,37 @@ pub fn code_action(
     diagnostics: Vec<Diagnostic>,
     document_changes: bool,
 ) -> Option<CodeActionOrCommand> {
+    // Short titles: what it turns off, where, and the verdict in a few words (the hover has the rest).
     let title = |fix: &Fix, verdict: String| {
         format!("Turn off {} in `{function}` ({verdict})", fix.scope.what())
     };
     let (fix, title, preferred) = match check {
-        FixCheck::Verified { fix, build_only: 0 } => {
-            (fix, title(fix, "verified: divergence gone".into()), true)
-        }
-        FixCheck::Verified { fix, build_only } => (
+        FixCheck::Verified {
             fix,
-            title(
-                fix,
-                format!(
-                    "verified: what the code causes is gone; {build_only} flush-to-zero divergence{} left, \
-                     removed by linking with -mno-daz-ftz",
-                    plural(*build_only)
-                ),
-            ),
-            true,
-        ),
+            build_only,
+            added,
+        } => {
+            let mut verdict = "verified".to_string();
+            if *build_only > 0 {
+                verdict.push_str(&format!("; {build_only} flush-to-zero left"));
+            }
+            if *added > 0 {
+                verdict.push_str(&format!("; {added} new hint{}", plural(*added)));
+            }
+            (fix, title(fix, verdict), true)
+        }
         FixCheck::Remains { fix, remaining } => (
             fix,
             title(
                 fix,
-                format!(
-                    "not verified: {remaining} divergence{} remain{}",
-                    plural(*remaining),
-                    if *remaining == 1 { "s" } else { "" }
-                ),
+                format!("{remaining} finding{} would remain", plural(*remaining)),
             ),
             false,
         ),
-        FixCheck::Unchecked { fix, why } => (fix, title(fix, format!("unverified: {why}")), false),
+        FixCheck::Unchecked { fix, .. } => (fix, title(fix, "not verified".into()), false),
         FixCheck::Pending(fix) => (fix, title(fix, "verifying…".into()), false),
-        FixCheck::Unavailable => return None,
+        // A fix that adds findings is never offered.
+        FixCheck::Worse { .. } | FixCheck::Unavailable => return None,
     };
     let edit = &fix.edit;
     let text_edit = text_edit(&LineIndex::new(&analysis.text), edit);

@@ -122,7 +122,8 @@ impl Code {
             Code::CompileError => "the file does not compile".into(),
             Code::FunctionSkipped => "foe did not analyse this function".into(),
             Code::RunsIncomplete => {
-                "most runs of this function crashed or timed out: its builds were hardly compared".into()
+                "most runs of this function crashed or timed out: its builds were hardly compared"
+                    .into()
             }
         }
     }

@@ -119,6 +119,10 @@ pub struct Finding {
     /// (`P' as shipped: underflow at 4:18, overflow at 5:9`); empty when they did not run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shipped: Vec<String>,
+    /// Other functions whose analysis flagged the same site with the same code and cause (the wrappers a helper
+    /// is inlined into, or the helper itself): one finding for all, named in its message and hover.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<String>,
     /// Markdown for an editor's hover: short, no tables.
     pub hover: String,
     /// Stable across edits elsewhere in the file: function, code, cause and the flagged line's text.
@@ -150,6 +154,7 @@ impl Finding {
             best_inputs: vec![],
             related: None,
             shipped: vec![],
+            also_in: vec![],
             fingerprint: String::new(),
             divergences: vec![],
         }
@@ -187,8 +192,12 @@ fn strip_file_prefix(message: &str) -> &str {
 pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> Vec<Finding> {
     let lines: Vec<&str> = source.lines().collect();
     let mut out = vec![];
+    let mut divergent = vec![];
     for f in &report.functions {
-        out.extend(divergence_findings(report, f, options));
+        divergent.extend(divergence_findings(report, f, options));
+    }
+    out.extend(one_per_site(report, divergent));
+    for f in &report.functions {
         for e in &f.plain_exceptions {
             let Some(line) = e.line else { continue };
             let mut message = format!(
@@ -253,6 +262,75 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
     out
 }
 
+/// Most other functions a message names (the hover names them all).
+const ALSO_NAMED: usize = 2;
+
+/// One finding per site, code and cause across the functions that flagged it (a helper and the wrappers it is
+/// inlined into report the same operation): the one whose body holds the site speaks for all, with the best
+/// severity and rank among them, and names the others.
+fn one_per_site(report: &FileReport, findings: Vec<Finding>) -> Vec<Finding> {
+    let holds = |x: &Finding| {
+        report
+            .functions
+            .iter()
+            .find(|f| f.name == x.function)
+            .and_then(|f| f.span.as_ref())
+            .is_some_and(|s| s.line <= x.line && x.line <= s.end_line)
+    };
+    let mut sites: BTreeMap<(u32, Option<u32>, Code, Option<String>), Vec<Finding>> =
+        BTreeMap::new();
+    for x in findings {
+        let key = (
+            x.line,
+            x.column,
+            x.code,
+            x.cause.as_ref().map(|c| c.id.clone()),
+        );
+        sites.entry(key).or_default().push(x);
+    }
+    let mut out = vec![];
+    for (_, mut group) in sites {
+        // The holder first, then the best shown.
+        group.sort_by_key(|x| (!holds(x), x.rank, x.severity));
+        let mut others = group.split_off(1);
+        let mut one = group.remove(0);
+        if others.is_empty() {
+            out.push(one);
+            continue;
+        }
+        others.sort_by(|a, b| a.function.cmp(&b.function));
+        others.dedup_by(|a, b| a.function == b.function);
+        one.severity = others
+            .iter()
+            .map(|x| x.severity)
+            .fold(one.severity, Ord::min);
+        one.rank = others.iter().map(|x| x.rank).fold(one.rank, Ord::min);
+        one.also_in = others.into_iter().map(|x| x.function).collect();
+        one.also_in.retain(|name| *name != one.function);
+        if !one.also_in.is_empty() {
+            let names: Vec<String> = one.also_in.iter().map(|n| format!("`{n}`")).collect();
+            let shown = match names.len() {
+                n if n > ALSO_NAMED => {
+                    format!(
+                        "{} and {} more",
+                        names[..ALSO_NAMED].join(", "),
+                        n - ALSO_NAMED
+                    )
+                }
+                _ => names.join(", "),
+            };
+            let also = format!("in `{}`, also through {shown}: ", one.function);
+            one.message.insert_str(0, &also);
+            one.hover.push_str(&format!(
+                "\nThe same site is flagged, for the same cause, in the analysis of {}.\n",
+                names.join(", ")
+            ));
+        }
+        out.push(one);
+    }
+    out
+}
+
 /// The note on a function whose runs mostly crashed or timed out: whatever else its report says, its builds were
 /// hardly compared, and the editor must not look as if all were well.
 fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
@@ -271,7 +349,14 @@ fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
         f.name
     );
     let line = f.span.as_ref().map_or(1, |s| s.line);
-    Some(note(Code::RunsIncomplete, Severity::Information, f, line, None, message))
+    Some(note(
+        Code::RunsIncomplete,
+        Severity::Information,
+        f,
+        line,
+        None,
+        message,
+    ))
 }
 
 fn note(
@@ -297,6 +382,7 @@ fn note(
         best_inputs: vec![],
         related: None,
         shipped: vec![],
+        also_in: vec![],
         fingerprint: String::new(),
         divergences: vec![],
     }
@@ -403,6 +489,7 @@ fn divergence_findings(
             best_inputs: message::shown_inputs(f, best),
             related,
             shipped: message::shipped_lines(best, SHIPPED_EVENTS),
+            also_in: vec![],
             hover: String::new(),
             fingerprint: String::new(),
             divergences: members,
@@ -467,7 +554,9 @@ pub fn summary(report: &FileReport, shown: &[Finding]) -> String {
         message::plural(others)
     ));
     if hardly > 0 {
-        s.push_str(&format!(", {hardly} whose runs mostly crashed or timed out"));
+        s.push_str(&format!(
+            ", {hardly} whose runs mostly crashed or timed out"
+        ));
     }
     if failed > 0 {
         s.push_str(&format!(", {failed} failed"));

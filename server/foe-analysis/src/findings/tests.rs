@@ -305,3 +305,38 @@ fn the_shipped_traces_are_shown_once_for_every_front_end() {
         .shipped
         .is_empty());
 }
+
+#[test]
+fn a_site_flagged_by_a_helper_and_its_wrapper_is_one_finding_naming_both() {
+    use ExceptionKind::*;
+    let helper = function(
+        vec![div(2.0, vec![ev(Invalid, 3, 13)], vec![], false)],
+        vec![],
+    );
+    let wrapper = FunctionReport {
+        name: "wrapper".into(),
+        span: Some(FunctionSpan {
+            line: 8,
+            body_line: 8,
+            end_line: 10,
+        }),
+        ..function(
+            vec![div(2.0, vec![ev(Invalid, 3, 13)], vec![], false)],
+            vec![],
+        )
+    };
+    // The wrapper comes first in the file: the helper, whose body holds the site, still speaks for both.
+    let r = report(vec![wrapper, helper]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].function, "mean");
+    assert_eq!(all[0].also_in, vec!["wrapper".to_string()]);
+    assert!(
+        all[0]
+            .message
+            .starts_with("in `mean`, also through `wrapper`: the plain build raises invalid here"),
+        "{}",
+        all[0].message
+    );
+    assert!(all[0].hover.contains("`wrapper`"), "{}", all[0].hover);
+}

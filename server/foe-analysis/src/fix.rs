@@ -153,13 +153,15 @@ pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerd
 /// that were not shown for them before, compared by code, cause and the flagged line's text (lines move when the
 /// pragmas go in, their text does not). Flush-to-zero hints are not counted: the edit cannot cause them, only let
 /// them show where the code computes again.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Added {
     /// New warnings: a fix that adds any is not offered.
     pub warnings: usize,
     /// New information and hints (often what another flagged operation does once this one is exact): said in
     /// the fix's title.
     pub others: usize,
+    /// The first new warnings, for the log (`fast-math-overflow-appears (reassociation) on `x = a * b;``).
+    pub examples: Vec<String>,
 }
 
 pub fn added_findings(
@@ -203,7 +205,13 @@ pub fn added_findings(
     for (key, severity) in now {
         match was.get(&key) {
             Some(_) => {}
-            None if severity <= Severity::Warning => added.warnings += 1,
+            None if severity <= Severity::Warning => {
+                added.warnings += 1;
+                if added.examples.len() < 3 {
+                    let (code, cause, line) = key;
+                    added.examples.push(format!("{code} ({cause}) on `{line}`"));
+                }
+            }
             None => added.others += 1,
         }
     }

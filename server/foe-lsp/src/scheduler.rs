@@ -484,11 +484,12 @@ impl Scheduler {
         };
         match result {
             Ok(Ok(reports)) if added(&reports).warnings > 0 => {
-                let added = added(&reports).warnings;
-                tracing::info!(function = %target.function, scope = fix.scope.what(), added, "the quick fix would add warnings: not offered");
+                let added = added(&reports);
+                tracing::info!(function = %target.function, scope = fix.scope.what(), added = added.warnings,
+                    "the quick fix would add warnings, not offered: {}", added.examples.join("; "));
                 FixCheck::Worse {
                     fix: fix.clone(),
-                    added,
+                    added: added.warnings,
                 }
             }
             Ok(Ok(reports)) => match fix::judge_target(&reports, target) {

@@ -53,6 +53,12 @@ pub struct DebugFacts {
     derived_base: HashMap<u32, u32>,
     /// Function name → its subprogram id (from `define ... @name(...) ... !dbg !N`).
     function_sp: HashMap<String, u32>,
+    /// Subprogram id → the id of the `DIFile` it is defined in.
+    sp_file: HashMap<u32, u32>,
+    /// `DIFile` id → (file name, checksum): two ids may name the analysed file (`/tmp/v.c` and `v.c` in `/tmp`).
+    files: HashMap<u32, (String, Option<String>)>,
+    /// The compile unit's file.
+    unit_file: Option<u32>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -83,8 +89,31 @@ impl DebugFacts {
             &DERIVED,
             r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(?:typedef|const_type|volatile_type).*?baseType: !(\d+)"#,
         );
+        static FILE: OnceLock<Regex> = OnceLock::new();
+        static UNIT: OnceLock<Regex> = OnceLock::new();
+        static SP_FILE: OnceLock<Regex> = OnceLock::new();
+        let file = re(
+            &FILE,
+            r#"(?m)^!(\d+) = !DIFile\(filename: "([^"]*)"(?:.*?checksum: "(\w+)")?"#,
+        );
+        let unit = re(
+            &UNIT,
+            r#"(?m)^!\d+ = distinct !DICompileUnit\(.*?\bfile: !(\d+)"#,
+        );
+        let sp_file = re(
+            &SP_FILE,
+            r#"(?m)^!(\d+) = distinct !DISubprogram\(.*?\bfile: !(\d+)"#,
+        );
         let num = |s: &str| s.parse::<u32>().unwrap_or(0);
         let mut facts = DebugFacts::default();
+        for c in file.captures_iter(ll) {
+            let checksum = c.get(3).map(|m| m.as_str().to_string());
+            facts.files.insert(num(&c[1]), (c[2].to_string(), checksum));
+        }
+        facts.unit_file = unit.captures(ll).map(|c| num(&c[1]));
+        for c in sp_file.captures_iter(ll) {
+            facts.sp_file.insert(num(&c[1]), num(&c[2]));
+        }
         for c in define.captures_iter(ll) {
             facts.function_sp.insert(c[1].to_string(), num(&c[2]));
         }
@@ -128,6 +157,24 @@ impl DebugFacts {
         false
     }
 
+    /// The file another than the analysed one that `function` is defined in (a header), by its name as the
+    /// `#include` wrote it; None for the analysed file's own functions and when the debug info does not say.
+    pub fn header_of(&self, function: &str) -> Option<String> {
+        let file = *self.sp_file.get(self.function_sp.get(function)?)?;
+        let unit = self.unit_file?;
+        let (name, sum) = self.files.get(&file)?;
+        let (unit_name, unit_sum) = self.files.get(&unit)?;
+        let same = file == unit
+            || sum.is_some() && sum == unit_sum
+            || std::path::Path::new(unit_name).ends_with(name);
+        (!same).then(|| name.trim_start_matches("./").to_string())
+    }
+
+    /// The C parameters of `function` in order: (name, debug type id).
+    fn c_params(&self, function: &str) -> Vec<&(String, Option<u32>)> {
+        (0..).map_while(|i| self.arg(function, i)).collect()
+    }
+
     /// (declaration line, body line) of a function.
     pub fn lines(&self, function: &str) -> Option<(u32, u32)> {
         self.subprograms
@@ -136,23 +183,40 @@ impl DebugFacts {
     }
 }
 
+/// A function whose interface foe cannot drive, and why.
+#[derive(Debug, Clone)]
+pub struct Undrivable {
+    pub name: String,
+    /// In C words where the debug info allows (`` `b2Vec2 p` passed by value ``).
+    pub reason: String,
+    /// Its lines, when the analysed file defines it.
+    pub span: Option<FunctionSpan>,
+    /// The header that defines it, when it is not the analysed file.
+    pub header: Option<String>,
+}
+
 /// The functions defined in `module` (P), in source order, with their signatures; a function whose interface
-/// foe cannot drive comes back as `Err((name, reason))`.
-pub fn describe_functions(
-    module: &Module<'_>,
-    ll: &str,
-) -> Vec<Result<FunctionInfo, (String, String)>> {
+/// foe cannot drive comes back as `Err`.
+pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionInfo, Undrivable>> {
     let facts = DebugFacts::from_ll(ll);
     let types = fields::TypeFacts::from_ll(ll);
     let mut out = Vec::new();
     for (function, name) in user_functions(module) {
+        let header = facts.header_of(&name);
         let span = facts.lines(&name).map(|(line, body_line)| FunctionSpan {
             line,
             body_line,
             end_line: last_line(function).unwrap_or(body_line).max(body_line),
         });
+        let skipped_span = span.clone();
         out.push(
             signature_of(function, &facts)
+                .map_err(|e| match e {
+                    SignatureError::ByValue(ir_words) => {
+                        by_value_words(&facts, &types, &name).unwrap_or(ir_words)
+                    }
+                    SignatureError::Other(reason) => reason,
+                })
                 .map(|signature| {
                     let pointee_fields = (0..signature.params.len())
                         .filter_map(|i| {
@@ -167,7 +231,12 @@ pub fn describe_functions(
                         tests_special_values: tests_special_values(function),
                     }
                 })
-                .map_err(|r| (name, r)),
+                .map_err(|reason| Undrivable {
+                    span: if header.is_none() { skipped_span } else { None },
+                    name,
+                    reason,
+                    header,
+                }),
         );
     }
     out.sort_by_key(|r| match r {
@@ -283,14 +352,32 @@ pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
     last
 }
 
+/// Why a signature cannot be driven: a struct or vector passed by value (said in C words where the debug info
+/// names the parameter), or another reason.
+enum SignatureError {
+    ByValue(String),
+    Other(String),
+}
+
+/// The first C parameter of `function` that is a struct passed by value, in C words: `` `b2Vec2 p` passed by
+/// value ``.
+fn by_value_words(facts: &DebugFacts, types: &fields::TypeFacts, function: &str) -> Option<String> {
+    facts.c_params(function).into_iter().find_map(|(name, ty)| {
+        let c_type = types.struct_type_name((*ty)?)?;
+        Some(format!("`{c_type} {name}` passed by value"))
+    })
+}
+
 fn signature_of(
     function: FunctionValue<'_>,
     facts: &DebugFacts,
-) -> Result<FunctionSignature, String> {
+) -> Result<FunctionSignature, SignatureError> {
     let name = function.get_name().to_string_lossy().into_owned();
     let fn_type = function.get_type();
     if fn_type.is_var_arg() {
-        return Err("variadic functions cannot be driven".into());
+        return Err(SignatureError::Other(
+            "variadic functions cannot be driven".into(),
+        ));
     }
     let mut params = Vec::new();
     for (i, param) in function.get_param_iter().enumerate() {
@@ -304,10 +391,10 @@ fn signature_of(
                 64 => ParamType::F64,
                 32 => ParamType::F32,
                 bits => {
-                    return Err(format!(
+                    return Err(SignatureError::Other(format!(
                         "parameter {} has a {bits}-bit floating type",
                         i + 1
-                    ))
+                    )))
                 }
             },
             BasicTypeEnum::IntType(t) => match t.get_bit_width() {
@@ -315,22 +402,40 @@ fn signature_of(
                     bits,
                     signed: !unsigned,
                 },
-                bits => return Err(format!("parameter {} is a {bits}-bit integer", i + 1)),
+                bits => {
+                    return Err(SignatureError::Other(format!(
+                        "parameter {} is a {bits}-bit integer",
+                        i + 1
+                    )))
+                }
             },
             BasicTypeEnum::PointerType(_) => {
                 if has_byval(function, i) {
-                    return Err(format!("parameter {} is a struct passed by value", i + 1));
+                    return Err(SignatureError::ByValue(format!(
+                        "parameter {} is a struct passed by value",
+                        i + 1
+                    )));
                 }
                 ParamType::OutPtr {
                     bytes: OUT_BUFFER_BYTES,
                 }
             }
-            other => {
-                return Err(format!(
+            // A small struct the ABI passes in vector or aggregate registers (`b2Vec2` as `<2 x float>`).
+            other @ (BasicTypeEnum::VectorType(_)
+            | BasicTypeEnum::StructType(_)
+            | BasicTypeEnum::ArrayType(_)) => {
+                return Err(SignatureError::ByValue(format!(
                     "parameter {} has unsupported type {}",
                     i + 1,
                     other.print_to_string()
-                ))
+                )))
+            }
+            other => {
+                return Err(SignatureError::Other(format!(
+                    "parameter {} has unsupported type {}",
+                    i + 1,
+                    other.print_to_string()
+                )))
             }
         };
         let name = debug

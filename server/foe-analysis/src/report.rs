@@ -492,6 +492,9 @@ pub struct FunctionReport {
     /// How the search's runs ended: whether the two builds were really compared.
     #[serde(default)]
     pub runs: RunTally,
+    /// The header that defines the function, when it is not the analysed file (a `static inline` helper).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
 }
 
 /// How the runs of a function's search ended.
@@ -539,6 +542,7 @@ impl FunctionReport {
             tests_special_values: false,
             verdict: None,
             runs: RunTally::default(),
+            header: None,
         }
     }
 

@@ -197,6 +197,7 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
         divergent.extend(divergence_findings(report, f, options));
     }
     out.extend(one_per_site(report, divergent));
+    let mut from_headers = vec![];
     for f in &report.functions {
         for e in &f.plain_exceptions {
             let Some(line) = e.line else { continue };
@@ -227,6 +228,12 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
         if options.report_skipped
             && f.status == FunctionStatus::Skipped
             && f.reason != "not selected"
+            && f.header.is_some()
+        {
+            from_headers.push(f);
+        } else if options.report_skipped
+            && f.status == FunctionStatus::Skipped
+            && f.reason != "not selected"
         {
             let line = f.span.as_ref().map_or(1, |s| s.line);
             let message = format!("foe did not analyse `{}`: {}", f.name, f.reason);
@@ -243,6 +250,7 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
             out.push(finding);
         }
     }
+    out.extend(skipped_in_headers(&from_headers));
     out.sort_by_key(|x| (x.rank, x.line, x.column, x.code));
     // Fingerprints: the same (function, code, cause, line text) a second time gets an occurrence number.
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -277,8 +285,8 @@ fn one_per_site(report: &FileReport, findings: Vec<Finding>) -> Vec<Finding> {
             .and_then(|f| f.span.as_ref())
             .is_some_and(|s| s.line <= x.line && x.line <= s.end_line)
     };
-    let mut sites: BTreeMap<(u32, Option<u32>, Code, Option<String>), Vec<Finding>> =
-        BTreeMap::new();
+    type Site = (u32, Option<u32>, Code, Option<String>);
+    let mut sites: BTreeMap<Site, Vec<Finding>> = BTreeMap::new();
     for x in findings {
         let key = (
             x.line,
@@ -329,6 +337,47 @@ fn one_per_site(report: &FileReport, findings: Vec<Finding>) -> Vec<Finding> {
         out.push(one);
     }
     out
+}
+
+/// One note at the top of the file for the functions of included headers foe did not analyse (a header's
+/// `static inline` helpers come with every file that includes it): the first few named with their reason, the
+/// hover lists all.
+fn skipped_in_headers(skipped: &[&FunctionReport]) -> Option<Finding> {
+    let first = skipped.first()?;
+    let mut headers: Vec<&str> = skipped.iter().filter_map(|f| f.header.as_deref()).collect();
+    headers.sort();
+    headers.dedup();
+    let named = |f: &&FunctionReport| format!("`{}` ({})", f.name, f.reason);
+    let listed: Vec<String> = skipped.iter().take(ALSO_NAMED).map(named).collect();
+    let more = skipped.len().saturating_sub(ALSO_NAMED);
+    let mut message = format!(
+        "foe did not analyse {} function{} defined in {}: {}",
+        skipped.len(),
+        message::plural(skipped.len()),
+        headers.join(", "),
+        listed.join(", ")
+    );
+    if more > 0 {
+        message.push_str(&format!(" and {more} more"));
+    }
+    let mut finding = note(
+        Code::FunctionSkipped,
+        Severity::Hint,
+        first,
+        1,
+        None,
+        message,
+    );
+    finding.function = String::new();
+    finding.hover = format!(
+        "**foe** · functions of included headers it did not analyse\n\n{}\n",
+        skipped
+            .iter()
+            .map(|f| format!("- {}", named(f)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    Some(finding)
 }
 
 /// The note on a function whose runs mostly crashed or timed out: whatever else its report says, its builds were

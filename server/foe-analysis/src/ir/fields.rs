@@ -70,6 +70,8 @@ pub struct TypeFacts {
     members: HashMap<u32, (String, u32, u32, u32)>,
     /// Basic type → its C type, for the numbers foe reads.
     scalars: HashMap<u32, ScalarType>,
+    /// typedef and struct → its C name.
+    names: HashMap<u32, String>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -118,6 +120,9 @@ impl TypeFacts {
                 }
                 "typedef" | "const_type" | "volatile_type" => {
                     facts.qualified_base.insert(id, base);
+                    if let (Some(name), "typedef") = (f.get("name"), &c[2]) {
+                        facts.names.insert(id, name.clone());
+                    }
                 }
                 "member" => {
                     let name = f.get("name").cloned().unwrap_or_default();
@@ -130,6 +135,9 @@ impl TypeFacts {
         }
         for c in structure.captures_iter(ll) {
             let f = fields_of(&c[2]);
+            if let Some(name) = f.get("name") {
+                facts.names.insert(num(&c[1]), format!("struct {name}"));
+            }
             if let (Some(size), Some(elements)) = (f.get("size"), f.get("elements")) {
                 facts.structs.insert(num(&c[1]), (num(size), num(elements)));
             }
@@ -165,6 +173,22 @@ impl TypeFacts {
             }
         }
         facts
+    }
+
+    /// The C name of a parameter type that is a struct (`b2Vec2`, `struct point`), as the source spells it: the
+    /// typedef's name when it has one.
+    pub fn struct_type_name(&self, ty: u32) -> Option<String> {
+        if !self.structs.contains_key(&self.strip(ty)) {
+            return None;
+        }
+        let mut t = ty;
+        for _ in 0..16 {
+            if let Some(name) = self.names.get(&t) {
+                return Some(name.clone());
+            }
+            t = *self.qualified_base.get(&t)?;
+        }
+        None
     }
 
     fn strip(&self, mut ty: u32) -> u32 {

@@ -67,7 +67,7 @@ pub fn replay(
         .into_iter()
         .find_map(|e| match e {
             Ok(info) if info.signature.name == function => Some(Ok(info)),
-            Err((name, reason)) if name == function => Some(Err(reason)),
+            Err(undrivable) if undrivable.name == function => Some(Err(undrivable.reason)),
             _ => None,
         })
         .ok_or_else(|| {

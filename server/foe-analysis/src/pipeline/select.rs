@@ -40,7 +40,7 @@ pub(super) fn select_functions<'ctx>(
     described.retain(|entry| {
         let name = match entry {
             Ok(info) => &info.signature.name,
-            Err((name, _)) => name,
+            Err(undrivable) => &undrivable.name,
         };
         !linked_functions.contains(name)
     });
@@ -53,8 +53,11 @@ pub(super) fn select_functions<'ctx>(
     for (index, entry) in described.into_iter().enumerate() {
         let info = match entry {
             Ok(info) => info,
-            Err((name, reason)) => {
-                selection.reports[index] = Some(FunctionReport::skipped(&name, reason));
+            Err(undrivable) => {
+                let mut r = FunctionReport::skipped(&undrivable.name, undrivable.reason);
+                r.span = undrivable.span;
+                r.header = undrivable.header;
+                selection.reports[index] = Some(r);
                 continue;
             }
         };

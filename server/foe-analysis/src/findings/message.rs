@@ -300,7 +300,8 @@ pub fn related(
         column: e.column.filter(|c| *c > 0),
         message: format!(
             "the {name} raises {} here instead (`{}`)",
-            e.kind, e.operation
+            e.kind,
+            super::render::c_operation(&e.operation)
         ),
     })
 }

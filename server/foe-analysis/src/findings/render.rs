@@ -19,9 +19,40 @@ impl Style {
     }
 }
 
-/// One event: `overflow at 3:16 (fmul)`, `invalid at line 4 (call sqrt)`, `underflow (fdiv, no source line)`.
+/// An operation as C writes it: `fmul` → `*`, `call sqrt` → `sqrt()`, `fdiv <2 x double>` → `/ (vectorised)`;
+/// an opcode C has no spelling for stays as it is.
+pub fn c_operation(operation: &str) -> String {
+    let (base, vectorised) = match operation.split_once(" <") {
+        Some((base, _)) => (base, true),
+        None => (operation, false),
+    };
+    let c = match base {
+        "fadd" => "+".to_string(),
+        "fsub" => "-".to_string(),
+        "fmul" => "*".to_string(),
+        "fdiv" => "/".to_string(),
+        "frem" => "fmod()".to_string(),
+        "fneg" => "unary -".to_string(),
+        "fcmp" => "comparison".to_string(),
+        "fptrunc" => "conversion to float".to_string(),
+        "fpext" => "conversion to double".to_string(),
+        "fptosi" | "fptoui" => "conversion to an integer".to_string(),
+        "sitofp" | "uitofp" => "conversion of an integer".to_string(),
+        other => match other.strip_prefix("call ") {
+            Some(callee) => format!("{callee}()"),
+            None => other.to_string(),
+        },
+    };
+    if vectorised {
+        format!("{c}, vectorised")
+    } else {
+        c
+    }
+}
+
+/// One event: `overflow at 3:16 (*)`, `invalid at line 4 (sqrt())`, `underflow (/, no source line)`.
 pub fn event(e: &TraceEvent, style: Style) -> String {
-    let op = (!e.operation.is_empty()).then(|| style.code(&e.operation));
+    let op = (!e.operation.is_empty()).then(|| style.code(&c_operation(&e.operation)));
     match (e.line, e.column.filter(|c| *c > 0), op) {
         (Some(l), Some(c), Some(op)) => format!("{} at {l}:{c} ({op})", e.kind),
         (Some(l), Some(c), None) => format!("{} at {l}:{c}", e.kind),
@@ -32,7 +63,7 @@ pub fn event(e: &TraceEvent, style: Style) -> String {
     }
 }
 
-/// A trace in one line, at most `limit` events: `overflow at 3:16 (fmul), … 2 more`, or `no exception`.
+/// A trace in one line, at most `limit` events: `overflow at 3:16 (*), … 2 more`, or `no exception`.
 pub fn trace_line(trace: &[TraceEvent], limit: usize, style: Style) -> String {
     if trace.is_empty() {
         return "no exception".into();
@@ -103,11 +134,11 @@ mod tests {
         let returned = RunEnd::returned(Some(Scalar::F64(f64::INFINITY)));
         assert_eq!(
             run_line(&[ev.clone()], &returned, 4, Style::Plain),
-            "overflow at 3:16 (fmul); returns inf (inf)"
+            "overflow at 3:16 (*); returns inf (inf)"
         );
         assert_eq!(
             run_line(&[ev], &returned, 4, Style::Markdown),
-            "overflow at 3:16 (`fmul`); returns `inf (inf)`"
+            "overflow at 3:16 (`*`); returns `inf (inf)`"
         );
     }
 }

@@ -451,20 +451,46 @@ fn compare(op: CmpOp, (a, b): (f64, f64), (c, d): (f64, f64)) -> Truth {
     }
 }
 
+/// The abstract value of `e` within `bounds`, memoised by fingerprint.
 fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
     if let Some(v) = memo.get(&e.fingerprint()) {
         return *v;
     }
-    let real = |x: &Expr, memo: &mut sym::FingerprintMap<Abs>| match eval(x, bounds, memo) {
+    let v = match e.kind() {
+        Kind::BoolConst(_)
+        | Kind::Cmp { .. }
+        | Kind::Not(_)
+        | Kind::And(_)
+        | Kind::Or(_)
+        | Kind::Ite { .. }
+        | Kind::Exception { .. } => eval_logic(e, bounds, memo),
+        _ => eval_real(e, bounds, memo),
+    };
+    // A boolean node with no information still is a boolean.
+    let v = match (v, e.sort()) {
+        (Abs::Top, sym::Sort::Bool) => Abs::Bool(Truth::Unknown),
+        (v, _) => v,
+    };
+    memo.insert(e.fingerprint(), v);
+    v
+}
+
+/// The interval of a real-valued node, if it has one.
+fn real(x: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Option<(f64, f64)> {
+    match eval(x, bounds, memo) {
         Abs::Real(lo, hi) => Some((lo, hi)),
         _ => None,
-    };
-    let v = match e.kind() {
+    }
+}
+
+/// A real-valued node: constants, parameters, arithmetic, conversions, integral roundings and elementary
+/// functions of one argument; `Top` for the rest.
+fn eval_real(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
+    match e.kind() {
         Kind::RealConst(q) => {
             let c = sym::const_f64(q);
             widen(c, c)
         }
-        Kind::BoolConst(b) => Abs::Bool(if *b { Truth::True } else { Truth::False }),
         Kind::Param { index, .. } => bounds
             .get(*index as usize)
             .copied()
@@ -476,13 +502,13 @@ fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
             a,
             b,
             ..
-        } if a.fingerprint() == b.fingerprint() => real(a, memo).map_or(Abs::Top, square),
-        Kind::Arith { op, a, b, .. } => match (real(a, memo), real(b, memo)) {
+        } if a.fingerprint() == b.fingerprint() => real(a, bounds, memo).map_or(Abs::Top, square),
+        Kind::Arith { op, a, b, .. } => match (real(a, bounds, memo), real(b, bounds, memo)) {
             (Some(x), Some(y)) => arith(*op, x, y),
             _ => Abs::Top,
         },
-        Kind::Neg(a) => real(a, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(-hi, -lo)),
-        Kind::Abs(a) => real(a, memo).map_or(Abs::Top, |(lo, hi)| {
+        Kind::Neg(a) => real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(-hi, -lo)),
+        Kind::Abs(a) => real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| {
             if lo >= 0.0 {
                 Abs::Real(lo, hi)
             } else if hi <= 0.0 {
@@ -491,16 +517,22 @@ fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
                 Abs::Real(0.0, hi.max(-lo))
             }
         }),
-        Kind::Fma { a, b, c, .. } => match (real(a, memo), real(b, memo), real(c, memo)) {
+        Kind::Fma { a, b, c, .. } => match (
+            real(a, bounds, memo),
+            real(b, bounds, memo),
+            real(c, bounds, memo),
+        ) {
             (Some(x), Some(y), Some(z)) => match arith(ArithOp::Mul, x, y) {
                 Abs::Real(lo, hi) => arith(ArithOp::Add, (lo, hi), z),
                 _ => Abs::Top,
             },
             _ => Abs::Top,
         },
-        Kind::Convert { a, .. } => real(a, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi)),
+        Kind::Convert { a, .. } => {
+            real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi))
+        }
         // Monotone, and exact on floats.
-        Kind::ToIntegral { mode, a, .. } => real(a, memo).map_or(Abs::Top, |(lo, hi)| {
+        Kind::ToIntegral { mode, a, .. } => real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| {
             let f = |v: f64| match mode {
                 sym::Integral::Floor => v.floor(),
                 sym::Integral::Ceil => v.ceil(),
@@ -509,7 +541,20 @@ fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
             };
             Abs::Real(f(lo), f(hi))
         }),
-        Kind::Cmp { op, a, b } => match (real(a, memo), real(b, memo)) {
+        Kind::Math { func, args, .. } => match args.as_slice() {
+            [a] => real(a, bounds, memo).map_or(Abs::Top, |x| elementary(*func, x)),
+            _ => Abs::Top,
+        },
+        // Integers, functions of two arguments and the rest: no information.
+        _ => Abs::Top,
+    }
+}
+
+/// A Boolean node: constants, comparisons, connectives, `ite` and exception conditions.
+fn eval_logic(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
+    match e.kind() {
+        Kind::BoolConst(b) => Abs::Bool(if *b { Truth::True } else { Truth::False }),
+        Kind::Cmp { op, a, b } => match (real(a, bounds, memo), real(b, bounds, memo)) {
             (Some(x), Some(y)) => Abs::Bool(compare(*op, x, y)),
             _ => Abs::Bool(Truth::Unknown),
         },
@@ -549,20 +594,8 @@ fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs {
             },
         },
         Kind::Exception { kind, site } => eval(&sym::real_condition(*kind, site), bounds, memo),
-        Kind::Math { func, args, .. } => match args.as_slice() {
-            [a] => real(a, memo).map_or(Abs::Top, |x| elementary(*func, x)),
-            _ => Abs::Top,
-        },
-        // Integers, functions of two arguments and the rest: no information.
         _ => Abs::Top,
-    };
-    // A boolean node with no information still is a boolean.
-    let v = match (v, e.sort()) {
-        (Abs::Top, sym::Sort::Bool) => Abs::Bool(Truth::Unknown),
-        (v, _) => v,
-    };
-    memo.insert(e.fingerprint(), v);
-    v
+    }
 }
 
 #[cfg(test)]

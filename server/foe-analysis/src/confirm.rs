@@ -21,6 +21,7 @@
 //! in that order, two at a time, only for the divergences still unexplained.
 
 mod build;
+mod driver;
 mod early;
 mod harness;
 mod sweep;

@@ -123,25 +123,14 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Opt
         Kind::IntConst(n) => Some(V::I(n.clone())),
         Kind::BoolConst(v) => Some(V::B(*v)),
         Kind::Param { index, ty } => eval_param(input.get(*index as usize)?, ty),
-        Kind::Arith { .. }
-        | Kind::Neg(_)
-        | Kind::Abs(_)
-        | Kind::Fma { .. }
-        | Kind::Convert { .. }
-        | Kind::Math { .. }
-        | Kind::ToIntegral { .. } => eval_float(e.kind(), m),
+        kind if kind.is_float_operation() => eval_float(kind, m),
         Kind::FpToInt { .. }
         | Kind::IntToReal(_)
         | Kind::IntArith { .. }
         | Kind::Unsigned { .. }
         | Kind::Opaque { .. } => eval_integer(e.kind(), m),
-        Kind::IsInt(_)
-        | Kind::Ite { .. }
-        | Kind::Cmp { .. }
-        | Kind::Not(_)
-        | Kind::And(_)
-        | Kind::Or(_)
-        | Kind::Exception { .. } => eval_logic(e.kind(), m),
+        // `is_int`, `ite`, comparisons, connectives, exception atoms.
+        kind => eval_logic(kind, m),
     }
 }
 

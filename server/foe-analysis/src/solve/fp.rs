@@ -95,13 +95,7 @@ impl Encoder {
     /// The SMT-LIB definition of one node (children already defined), with its sort and format.
     fn node(&self, e: &Expr) -> Option<(String, String, Option<FloatFormat>)> {
         match e.kind() {
-            Kind::Arith { .. }
-            | Kind::Neg(_)
-            | Kind::Abs(_)
-            | Kind::Fma { .. }
-            | Kind::Convert { .. }
-            | Kind::Math { .. }
-            | Kind::ToIntegral { .. } => self.float_node(e),
+            kind if kind.is_float_operation() => self.float_node(e),
             Kind::Ite { a, .. } if a.sort() == crate::sym::Sort::Real => self.float_node(e),
             Kind::Ite { .. }
             | Kind::Cmp { .. }

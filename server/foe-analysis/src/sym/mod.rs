@@ -223,6 +223,23 @@ pub enum Kind {
     },
 }
 
+impl Kind {
+    /// Whether the node is a real-valued operation of floating-point code: arithmetic, negation, absolute value,
+    /// `fma`, a conversion, an elementary function or an integral rounding.
+    pub fn is_float_operation(&self) -> bool {
+        matches!(
+            self,
+            Kind::Arith { .. }
+                | Kind::Neg(_)
+                | Kind::Abs(_)
+                | Kind::Fma { .. }
+                | Kind::Convert { .. }
+                | Kind::Math { .. }
+                | Kind::ToIntegral { .. }
+        )
+    }
+}
+
 impl PartialEq for Expr {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0) || self.0.fingerprint == other.0.fingerprint

@@ -233,12 +233,25 @@ fn check_divergence(
         d.confirmation = Confirmation::NotRun;
         return Checked::Kept(d, None);
     };
-    let input = input.expect("ran");
+    let shipped = Shipped {
+        p: rp,
+        pp: rpp,
+        sets: (a, b),
+        input: input.expect("ran"),
+    };
     if d.class.is_exception() {
-        check_exceptions(stubbed, d, (rp, rpp), (a, b), input)
+        check_exceptions(stubbed, d, shipped)
     } else {
-        check_result(sig, bits, stubbed, d, (rp, rpp), (a, b), input)
+        check_result(sig, bits, stubbed, d, shipped)
     }
+}
+
+/// The shipped runs of one divergence's input, with the exception sets they raised.
+struct Shipped {
+    p: ShippedRun,
+    pp: ShippedRun,
+    sets: (u8, u8),
+    input: Input,
 }
 
 /// A result divergence holds on the shipped binaries when their outputs differ the same way.
@@ -247,10 +260,10 @@ fn check_result(
     bits: u32,
     stubbed: &[String],
     mut d: Divergence,
-    (rp, rpp): (ShippedRun, ShippedRun),
-    (a, b): (u8, u8),
-    input: Input,
+    shipped: Shipped,
 ) -> Checked {
+    let (rp, rpp, input) = (shipped.p, shipped.pp, shipped.input);
+    let (a, b) = shipped.sets;
     let (sp, spp) = (
         shipped_end(sig, &d.end_p, &input, &rp),
         shipped_end(sig, &d.end_p_prime, &input, &rpp),
@@ -279,13 +292,9 @@ fn check_result(
 
 /// An exception divergence is confirmed when the shipped exception sets differ, trace-only when only the order
 /// or count of the shipped traces does.
-fn check_exceptions(
-    stubbed: &[String],
-    mut d: Divergence,
-    (rp, rpp): (ShippedRun, ShippedRun),
-    (a, b): (u8, u8),
-    input: Input,
-) -> Checked {
+fn check_exceptions(stubbed: &[String], mut d: Divergence, shipped: Shipped) -> Checked {
+    let (rp, rpp, input) = (shipped.p, shipped.pp, shipped.input);
+    let (a, b) = shipped.sets;
     d.shipped_p = kinds(a);
     d.shipped_p_prime = kinds(b);
     let differ = sequences_differ(&rp, &rpp);

@@ -21,6 +21,7 @@
 //! in that order, two at a time, only for the divergences still unexplained.
 
 mod build;
+mod driver;
 mod early;
 mod harness;
 mod sweep;
@@ -104,6 +105,58 @@ pub fn confirm_function(
         return;
     }
     let _span = tracing::debug_span!("confirm", function = %sig.name).entered();
+    let Some((inputs, shipped)) = run_shipped(harness, sig, report) else {
+        return;
+    };
+    let stubbed: Vec<String> = harness
+        .stubbed
+        .lock()
+        .map(|s| s.iter().cloned().collect())
+        .unwrap_or_default();
+    let bits = harness.config.accuracy_bits;
+    let mut kept = Vec::new();
+    let mut dropped = 0;
+    let mut kept_unconfirmed = 0;
+    // Divergences whose cause is looked for.
+    let mut to_explain: Vec<Witness> = Vec::new();
+    for ((d, runs), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
+        match check_divergence(sig, bits, &stubbed, d, runs, input) {
+            Checked::Kept(d, explain) => {
+                if let Some((input, p_run, what)) = explain {
+                    to_explain.push(Witness {
+                        at: kept.len(),
+                        input,
+                        p_run,
+                        what,
+                    });
+                }
+                kept.push(d);
+            }
+            Checked::Unconfirmed(d) => {
+                kept_unconfirmed += 1;
+                kept.push(d);
+            }
+            Checked::Dropped => dropped += 1,
+        }
+    }
+    report.divergences = kept;
+    report.not_reproduced = dropped;
+    note_unchecked(report, kept_unconfirmed, dropped, &stubbed);
+    if to_explain.is_empty() {
+        return;
+    }
+    explain_causes(harness, sig, report, &to_explain);
+}
+
+/// Runs the divergences' inputs on the shipped binaries of P and P': the inputs (`None` where one could not be
+/// rebuilt) and, per divergence, the shipped runs of P and P'. `None`, with a note in the reason, when the
+/// shipped binaries could not be built or run.
+#[allow(clippy::type_complexity)]
+fn run_shipped(
+    harness: &mut Harness,
+    sig: &FunctionSignature,
+    report: &mut FunctionReport,
+) -> Option<(Vec<Option<Input>>, Vec<Option<(ShippedRun, ShippedRun)>>)> {
     let inputs: Vec<Option<Input>> = report
         .divergences
         .iter()
@@ -118,7 +171,7 @@ pub fn confirm_function(
         (Err(e), _) | (_, Err(e)) => {
             let note = format!("not confirmed on the shipped binaries: {e}");
             report.reason = join(&report.reason, &note);
-            return;
+            return None;
         }
     };
     // Per divergence: the shipped runs of P and P' (None when its input could not be rebuilt).
@@ -127,107 +180,164 @@ pub fn confirm_function(
         .iter()
         .map(|i| i.as_ref().and_then(|_| runs.next()))
         .collect();
-    let stubbed: Vec<String> = harness
-        .stubbed
-        .lock()
-        .map(|s| s.iter().cloned().collect())
-        .unwrap_or_default();
-    let mut kept = Vec::new();
-    let mut dropped = 0;
-    let mut kept_unconfirmed = 0;
-    // Divergences whose cause is looked for: (index in `kept`, input, P's shipped run, what differs).
-    let mut to_explain: Vec<(usize, Input, ShippedRun, Explain)> = Vec::new();
-    for ((mut d, runs), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
-        let Some((rp, rpp)) = runs else {
-            d.confirmation = Confirmation::NotRun;
-            kept.push(d);
-            continue;
-        };
-        let sets = rp.sets(&rpp).or_else(|| {
-            // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
-            // call as its instrumented run): the traces cover what the instrumented ones covered.
-            let over_same_extent = ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
-            over_same_extent
-                .then(|| rp.end.raised().zip(rpp.end.raised()))
-                .flatten()
-        });
-        // A run that stopped at a stub standing for code the program has is not the program's run.
-        let stopped_at_stub = [&rp, &rpp]
-            .iter()
-            .any(|r| r.stopped_at.as_ref().is_some_and(|s| stubbed.contains(s)));
-        let Some((a, b)) = sets.filter(|_| !stopped_at_stub) else {
-            d.confirmation = Confirmation::NotRun;
-            kept.push(d);
-            continue;
-        };
-        // A result divergence holds on the shipped binaries when their outputs differ the same way.
-        if !d.class.is_exception() {
-            let bits = harness.config.accuracy_bits;
-            let input = input.expect("ran");
-            let (sp, spp) = (
-                shipped_end(sig, &d.end_p, &input, &rp),
-                shipped_end(sig, &d.end_p_prime, &input, &rpp),
-            );
-            let same_way = if d.class == DivergenceClass::Ending {
-                // The shipped runs end as the instrumented ones: one at the same call, the other returning.
-                ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime)
-            } else {
-                crate::search::results::compare(&sp, &spp, bits).is_some_and(|r| r.class == d.class)
-            };
-            d.shipped_p = kinds(a);
-            d.shipped_p_prime = kinds(b);
-            d.shipped_trace_p = rp.trace.clone();
-            d.shipped_trace_p_prime = rpp.trace.clone();
-            if same_way {
-                d.confirmation = Confirmation::Confirmed;
-                to_explain.push((kept.len(), input, rp, Explain::Result(Box::new(d.clone()))));
-                kept.push(d);
-            } else if stubbed.is_empty() {
-                dropped += 1;
-            } else {
-                d.confirmation = Confirmation::NotRun;
-                kept_unconfirmed += 1;
-                kept.push(d);
-            }
-            continue;
-        }
-        d.shipped_p = kinds(a);
-        d.shipped_p_prime = kinds(b);
-        let differ = sequences_differ(&rp, &rpp);
-        let p_run = rp.clone();
-        d.shipped_trace_p = rp.trace;
-        d.shipped_trace_p_prime = rpp.trace;
-        if a != b {
-            d.confirmation = Confirmation::Confirmed;
-            to_explain.push((kept.len(), input.expect("ran"), p_run, Explain::Sets));
-        } else if differ.unwrap_or(
-            // Incomplete shipped traces: the instrumented ones decide whether only order or count differ.
-            d.class != DivergenceClass::Appears && bits_of(&d.trace_p) == bits_of(&d.trace_p_prime),
-        ) {
-            d.confirmation = Confirmation::TraceOnly;
-            if differ.is_some() {
-                // The shipped traces differ in order or count: the probes' traces tell why.
-                to_explain.push((kept.len(), input.expect("ran"), p_run, Explain::Sequence));
-            }
-        } else {
-            let inputs: Vec<String> = d
-                .inputs
-                .iter()
-                .map(|v| format!("{}={}", v.name, v.value))
-                .collect();
-            tracing::debug!(inputs = %inputs.join(" "), shipped = ?d.shipped_p, "not reproduced");
-            if stubbed.is_empty() {
-                dropped += 1;
-                continue;
-            }
-            // The shipped binaries lack the project's other units: no verdict.
-            d.confirmation = Confirmation::NotRun;
-            kept_unconfirmed += 1;
-        }
-        kept.push(d);
+    Some((inputs, shipped))
+}
+
+/// A confirmed divergence whose cause is looked for.
+struct Witness {
+    /// Its index among the divergences kept.
+    at: usize,
+    input: Input,
+    /// P's shipped run on the input.
+    p_run: ShippedRun,
+    what: Explain,
+}
+
+/// What the shipped runs say of one divergence.
+enum Checked {
+    /// Kept, with its input, P's shipped run and what to explain when its cause is looked for.
+    Kept(Divergence, Option<(Input, ShippedRun, Explain)>),
+    /// Kept without a verdict: not reproduced, but the shipped binaries lack what other files define.
+    Unconfirmed(Divergence),
+    /// Not reproduced on the shipped binaries.
+    Dropped,
+}
+
+/// The verdict of the shipped runs `runs` (`None`: not run) on divergence `d` and its `input`; `stubbed` names
+/// the symbols the shipped binaries' link stubbed.
+fn check_divergence(
+    sig: &FunctionSignature,
+    bits: u32,
+    stubbed: &[String],
+    mut d: Divergence,
+    runs: Option<(ShippedRun, ShippedRun)>,
+    input: Option<Input>,
+) -> Checked {
+    let Some((rp, rpp)) = runs else {
+        d.confirmation = Confirmation::NotRun;
+        return Checked::Kept(d, None);
+    };
+    let sets = rp.sets(&rpp).or_else(|| {
+        // Each shipped run ended as its instrumented run did (one returned, the other stopped at the same
+        // call as its instrumented run): the traces cover what the instrumented ones covered.
+        let over_same_extent = ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
+        over_same_extent
+            .then(|| rp.end.raised().zip(rpp.end.raised()))
+            .flatten()
+    });
+    // A run that stopped at a stub standing for code the program has is not the program's run.
+    let stopped_at_stub = [&rp, &rpp]
+        .iter()
+        .any(|r| r.stopped_at.as_ref().is_some_and(|s| stubbed.contains(s)));
+    let Some((a, b)) = sets.filter(|_| !stopped_at_stub) else {
+        d.confirmation = Confirmation::NotRun;
+        return Checked::Kept(d, None);
+    };
+    let shipped = Shipped {
+        p: rp,
+        pp: rpp,
+        sets: (a, b),
+        input: input.expect("ran"),
+    };
+    if d.class.is_exception() {
+        check_exceptions(stubbed, d, shipped)
+    } else {
+        check_result(sig, bits, stubbed, d, shipped)
     }
-    report.divergences = kept;
-    report.not_reproduced = dropped;
+}
+
+/// The shipped runs of one divergence's input, with the exception sets they raised.
+struct Shipped {
+    p: ShippedRun,
+    pp: ShippedRun,
+    sets: (u8, u8),
+    input: Input,
+}
+
+/// A result divergence holds on the shipped binaries when their outputs differ the same way.
+fn check_result(
+    sig: &FunctionSignature,
+    bits: u32,
+    stubbed: &[String],
+    mut d: Divergence,
+    shipped: Shipped,
+) -> Checked {
+    let (rp, rpp, input) = (shipped.p, shipped.pp, shipped.input);
+    let (a, b) = shipped.sets;
+    let (sp, spp) = (
+        shipped_end(sig, &d.end_p, &input, &rp),
+        shipped_end(sig, &d.end_p_prime, &input, &rpp),
+    );
+    let same_way = if d.class == DivergenceClass::Ending {
+        // The shipped runs end as the instrumented ones: one at the same call, the other returning.
+        ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime)
+    } else {
+        crate::search::results::compare(&sp, &spp, bits).is_some_and(|r| r.class == d.class)
+    };
+    d.shipped_p = kinds(a);
+    d.shipped_p_prime = kinds(b);
+    d.shipped_trace_p = rp.trace.clone();
+    d.shipped_trace_p_prime = rpp.trace.clone();
+    if same_way {
+        d.confirmation = Confirmation::Confirmed;
+        let what = Explain::Result(Box::new(d.clone()));
+        Checked::Kept(d, Some((input, rp, what)))
+    } else if stubbed.is_empty() {
+        Checked::Dropped
+    } else {
+        d.confirmation = Confirmation::NotRun;
+        Checked::Unconfirmed(d)
+    }
+}
+
+/// An exception divergence is confirmed when the shipped exception sets differ, trace-only when only the order
+/// or count of the shipped traces does.
+fn check_exceptions(stubbed: &[String], mut d: Divergence, shipped: Shipped) -> Checked {
+    let (rp, rpp, input) = (shipped.p, shipped.pp, shipped.input);
+    let (a, b) = shipped.sets;
+    d.shipped_p = kinds(a);
+    d.shipped_p_prime = kinds(b);
+    let differ = sequences_differ(&rp, &rpp);
+    let p_run = rp.clone();
+    d.shipped_trace_p = rp.trace;
+    d.shipped_trace_p_prime = rpp.trace;
+    if a != b {
+        d.confirmation = Confirmation::Confirmed;
+        return Checked::Kept(d, Some((input, p_run, Explain::Sets)));
+    }
+    if differ.unwrap_or(
+        // Incomplete shipped traces: the instrumented ones decide whether only order or count differ.
+        d.class != DivergenceClass::Appears && bits_of(&d.trace_p) == bits_of(&d.trace_p_prime),
+    ) {
+        d.confirmation = Confirmation::TraceOnly;
+        // The shipped traces differ in order or count: the probes' traces tell why.
+        let explain = differ
+            .is_some()
+            .then_some((input, p_run, Explain::Sequence));
+        return Checked::Kept(d, explain);
+    }
+    let inputs: Vec<String> = d
+        .inputs
+        .iter()
+        .map(|v| format!("{}={}", v.name, v.value))
+        .collect();
+    tracing::debug!(inputs = %inputs.join(" "), shipped = ?d.shipped_p, "not reproduced");
+    if stubbed.is_empty() {
+        return Checked::Dropped;
+    }
+    // The shipped binaries lack the project's other units: no verdict.
+    d.confirmation = Confirmation::NotRun;
+    Checked::Unconfirmed(d)
+}
+
+/// Notes in the reason the divergences not checked or not reproduced on the shipped binaries, and makes
+/// `diff_producing` count the candidates of the exception divergences kept.
+fn note_unchecked(
+    report: &mut FunctionReport,
+    kept_unconfirmed: usize,
+    dropped: usize,
+    stubbed: &[String],
+) {
     if kept_unconfirmed > 0 {
         let note = format!(
             "{kept_unconfirmed} divergences could not be checked on the shipped binaries, which lack what other \
@@ -249,9 +359,15 @@ pub fn confirm_function(
         .filter(|d| d.class.is_exception())
         .map(|d| d.candidates)
         .sum();
-    if to_explain.is_empty() {
-        return;
-    }
+}
+
+/// Runs the probes on the witnesses and sets each witness's divergence's [`Divergence::cause`].
+fn explain_causes(
+    harness: &mut Harness,
+    sig: &FunctionSignature,
+    report: &mut FunctionReport,
+    to_explain: &[Witness],
+) {
     // The probes in the order `decide` asks them, two at a time (their builds run in parallel), each run only on
     // the witnesses no earlier probe explained: a divergence is explained by the first probe that gives P's
     // exceptions, so later probes would not change its cause.
@@ -265,7 +381,7 @@ pub fn confirm_function(
             break;
         }
         harness.prepare(pair);
-        let witnesses: Vec<Input> = open.iter().map(|&w| to_explain[w].1.clone()).collect();
+        let witnesses: Vec<Input> = open.iter().map(|&w| to_explain[w].input.clone()).collect();
         for &probe in pair {
             let Ok(got) = harness.run(probe, &sig.name, &witnesses) else {
                 continue;
@@ -276,7 +392,9 @@ pub fn confirm_function(
         }
         for &w in &open {
             // Explained once a single option, or optimisation without fast-math, is the cause.
-            let (_, input, p_run, what) = &to_explain[w];
+            let Witness {
+                input, p_run, what, ..
+            } = &to_explain[w];
             let cause = cause_of(
                 sig,
                 input,
@@ -288,8 +406,14 @@ pub fn confirm_function(
             explained[w] = !matches!(cause, Cause::Combined | Cause::Undetermined);
         }
     }
-    for (w, (at, input, p_run, what)) in to_explain.iter().enumerate() {
+    for (w, witness) in to_explain.iter().enumerate() {
         let bits = harness.config.accuracy_bits;
+        let Witness {
+            at,
+            input,
+            p_run,
+            what,
+        } = witness;
         report.divergences[*at].cause = cause_of(sig, input, p_run, what, &runs[w], bits);
     }
 }

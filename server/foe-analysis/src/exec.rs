@@ -177,7 +177,6 @@ impl Runner {
         let runtime = toolchain::runtime_object(&cfg.clang, dir.path())?;
         let module_obj = dir.path().join("builds.o");
         let mut sites = SiteTable::default();
-        let data_decls;
         let mut entries: Vec<Entry> = functions
             .iter()
             .zip(crate::ir::pointee_layouts(p_ll, functions))
@@ -187,88 +186,16 @@ impl Runner {
                 layouts,
             })
             .collect();
-        {
-            let ctx = Context::create();
-            let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
-            let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
-            instrument::call_replacements(&p);
-            instrument::call_replacements(&pp);
-            instrument::isolate_user_code(&p);
-            instrument::isolate_user_code(&pp);
-            instrument::replace_stopping_calls(&p, Build::P, &mut sites)?;
-            instrument::replace_stopping_calls(&pp, Build::PPrime, &mut sites)?;
-            instrument::instrument_module(&p, Build::P, &mut sites)?;
-            instrument::instrument_module(&pp, Build::PPrime, &mut sites)?;
-            instrument::prefix_symbols(&p, Build::P);
-            instrument::prefix_symbols(&pp, Build::PPrime);
-            let mut names = Vec::with_capacity(functions.len());
-            for (i, entry) in entries.iter_mut().enumerate() {
-                let ep = instrument::add_entry(&p, Build::P, i, &entry.sig)?;
-                let epp = instrument::add_entry(&pp, Build::PPrime, i, &entry.sig)?;
-                match (ep, epp) {
-                    (Ok(a), Ok(b)) => names.push(Some((fn_name(a), fn_name(b)))),
-                    (Err(reason), _) | (_, Err(reason)) => {
-                        entry.unavailable = Some(reason);
-                        names.push(None);
-                    }
-                }
-            }
-            let kept: (Vec<_>, Vec<_>) = names
-                .iter()
-                .flatten()
-                .map(|(a, b)| (p.get_function(a), pp.get_function(b)))
-                .unzip();
-            instrument::internalize(&p, &kept.0.into_iter().flatten().collect::<Vec<_>>())?;
-            instrument::internalize(&pp, &kept.1.into_iter().flatten().collect::<Vec<_>>())?;
-            p.link_in_module(pp)
-                .map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
-            let table: Vec<_> = names
-                .iter()
-                .map(|n| match n {
-                    Some((a, b)) => (p.get_function(a), p.get_function(b)),
-                    None => (None, None),
-                })
-                .collect();
-            instrument::add_entry_table(&p, &table);
-            instrument::keep_only_entries(&p)?;
-            data_decls = instrument::data_declarations(&p);
-            instrument::finish_module(&p)?;
-            tracing::trace!(
-                ms = started.elapsed().as_millis() as u64,
-                "runner instrumented"
-            );
-            instrument::emit_object(&p, &module_obj)?;
-            tracing::trace!(
-                ms = started.elapsed().as_millis() as u64,
-                "runner object emitted"
-            );
-        }
+        let data_decls =
+            instrument_builds(p_ll, pp_ll, &mut entries, &mut sites, &module_obj, started)?;
         let exe = dir.path().join("foe-worker");
-        let mut undefined = Vec::new();
-        if let Err(missing) =
-            toolchain::link_worker(&cfg.clang, dir.path(), &[&runtime, &module_obj], &exe)?
-        {
-            // Functions and data of other files: stub them so only the inputs that reach them fail.
-            let stubs = dir.path().join("stubs.o");
-            {
-                let ctx = Context::create();
-                let module = instrument::stub_module(&ctx, &missing, &data_decls)?;
-                instrument::emit_object(&module, &stubs)?;
-            }
-            if let Err(still) = toolchain::link_worker(
-                &cfg.clang,
-                dir.path(),
-                &[&runtime, &module_obj, &stubs],
-                &exe,
-            )? {
-                return Err(ExecError::Toolchain(format!(
-                    "cannot link the worker: undefined {}",
-                    still.join(", ")
-                )));
-            }
-            tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
-            undefined = missing;
-        }
+        let undefined = link_with_stubs(
+            &cfg.clang,
+            dir.path(),
+            &[&runtime, &module_obj],
+            &exe,
+            &data_decls,
+        )?;
         let by_name = entries
             .iter()
             .enumerate()
@@ -542,6 +469,116 @@ impl Runner {
     pub fn stats(&self) -> RunnerStats {
         self.stats
     }
+}
+
+/// Instruments P and P' (their sites numbered into `sites`), adds an entry per function of `entries` (marking
+/// those a build cannot call unavailable), links the two builds into one module and writes its object to
+/// `module_obj`. Returns the data the module declares but does not define.
+fn instrument_builds(
+    p_ll: &str,
+    pp_ll: &str,
+    entries: &mut [Entry],
+    sites: &mut SiteTable,
+    module_obj: &std::path::Path,
+    started: Instant,
+) -> Result<Vec<String>, ExecError> {
+    let ctx = Context::create();
+    let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
+    let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
+    instrument::call_replacements(&p);
+    instrument::call_replacements(&pp);
+    instrument::isolate_user_code(&p);
+    instrument::isolate_user_code(&pp);
+    instrument::replace_stopping_calls(&p, Build::P, sites)?;
+    instrument::replace_stopping_calls(&pp, Build::PPrime, sites)?;
+    instrument::instrument_module(&p, Build::P, sites)?;
+    instrument::instrument_module(&pp, Build::PPrime, sites)?;
+    instrument::prefix_symbols(&p, Build::P);
+    instrument::prefix_symbols(&pp, Build::PPrime);
+    let names = add_entries(&p, &pp, entries)?;
+    let kept: (Vec<_>, Vec<_>) = names
+        .iter()
+        .flatten()
+        .map(|(a, b)| (p.get_function(a), pp.get_function(b)))
+        .unzip();
+    instrument::internalize(&p, &kept.0.into_iter().flatten().collect::<Vec<_>>())?;
+    instrument::internalize(&pp, &kept.1.into_iter().flatten().collect::<Vec<_>>())?;
+    p.link_in_module(pp)
+        .map_err(|e| ExecError::Ir(format!("cannot link the two builds: {e}")))?;
+    let table: Vec<_> = names
+        .iter()
+        .map(|n| match n {
+            Some((a, b)) => (p.get_function(a), p.get_function(b)),
+            None => (None, None),
+        })
+        .collect();
+    instrument::add_entry_table(&p, &table);
+    instrument::keep_only_entries(&p)?;
+    let data_decls = instrument::data_declarations(&p);
+    instrument::finish_module(&p)?;
+    tracing::trace!(
+        ms = started.elapsed().as_millis() as u64,
+        "runner instrumented"
+    );
+    instrument::emit_object(&p, module_obj)?;
+    tracing::trace!(
+        ms = started.elapsed().as_millis() as u64,
+        "runner object emitted"
+    );
+    Ok(data_decls)
+}
+
+/// Adds both builds' entry wrappers for each of `entries`: their names, or `None` (the entry marked unavailable,
+/// with the reason) when a build cannot call the function.
+fn add_entries(
+    p: &inkwell::module::Module<'_>,
+    pp: &inkwell::module::Module<'_>,
+    entries: &mut [Entry],
+) -> Result<Vec<Option<(String, String)>>, ExecError> {
+    let mut names = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter_mut().enumerate() {
+        let ep = instrument::add_entry(p, Build::P, i, &entry.sig)?;
+        let epp = instrument::add_entry(pp, Build::PPrime, i, &entry.sig)?;
+        match (ep, epp) {
+            (Ok(a), Ok(b)) => names.push(Some((fn_name(a), fn_name(b)))),
+            (Err(reason), _) | (_, Err(reason)) => {
+                entry.unavailable = Some(reason);
+                names.push(None);
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Links `objects` into the worker `exe`; symbols of other files it misses are stubbed (so only the inputs
+/// that reach them fail) and named in the result.
+fn link_with_stubs(
+    clang: &std::path::Path,
+    dir: &std::path::Path,
+    objects: &[&std::path::Path],
+    exe: &std::path::Path,
+    data_decls: &[String],
+) -> Result<Vec<String>, ExecError> {
+    let Err(missing) = toolchain::link_worker(clang, dir, objects, exe)? else {
+        return Ok(Vec::new());
+    };
+    // Functions and data of other files: stub them so only the inputs that reach them fail.
+    let stubs = dir.join("stubs.o");
+    {
+        let ctx = Context::create();
+        let module = instrument::stub_module(&ctx, &missing, data_decls)?;
+        instrument::emit_object(&module, &stubs)?;
+    }
+    let with_stubs: Vec<&std::path::Path> =
+        objects.iter().copied().chain([stubs.as_path()]).collect();
+    if let Err(still) = toolchain::link_worker(clang, dir, &with_stubs, exe)? {
+        return Err(ExecError::Toolchain(format!(
+            "cannot link the worker: undefined {}",
+            still.join(", ")
+        )));
+    }
+    tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
+    Ok(missing)
 }
 
 fn fn_name(f: inkwell::values::FunctionValue<'_>) -> String {

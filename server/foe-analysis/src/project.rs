@@ -282,27 +282,19 @@ pub fn link_units(
     if units.is_empty() {
         return (pair, linked);
     }
-    let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let db_dir = std::fs::canonicalize(db.parent().unwrap_or(Path::new("/")))
-        .unwrap_or_else(|_| db.parent().unwrap_or(Path::new("/")).to_path_buf());
+    let mut candidates = Candidates::new(file, &db, units, base);
     let own: HashSet<String> = p
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .collect();
-    let mut texts: Vec<Option<String>> = vec![None; units.len()];
-    let mut compiled: Vec<Option<Option<CompiledPair>>> = vec![None; units.len()];
-    let mut used = vec![false; units.len()];
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(symbol) = queue.pop_front() {
         if !seen.insert(symbol.clone()) || linked.units.len() >= MAX_UNITS {
             // Past the limit the C library's definition of a C library name is used (in every build).
             if linked.units.len() >= MAX_UNITS && !crate::model::runs_natively(&symbol) {
-                if p.get_global(&symbol).is_some() {
-                    linked.unresolved_data.insert(symbol.clone());
-                }
                 linked.beyond_cap.insert(symbol.clone());
-                linked.unresolved.insert(symbol);
+                linked.unresolve(&p, symbol);
             }
             continue;
         }
@@ -318,53 +310,28 @@ pub fn link_units(
         // library functions into the other. Where the file's library defines none, the C library's is used.
         let runs_natively = crate::model::runs_natively(&symbol);
         let from_c_library = runs_natively || c_library_defines(&symbol);
-        let mut found = None;
-        for (i, unit) in units.iter().enumerate() {
-            if used[i] || (from_c_library && !same_library(&this, unit, &db_dir)) {
-                continue;
+        let Some(i) = candidates.definer(&symbol, from_c_library) else {
+            if !runs_natively {
+                linked.unresolve(&p, symbol);
             }
-            let text = texts[i].get_or_insert_with(|| {
-                std::fs::read(unit)
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default()
-            });
-            if !may_define(text, &symbol) {
-                continue;
-            }
-            let unit_pair = compiled[i].get_or_insert_with(|| compile_unit(unit, base));
-            if unit_pair
-                .as_ref()
-                .is_some_and(|u| defines(&u.p_ll, &symbol))
-            {
-                found = Some(i);
-                break;
-            }
-        }
-        let Some(i) = found else {
-            if runs_natively {
-                continue;
-            }
-            if p.get_global(&symbol).is_some() {
-                linked.unresolved_data.insert(symbol.clone());
-            }
-            linked.unresolved.insert(symbol);
             continue;
         };
-        let Some(unit_pair) = compiled[i].clone().flatten() else {
+        let Some(unit_pair) = candidates.compiled[i].clone().flatten() else {
             continue;
         };
-        let replacements = same_library(&this, &units[i], &db_dir);
+        let replacements = candidates.same_library(i);
         match link_one(&context, &p, &pp, &unit_pair, &queue, &symbol, replacements) {
             Ok((new_functions, needs)) => {
-                used[i] = true;
-                linked.units.push(units[i].clone());
+                candidates.used[i] = true;
+                linked.units.push(candidates.units[i].clone());
                 linked
                     .functions
                     .extend(new_functions.into_iter().filter(|f| !own.contains(f)));
                 queue.extend(needs);
             }
             Err(e) => {
-                tracing::debug!(unit = %units[i].display(), "cannot link the unit: {e}");
+                let unit = candidates.units[i].display();
+                tracing::debug!(%unit, "cannot link the unit: {e}");
                 linked.unresolved.insert(symbol);
             }
         }
@@ -383,6 +350,83 @@ pub fn link_units(
         pp_ll: pp.print_to_string().to_string(),
     };
     (out, linked)
+}
+
+impl Linked {
+    /// Records `symbol` as unresolved (and as unresolved data when `p` holds it as a global).
+    fn unresolve(&mut self, p: &Module<'_>, symbol: String) {
+        if p.get_global(&symbol).is_some() {
+            self.unresolved_data.insert(symbol.clone());
+        }
+        self.unresolved.insert(symbol);
+    }
+}
+
+/// The units of the database that may define what the file uses: their text and builds, each read or compiled
+/// once when first needed, and which were linked.
+struct Candidates<'a> {
+    /// The analysed file, canonical.
+    this: PathBuf,
+    /// The database's directory, canonical.
+    db_dir: PathBuf,
+    units: Vec<PathBuf>,
+    base: &'a AnalysisConfig,
+    texts: Vec<Option<String>>,
+    compiled: Vec<Option<Option<CompiledPair>>>,
+    used: Vec<bool>,
+}
+
+impl<'a> Candidates<'a> {
+    fn new(
+        file: &Path,
+        db: &Path,
+        units: Vec<PathBuf>,
+        base: &'a AnalysisConfig,
+    ) -> Candidates<'a> {
+        let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        let db_dir = std::fs::canonicalize(db.parent().unwrap_or(Path::new("/")))
+            .unwrap_or_else(|_| db.parent().unwrap_or(Path::new("/")).to_path_buf());
+        let n = units.len();
+        Candidates {
+            this,
+            db_dir,
+            units,
+            base,
+            texts: vec![None; n],
+            compiled: vec![None; n],
+            used: vec![false; n],
+        }
+    }
+
+    /// Whether unit `i` belongs to the file's own library.
+    fn same_library(&self, i: usize) -> bool {
+        same_library(&self.this, &self.units[i], &self.db_dir)
+    }
+
+    /// The first unit not yet linked that defines `symbol` (of the file's own library only when
+    /// `from_c_library`), compiled on the way.
+    fn definer(&mut self, symbol: &str, from_c_library: bool) -> Option<usize> {
+        for i in 0..self.units.len() {
+            if self.used[i] || (from_c_library && !self.same_library(i)) {
+                continue;
+            }
+            let unit = &self.units[i];
+            let text = self.texts[i].get_or_insert_with(|| {
+                std::fs::read(unit)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            });
+            if !may_define(text, symbol) {
+                continue;
+            }
+            let base = self.base;
+            let unit_pair = self.compiled[i].get_or_insert_with(|| compile_unit(unit, base));
+            if unit_pair.as_ref().is_some_and(|u| defines(&u.p_ll, symbol)) {
+                return Some(i);
+            }
+        }
+        None
+    }
 }
 
 /// Links one unit's P and P' into `p` and `pp`, keeping external only the symbols still wanted (and, for a

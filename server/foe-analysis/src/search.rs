@@ -12,16 +12,19 @@ use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::exec::{ExecError, RawPair, Runner};
 use crate::report::{Divergence, DivergenceClass, NamedValue, PlainException};
-use crate::rng::SplitMix;
-use crate::round::{step_f32, step_f64};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::{HashMap, HashSet};
 
 mod explain;
+mod neighbourhood;
 pub mod results;
 
 pub use explain::{compare_kinds, compare_traces};
 pub(crate) use explain::{explain, result_summary};
+use neighbourhood::neighbourhood_size;
+#[cfg(test)]
+use neighbourhood::shell;
+pub use neighbourhood::{neighbourhood, step_value};
 
 /// What the search of one function found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -270,16 +273,6 @@ const RUN_SLICE: usize = 4096;
 /// Points of all candidates of one group held at once.
 const GROUP_POINTS: usize = 1 << 18;
 
-/// The number of points [`neighbourhood`] gives at most.
-fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
-    let side = 2 * cfg.radius as u128 + 1;
-    let cube = sig
-        .searchable_params()
-        .try_fold(1u128, |acc, _| acc.checked_mul(side))
-        .unwrap_or(u128::MAX);
-    cube.min(cfg.neighbourhood_budget.max(1) as u128) as usize
-}
-
 /// (outside the domain, class rank, candidate index), input key, report.
 type Found = ((bool, u8, usize), Vec<u64>, Divergence);
 
@@ -339,8 +332,14 @@ fn search_group(
             done: false,
         })
         .collect();
-    let mut runs: Vec<(Input, RawPair)> = Vec::new();
-    let mut index: HashMap<Vec<u64>, usize> = HashMap::new();
+    let mut search = GroupSearch {
+        runner,
+        sig,
+        cfg,
+        special,
+        runs: Vec::new(),
+        index: HashMap::new(),
+    };
     let mut round_end = 1usize;
     loop {
         // The first round always runs (every candidate itself); later ones only within the time budget.
@@ -348,17 +347,72 @@ fn search_group(
             state.out_of_time = true;
             break;
         }
-        // Gather this round's new inputs from every active candidate.
+        let batch = search.round_inputs(&cands, round_end);
+        let cut = search.run_round(batch, state)?;
+        let active = search.judge_round(&mut cands, round_end, state);
+        if !active || cut || state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
+        round_end = round_end.saturating_mul(8);
+    }
+    search.report(&cands, first_index, state);
+    Ok(())
+}
+
+/// The search of one group of candidates: what it runs with, and every run so far.
+struct GroupSearch<'a> {
+    runner: &'a mut Runner,
+    sig: &'a FunctionSignature,
+    cfg: &'a AnalysisConfig,
+    /// Whether the candidates are special-value inputs rather than solver candidates.
+    special: bool,
+    /// Every input run, with its runs on both builds.
+    runs: Vec<(Input, RawPair)>,
+    /// Index into `runs` by input key.
+    index: HashMap<Vec<u64>, usize>,
+}
+
+impl GroupSearch<'_> {
+    /// This round's new inputs from every active candidate (points before `round_end`), each once.
+    fn round_inputs(&self, cands: &[CandidateState], round_end: usize) -> Vec<Input> {
         let mut batch: Vec<Input> = Vec::new();
         let mut batch_keys: HashSet<Vec<u64>> = HashSet::new();
         for c in cands.iter().filter(|c| !c.done) {
             for point in &c.points[c.next.min(c.points.len())..round_end.min(c.points.len())] {
                 let key = point.key();
-                if !index.contains_key(&key) && batch_keys.insert(key) {
+                if !self.index.contains_key(&key) && batch_keys.insert(key) {
                     batch.push(point.clone());
                 }
             }
         }
+        batch
+    }
+
+    /// Runs one round's `batch` and records its runs; whether the round was cut short (too many time-outs, or
+    /// the time budget).
+    fn run_round(
+        &mut self,
+        mut batch: Vec<Input>,
+        state: &mut SearchState<'_>,
+    ) -> Result<bool, ExecError> {
+        let (results, stop_after) = self.run_in_slices(&batch, state)?;
+        let cut = stop_after < batch.len();
+        batch.truncate(stop_after);
+        if !batch.is_empty() {
+            state.executions += results.len();
+            for (input, pair) in batch.into_iter().zip(results) {
+                self.record(input, pair, state);
+            }
+        }
+        Ok(cut)
+    }
+
+    /// Runs `batch` in slices; the runs, and how many inputs of `batch` they cover.
+    fn run_in_slices(
+        &mut self,
+        batch: &[Input],
+        state: &mut SearchState<'_>,
+    ) -> Result<(Vec<RawPair>, usize), ExecError> {
         // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
         // budget stop it after the first slice rather than after thousands of inputs.
         // Slices start small and double, so a function whose runs hang stops after a few of them.
@@ -376,7 +430,7 @@ fn search_group(
             let slice = &batch[start..end];
             start = end;
             slice_len = (slice_len * 2).min(RUN_SLICE);
-            let ran = runner.run_raw(&sig.name, slice)?;
+            let ran = self.runner.run_raw(&self.sig.name, slice)?;
             state.timed_out += ran
                 .iter()
                 .flat_map(|pair| [&pair.p, &pair.pp])
@@ -384,169 +438,193 @@ fn search_group(
                 .count();
             results.extend(ran);
         }
-        let cut = stop_after < batch.len();
-        batch.truncate(stop_after);
-        if !batch.is_empty() {
-            state.executions += results.len();
-            for (input, pair) in batch.into_iter().zip(results) {
-                for run in [&pair.p, &pair.pp] {
-                    match run.end {
-                        // Counted as the slice returned.
-                        crate::exec::RawEnd::TimedOut => {}
-                        crate::exec::RawEnd::Returned(_) => {}
-                        crate::exec::RawEnd::Stopped(_) => {
-                            state.stopped += 1;
-                            if state.first_stop.is_none() {
-                                state.first_stop = Some(runner.end(sig, run.end).describe());
-                            }
-                        }
-                        other => {
-                            state.crashed += 1;
-                            if matches!(other, crate::exec::RawEnd::UnknownData(_)) {
-                                state.unknown_data += 1;
-                            }
-                            if state.first_crash.is_none() {
-                                state.first_crash = Some(runner.end(sig, other).describe());
-                            }
-                        }
+        Ok((results, stop_after))
+    }
+
+    /// Counts how the runs of `input` ended, collects the plain build's exceptions inside the domain, and keeps
+    /// the runs.
+    fn record(&mut self, input: Input, pair: RawPair, state: &mut SearchState<'_>) {
+        let (runner, sig) = (&*self.runner, self.sig);
+        for run in [&pair.p, &pair.pp] {
+            match run.end {
+                // Counted as the slice returned.
+                crate::exec::RawEnd::TimedOut => {}
+                crate::exec::RawEnd::Returned(_) => {}
+                crate::exec::RawEnd::Stopped(_) => {
+                    state.stopped += 1;
+                    if state.first_stop.is_none() {
+                        state.first_stop = Some(runner.end(sig, run.end).describe());
                     }
                 }
-                if state.in_domain(&input) {
-                    collect_plain(
-                        runner,
-                        sig,
-                        &input,
-                        &pair,
-                        &mut state.plain,
-                        &mut state.plain_seen,
-                    );
+                other => {
+                    state.crashed += 1;
+                    if matches!(other, crate::exec::RawEnd::UnknownData(_)) {
+                        state.unknown_data += 1;
+                    }
+                    if state.first_crash.is_none() {
+                        state.first_crash = Some(runner.end(sig, other).describe());
+                    }
                 }
-                index.insert(input.key(), runs.len());
-                runs.push((input, pair));
             }
         }
-        // Judge the round's points of each candidate, in order.
+        if state.in_domain(&input) {
+            collect_plain(
+                runner,
+                sig,
+                &input,
+                &pair,
+                &mut state.plain,
+                &mut state.plain_seen,
+            );
+        }
+        self.index.insert(input.key(), self.runs.len());
+        self.runs.push((input, pair));
+    }
+
+    /// Judges the round's points of each active candidate, in order; whether any candidate is still active.
+    fn judge_round(
+        &self,
+        cands: &mut [CandidateState],
+        round_end: usize,
+        state: &mut SearchState<'_>,
+    ) -> bool {
         let mut active = false;
         for c in cands.iter_mut().filter(|c| !c.done) {
-            let hi = round_end.min(c.points.len());
-            for pos in c.next..hi {
-                let Some(&run) = index.get(&c.points[pos].key()) else {
-                    continue;
-                };
-                let (input, pair) = &runs[run];
-                if !pair.p.completed()
-                    || !pair.pp.completed()
-                    || pair.p.truncated
-                    || pair.pp.truncated
-                {
-                    continue;
-                }
-                let inside = state.in_domain(input);
-                let mut outputs_agree = false;
-                if pair.p.returned() && pair.pp.returned() {
-                    let (end_p, end_pp) = runner.results(sig, input, pair);
-                    let differ = results::compare(&end_p, &end_pp, cfg.accuracy_bits);
-                    outputs_agree = differ.is_none();
-                    if let Some(d) = differ {
-                        let rank = (!inside, d.class.rank(), pos);
-                        if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
-                            c.best_result = Some(Best {
-                                rank,
-                                run,
-                                first: 0,
-                                class: d.class,
-                            });
-                        }
-                    }
-                } else if pair.p.completed() && pair.pp.completed() {
-                    // One build stops at a call foe does not run (an error handler) where the other returns.
-                    let (end_p, end_pp) =
-                        (runner.end(sig, pair.p.end), runner.end(sig, pair.pp.end));
-                    outputs_agree = !results::endings_differ(&end_p, &end_pp);
-                    if !outputs_agree {
-                        let rank = (!inside, DivergenceClass::Ending.rank(), pos);
-                        if c.best_result.as_ref().is_none_or(|b| rank < b.rank) {
-                            c.best_result = Some(Best {
-                                rank,
-                                run,
-                                first: 0,
-                                class: DivergenceClass::Ending,
-                            });
-                        }
-                    }
-                }
-                let kp: Vec<u8> = pair.p.kinds().collect();
-                let kpp: Vec<u8> = pair.pp.kinds().collect();
-                let Some((first, class)) = compare_kinds(&kp, &kpp) else {
-                    if outputs_agree
-                        && (special || pos == 0)
-                        && state.agreed_seen.insert(input.key())
-                    {
-                        state.agreed.push(input.clone());
-                    }
-                    continue;
-                };
-                let rank = (!inside, class.rank(), pos);
-                if c.best.as_ref().is_none_or(|b| rank < b.rank) {
-                    c.best = Some(Best {
-                        rank,
-                        run,
-                        first,
-                        class,
-                    });
-                }
-                if class == DivergenceClass::Appears && inside {
-                    c.done = true;
-                    break;
-                }
-            }
-            c.next = hi;
-            if c.next >= c.points.len() {
-                c.done = true;
-            }
+            self.judge_candidate(c, round_end, state);
             active |= !c.done;
         }
-        if !active || cut || state.timed_out >= MAX_TIMEOUTS {
-            break;
-        }
-        round_end = round_end.saturating_mul(8);
+        active
     }
-    for (i, c) in cands.iter().enumerate() {
-        // A special-value input is not a solver candidate (Table III counts those).
-        if c.best.is_some() && !special {
-            state.diff_producing += 1;
-        }
-        let result_run = c.best_result.as_ref().map(|b| b.run);
-        for b in c.best.iter().chain(
-            c.best_result
-                .as_ref()
-                .filter(|r| c.best.as_ref().is_none_or(|b| b.run != r.run)),
-        ) {
-            let (input, pair) = &runs[b.run];
+
+    /// Judges one candidate's points up to `round_end`, keeping its best divergences; it is done once an
+    /// `appears` divergence inside the domain is found or its neighbourhood is exhausted.
+    fn judge_candidate(
+        &self,
+        c: &mut CandidateState,
+        round_end: usize,
+        state: &mut SearchState<'_>,
+    ) {
+        let hi = round_end.min(c.points.len());
+        for pos in c.next..hi {
+            let Some(&run) = self.index.get(&c.points[pos].key()) else {
+                continue;
+            };
+            let (input, pair) = &self.runs[run];
+            if !pair.p.completed() || !pair.pp.completed() || pair.p.truncated || pair.pp.truncated
+            {
+                continue;
+            }
             let inside = state.in_domain(input);
-            let mut d = divergence(runner, sig, input, pair, b.first, b.class, inside);
-            // Table III counts solver candidates with an exception divergence; special inputs and result
-            // divergences are findings of their own.
-            d.candidates = usize::from(b.class.is_exception() && !special);
-            if !b.class.is_exception() || result_run == Some(b.run) {
-                d.result = results::compare(&d.end_p, &d.end_p_prime, cfg.accuracy_bits);
-            }
-            if b.class == DivergenceClass::Ending {
-                d.summary = results::ending_summary(&d.end_p, &d.end_p_prime);
-                d.location = results::where_endings_part(&d.end_p, &d.end_p_prime).or(d.location);
-            } else if !b.class.is_exception() {
-                d.summary = result_summary(&d);
-                if d.location.is_none() {
-                    d.location =
-                        results::where_values_part(runner, sig, input, b.class, cfg.accuracy_bits);
+            let outputs_agree = self.judge_outputs(c, run, pos, inside);
+            let kp: Vec<u8> = pair.p.kinds().collect();
+            let kpp: Vec<u8> = pair.pp.kinds().collect();
+            let Some((first, class)) = compare_kinds(&kp, &kpp) else {
+                if outputs_agree
+                    && (self.special || pos == 0)
+                    && state.agreed_seen.insert(input.key())
+                {
+                    state.agreed.push(input.clone());
                 }
+                continue;
+            };
+            let rank = (!inside, class.rank(), pos);
+            if c.best.as_ref().is_none_or(|b| rank < b.rank) {
+                c.best = Some(Best {
+                    rank,
+                    run,
+                    first,
+                    class,
+                });
             }
-            state
-                .found
-                .push(((!inside, b.class.rank(), first_index + i), input.key(), d));
+            if class == DivergenceClass::Appears && inside {
+                c.done = true;
+                break;
+            }
+        }
+        c.next = hi;
+        if c.next >= c.points.len() {
+            c.done = true;
         }
     }
-    Ok(())
+
+    /// Compares the outputs (or endings) of the completed runs `run`, at position `pos` of candidate `c`, keeping
+    /// the candidate's best result divergence; whether they agree.
+    fn judge_outputs(&self, c: &mut CandidateState, run: usize, pos: usize, inside: bool) -> bool {
+        let (runner, sig) = (&*self.runner, self.sig);
+        let (input, pair) = &self.runs[run];
+        let mut outputs_agree = false;
+        if pair.p.returned() && pair.pp.returned() {
+            let (end_p, end_pp) = runner.results(sig, input, pair);
+            let differ = results::compare(&end_p, &end_pp, self.cfg.accuracy_bits);
+            outputs_agree = differ.is_none();
+            if let Some(d) = differ {
+                c.offer_result((!inside, d.class.rank(), pos), run, d.class);
+            }
+        } else if pair.p.completed() && pair.pp.completed() {
+            // One build stops at a call foe does not run (an error handler) where the other returns.
+            let (end_p, end_pp) = (runner.end(sig, pair.p.end), runner.end(sig, pair.pp.end));
+            outputs_agree = !results::endings_differ(&end_p, &end_pp);
+            if !outputs_agree {
+                let class = DivergenceClass::Ending;
+                c.offer_result((!inside, class.rank(), pos), run, class);
+            }
+        }
+        outputs_agree
+    }
+
+    /// Reports each candidate's best divergences into `state.found` (its best exception divergence, and its
+    /// best result divergence on another input), and counts the diff-producing ones.
+    fn report(
+        &mut self,
+        cands: &[CandidateState],
+        first_index: usize,
+        state: &mut SearchState<'_>,
+    ) {
+        for (i, c) in cands.iter().enumerate() {
+            // A special-value input is not a solver candidate (Table III counts those).
+            if c.best.is_some() && !self.special {
+                state.diff_producing += 1;
+            }
+            let result_run = c.best_result.as_ref().map(|b| b.run);
+            for b in c.best.iter().chain(
+                c.best_result
+                    .as_ref()
+                    .filter(|r| c.best.as_ref().is_none_or(|b| b.run != r.run)),
+            ) {
+                let (input, _) = &self.runs[b.run];
+                let (inside, key) = (state.in_domain(input), input.key());
+                let d = self.report_one(b, inside, result_run);
+                state
+                    .found
+                    .push(((!inside, b.class.rank(), first_index + i), key, d));
+            }
+        }
+    }
+
+    /// The report of the best input `b`: its divergence, with the result comparison, summary and location its
+    /// class calls for.
+    fn report_one(&mut self, b: &Best, inside: bool, result_run: Option<usize>) -> Divergence {
+        let (sig, cfg) = (self.sig, self.cfg);
+        let (input, pair) = &self.runs[b.run];
+        let mut d = divergence(self.runner, sig, input, pair, b.first, b.class, inside);
+        // Table III counts solver candidates with an exception divergence; special inputs and result
+        // divergences are findings of their own.
+        d.candidates = usize::from(b.class.is_exception() && !self.special);
+        if !b.class.is_exception() || result_run == Some(b.run) {
+            d.result = results::compare(&d.end_p, &d.end_p_prime, cfg.accuracy_bits);
+        }
+        if b.class == DivergenceClass::Ending {
+            d.summary = results::ending_summary(&d.end_p, &d.end_p_prime);
+            d.location = results::where_endings_part(&d.end_p, &d.end_p_prime).or(d.location);
+        } else if !b.class.is_exception() {
+            d.summary = result_summary(&d);
+            if d.location.is_none() {
+                d.location =
+                    results::where_values_part(self.runner, sig, input, b.class, cfg.accuracy_bits);
+            }
+        }
+        d
+    }
 }
 
 struct CandidateState {
@@ -567,6 +645,20 @@ struct Best {
     run: usize,
     first: usize,
     class: DivergenceClass,
+}
+
+impl CandidateState {
+    /// Keeps the runs `run` as the best result divergence if `rank` is better than the one kept.
+    fn offer_result(&mut self, rank: (bool, u8, usize), run: usize, class: DivergenceClass) {
+        if self.best_result.as_ref().is_none_or(|b| rank < b.rank) {
+            self.best_result = Some(Best {
+                rank,
+                run,
+                first: 0,
+                class,
+            });
+        }
+    }
 }
 
 /// Whether an input fits the signature (so one bad candidate cannot fail a batch).
@@ -592,180 +684,6 @@ fn fits(sig: &FunctionSignature, input: &Input) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The points of a candidate's neighbourhood in search order (candidate first, by increasing L∞ shell, axis
-/// points and diagonals before the rest), distinct, at most `cfg.neighbourhood_budget` (at least 1).
-pub fn neighbourhood(
-    sig: &FunctionSignature,
-    candidate: &Input,
-    cfg: &AnalysisConfig,
-) -> Vec<Input> {
-    let dims: Vec<(usize, ParamType)> = sig.searchable_params().map(|(i, p)| (i, p.ty)).collect();
-    let m = dims.len();
-    let r = cfg.radius as i64;
-    let budget = cfg.neighbourhood_budget.max(1);
-    let side = 2 * r as u128 + 1;
-    let cube = (0..m)
-        .try_fold(1u128, |acc, _| acc.checked_mul(side))
-        .unwrap_or(u128::MAX);
-    let mut offsets: Vec<Vec<i64>> = Vec::new();
-    if cube <= budget as u128 {
-        // The whole cube, ordered by (shell, category, lexicographic).
-        let mut d = vec![-r; m];
-        loop {
-            offsets.push(d.clone());
-            let mut i = 0;
-            while i < m {
-                d[i] += 1;
-                if d[i] <= r {
-                    break;
-                }
-                d[i] = -r;
-                i += 1;
-            }
-            if i == m {
-                break;
-            }
-        }
-        offsets.sort_by_key(|d| (shell(d), category(d), d.clone()));
-    } else {
-        offsets = sampled_offsets(m, r, budget, candidate);
-    }
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(offsets.len());
-    for d in offsets {
-        let mut values = candidate.0.clone();
-        for (&(param, ty), &k) in dims.iter().zip(&d) {
-            values[param] = step_value(values[param], ty, k);
-        }
-        let input = Input(values);
-        if seen.insert(input.key()) {
-            out.push(input);
-        }
-        if out.len() >= budget {
-            break;
-        }
-    }
-    out
-}
-
-fn shell(d: &[i64]) -> i64 {
-    d.iter().map(|x| x.abs()).max().unwrap_or(0)
-}
-
-/// 0: on an axis (at most one non-zero offset), 1: a diagonal (all offsets ±shell), 2: the rest.
-fn category(d: &[i64]) -> u8 {
-    let s = shell(d);
-    if d.iter().filter(|&&x| x != 0).count() <= 1 {
-        0
-    } else if d.iter().all(|x| x.abs() == s) {
-        1
-    } else {
-        2
-    }
-}
-
-/// For cubes larger than the budget: per shell the axis points and (a sample of) the diagonals, then seeded
-/// random points of the shells in turn for what is left of the budget; ordered by shell and category.
-fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Vec<i64>> {
-    let mut rng = SplitMix(
-        candidate
-            .key()
-            .iter()
-            .fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
-                h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            }),
-    );
-    let mut set: HashSet<Vec<i64>> = HashSet::new();
-    let mut out: Vec<Vec<i64>> = Vec::new();
-    let mut push = |d: Vec<i64>, out: &mut Vec<Vec<i64>>| {
-        if set.insert(d.clone()) {
-            out.push(d);
-        }
-    };
-    push(vec![0; m], &mut out);
-    // One dimension has nothing but axis points; otherwise they and the diagonals get half the budget.
-    let structured_cap = if m <= 1 { budget } else { (budget / 2).max(1) };
-    for k in 1..=r {
-        for i in 0..m {
-            for s in [-k, k] {
-                let mut d = vec![0; m];
-                d[i] = s;
-                push(d, &mut out);
-            }
-        }
-        // Diagonals: all 2^m sign patterns when few, else a sample.
-        let per_shell = (structured_cap / r.max(1) as usize).max(2);
-        if m < 20 && (1usize << m) <= per_shell {
-            for signs in 0..(1u64 << m) {
-                push(
-                    (0..m)
-                        .map(|i| if signs >> i & 1 == 1 { k } else { -k })
-                        .collect(),
-                    &mut out,
-                );
-            }
-        } else {
-            push(vec![k; m], &mut out);
-            push(vec![-k; m], &mut out);
-            for _ in 0..per_shell.saturating_sub(2) {
-                push(
-                    (0..m)
-                        .map(|_| if rng.next() & 1 == 1 { k } else { -k })
-                        .collect(),
-                    &mut out,
-                );
-            }
-        }
-        if out.len() >= structured_cap {
-            break;
-        }
-    }
-    // The rest of the budget: random points, shells taken in turn (one coordinate at ±k, the others in
-    // [-k, k]), so every distance gets an equal share.
-    let mut tries = 0usize;
-    let mut k = 0;
-    while out.len() < budget && tries < budget.saturating_mul(4) {
-        tries += 1;
-        k = k % r + 1;
-        let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
-        let i = (rng.next() % m as u64) as usize;
-        d[i] = if rng.next() & 1 == 1 { k } else { -k };
-        push(d, &mut out);
-    }
-    out.sort_by_key(|d| (shell(d), category(d)));
-    out.truncate(budget);
-    out
-}
-
-/// The value `k` steps from `v`: `nextafter` for floats, ±k (clamped to the C type) for integers.
-pub fn step_value(v: ArgValue, ty: ParamType, k: i64) -> ArgValue {
-    match (v, ty) {
-        (ArgValue::F64(x), _) => ArgValue::F64(step_f64(x, k)),
-        (ArgValue::F32(x), _) => ArgValue::F32(step_f32(x, k)),
-        (ArgValue::Int(x), ParamType::Int { bits, signed }) => {
-            let (lo, hi): (i128, i128) = match (bits, signed) {
-                (1, _) => (0, 1),
-                (64, true) => (i64::MIN as i128, i64::MAX as i128),
-                (64, false) => (0, u64::MAX as i128),
-                (b, true) => (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1),
-                (b, false) => (0, (1i128 << b) - 1),
-            };
-            let base = if bits == 64 && !signed {
-                x as u64 as i128
-            } else {
-                x as i128
-            };
-            let stepped = (base + k as i128).clamp(lo, hi);
-            ArgValue::Int(if bits == 64 && !signed {
-                stepped as u64 as i64
-            } else {
-                stepped as i64
-            })
-        }
-        (other, _) => other,
-    }
 }
 
 pub(crate) fn named_inputs(sig: &FunctionSignature, input: &Input) -> Vec<NamedValue> {

@@ -244,6 +244,8 @@ pub fn solve_within(
     )
 }
 
+/// [`solve`], [`solve_until`] and [`solve_within`]: the results taken over from `prior`, then the three phases
+/// on the rest, then the outcome.
 fn solve_reusing(
     sig: &FunctionSignature,
     queries_p: &[Query],
@@ -254,17 +256,59 @@ fn solve_reusing(
     limits: SolveLimits,
 ) -> SolveOutcome {
     let started = Instant::now();
-    let out_of_time = || limits.deadline.is_some_and(|d| Instant::now() >= d);
-    let meter = WorkMeter {
-        limit: limits.work_ms,
-        spent: Default::default(),
-        exhausted: Default::default(),
+    let (unique, jobs) = unique_queries(queries_p, queries_pp);
+    let run = SolveRun {
+        sig,
+        domain,
+        cfg,
+        limits,
+        meter: WorkMeter {
+            limit: limits.work_ms,
+            spent: Default::default(),
+            exhausted: Default::default(),
+        },
+        jobs,
+        timeout_ms: cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32,
     };
-    let gave_up = || RealResult {
-        verdict: Verdict::Unknown,
-        input: None,
-        misses: false,
+    let (known, mut real) = run.taken_over(prior);
+    let todo: Vec<usize> = (0..run.jobs.len()).filter(|i| real[*i].is_none()).collect();
+    let first = run.first_phase(todo, &mut real);
+    run.concretise_given_up(&first.todo, &mut real);
+    let real_done = started.elapsed();
+    let fp = run.fp_retries(&real, &known, &first.crossings);
+
+    let outcome = SolveOutcome {
+        formulae: FormulaCounts {
+            p: queries_p.len(),
+            p_prime: queries_pp.len(),
+            unique: unique.len(),
+        },
+        capped: first.capped,
+        work_spent_ms: run.meter.spent.get(),
+        work_exhausted: run.meter.exhausted.get(),
+        ..SolveOutcome::default()
     };
+    let outcome = run.settle(outcome, real, &known, &first.todo, fp);
+    tracing::debug!(
+        function = %sig.name,
+        unique = outcome.formulae.unique,
+        known = outcome.known,
+        sat = outcome.satisfiable,
+        timeouts = outcome.timeouts,
+        candidates = outcome.candidates.len(),
+        real_ms = real_done.as_millis() as u64,
+        total_ms = started.elapsed().as_millis() as u64,
+        "solved"
+    );
+    outcome
+}
+
+/// Both builds' queries deduplicated syntactically (in query order), and of those the ones to solve: all but
+/// the constant `false`.
+fn unique_queries<'a>(
+    queries_p: &'a [Query],
+    queries_pp: &'a [Query],
+) -> (Vec<&'a Query>, Vec<&'a Query>) {
     let mut seen = HashSet::new();
     let unique: Vec<&Query> = queries_p
         .iter()
@@ -276,148 +320,219 @@ fn solve_reusing(
         .copied()
         .filter(|q| !q.formula.is_false())
         .collect();
-    let timeout_ms = cfg.solver_timeout_ms.clamp(1, u32::MAX as u64) as u32;
+    (unique, jobs)
+}
 
-    let known: Vec<Option<RealResult>> = match prior {
-        Prior::Known(known) => jobs
-            .iter()
-            .map(|q| {
-                Some(
-                    known
-                        .get(&known::key(q.formula.fingerprint()))?
-                        .for_signature(sig),
-                )
+/// One solve's fixed context, shared by its phases.
+struct SolveRun<'a> {
+    sig: &'a FunctionSignature,
+    domain: Option<&'a Domain>,
+    cfg: &'a AnalysisConfig,
+    limits: SolveLimits,
+    meter: WorkMeter,
+    /// The unique formulae to solve, in query order; the phases index them.
+    jobs: Vec<&'a Query>,
+    /// The per-query time limit in milliseconds.
+    timeout_ms: u32,
+}
+
+/// What phase one leaves to the phases after it.
+struct FirstPhase {
+    /// Formulae not solved because [`schedule::PATHS_PER_SITE`] paths of their site gave no input.
+    capped: usize,
+    /// The formulae asked of Z3 and not skipped by the rounds, in order.
+    todo: Vec<usize>,
+    /// Formulae whose input is a crossing the cheap layer found (not retried in the FP theory).
+    crossings: HashSet<usize>,
+}
+
+impl RealResult {
+    /// No verdict: Z3 gave up, or the query was not started.
+    fn gave_up() -> RealResult {
+        RealResult {
+            verdict: Verdict::Unknown,
+            input: None,
+            misses: false,
+        }
+    }
+}
+
+impl SolveLimits {
+    /// Whether the wall-clock safety net has passed (a query not started by then gives up).
+    fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+// The closures the solver threads run capture fields, not `self`: the work meter is not `Sync`.
+impl SolveRun<'_> {
+    /// Phase one's share of the per-query time limit: half.
+    fn first_ms(&self) -> u32 {
+        (self.timeout_ms / 2).max(1)
+    }
+
+    /// The results taken over instead of asking Z3, one per job (`None`: ask Z3), and the verdicts of the file's
+    /// earlier functions among them (one per job with [`Prior::Known`], empty otherwise).
+    fn taken_over(&self, prior: Prior<'_>) -> (Vec<Option<RealResult>>, Vec<Option<RealResult>>) {
+        let (sig, jobs, domain) = (self.sig, &self.jobs, self.domain);
+        let known: Vec<Option<RealResult>> = match prior {
+            Prior::Known(known) => jobs
+                .iter()
+                .map(|q| {
+                    Some(
+                        known
+                            .get(&known::key(q.formula.fingerprint()))?
+                            .for_signature(sig),
+                    )
+                })
+                .collect(),
+            Prior::None | Prior::Anywhere(_) => Vec::new(),
+        };
+        let prior: Option<&[RealResult]> = match prior {
+            Prior::Anywhere(results) => Some(results),
+            Prior::None | Prior::Known(_) => None,
+        };
+        let real: Vec<Option<RealResult>> = (0..jobs.len())
+            .map(|i| {
+                if let Some(k) = known.get(i) {
+                    return k.clone();
+                }
+                let before = prior?.get(i)?;
+                let inside = before
+                    .input
+                    .as_ref()
+                    .is_some_and(|x| domain.is_none_or(|d| d.contains(x)));
+                match before.verdict {
+                    Verdict::Sat if !inside => None,
+                    Verdict::Sat => Some(RealResult {
+                        misses: false,
+                        ..before.clone()
+                    }),
+                    verdict => Some(RealResult {
+                        verdict,
+                        input: None,
+                        misses: false,
+                    }),
+                }
             })
-            .collect(),
-        Prior::None | Prior::Anywhere(_) => Vec::new(),
-    };
-    let prior: Option<&[RealResult]> = match prior {
-        Prior::Anywhere(results) => Some(results),
-        Prior::None | Prior::Known(_) => None,
-    };
-    let mut real: Vec<Option<RealResult>> = (0..jobs.len())
-        .map(|i| {
-            if let Some(k) = known.get(i) {
-                return k.clone();
+            .collect();
+        (known, real)
+    }
+
+    /// Phase one: every formula of `todo` as a whole with half the time limit, in the rounds per site of
+    /// [`schedule::in_rounds`], its result written to `real`.
+    fn first_phase(&self, todo: Vec<usize>, real: &mut [Option<RealResult>]) -> FirstPhase {
+        let (sig, jobs, domain, cfg, limits) =
+            (self.sig, &self.jobs, self.domain, self.cfg, self.limits);
+        let first_ms = self.first_ms();
+        let seeds = seeds::Seeds::new(sig, domain);
+        // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
+        // raises the exception, so the floating-point retry is not asked for one.
+        let crossings = std::sync::Mutex::new(HashSet::new());
+        let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
+            if limits.out_of_time() {
+                return RealResult::gave_up();
             }
-            let before = prior?.get(i)?;
-            let inside = before
-                .input
-                .as_ref()
-                .is_some_and(|x| domain.is_none_or(|d| d.contains(x)));
-            match before.verdict {
-                Verdict::Sat if !inside => None,
-                Verdict::Sat => Some(RealResult {
-                    misses: false,
-                    ..before.clone()
-                }),
-                verdict => Some(RealResult {
-                    verdict,
+            limiter.label(jobs[i].formula.fingerprint());
+            if cfg.seed_inputs {
+                if let Some(found) = seeds.find(&jobs[i].formula) {
+                    if !found.holds {
+                        crossings.lock().expect("not poisoned").insert(i);
+                    }
+                    return RealResult {
+                        verdict: Verdict::Sat,
+                        input: Some(found.input),
+                        misses: !found.holds,
+                    };
+                }
+            }
+            if interval::refutes(&jobs[i].formula, sig, domain) {
+                return RealResult {
+                    verdict: Verdict::Unsat,
                     input: None,
                     misses: false,
-                }),
-            }
-        })
-        .collect();
-    let todo: Vec<usize> = (0..jobs.len()).filter(|i| real[*i].is_none()).collect();
-    // Phase one: every formula as a whole with half the time limit. Phase two: the ones Z3 gave up on with the
-    // other half, multivariate parts by concretisation, binding parameters first to the models phase one found
-    // for neighbouring formulae (which share most of their path conditions).
-    let first_ms = (timeout_ms / 2).max(1);
-    let seeds = seeds::Seeds::new(sig, domain);
-    // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
-    // raises the exception, so the floating-point retry is not asked for one.
-    let crossings = std::sync::Mutex::new(HashSet::new());
-    let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
-        if out_of_time() {
-            return gave_up();
-        }
-        limiter.label(jobs[i].formula.fingerprint());
-        if cfg.seed_inputs {
-            if let Some(found) = seeds.find(&jobs[i].formula) {
-                if !found.holds {
-                    crossings.lock().expect("not poisoned").insert(i);
-                }
-                return RealResult {
-                    verdict: Verdict::Sat,
-                    input: Some(found.input),
-                    misses: !found.holds,
                 };
             }
+            solve_real(
+                sig,
+                &jobs[i].formula,
+                domain,
+                first_ms,
+                Approach::Whole,
+                limiter,
+            )
+        };
+        let hits_before: Vec<bool> = real
+            .iter()
+            .map(|r| r.as_ref().is_some_and(RealResult::hits))
+            .collect();
+        let skipped = schedule::in_rounds(
+            jobs,
+            &todo,
+            |i| hits_before[i],
+            |batch| {
+                let results = self.meter.map(batch, cfg.threads, first_round);
+                batch
+                    .iter()
+                    .zip(results)
+                    .map(|(&i, r)| {
+                        let answer = match &r {
+                            Some(r) if r.hits() => schedule::Answer::Hit,
+                            Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
+                            _ => schedule::Answer::GaveUp,
+                        };
+                        real[i] = r;
+                        answer
+                    })
+                    .collect()
+            },
+        );
+        let capped = skipped
+            .iter()
+            .filter(|(_, why)| *why == schedule::Skip::Capped)
+            .count();
+        let todo: Vec<usize> = todo
+            .into_iter()
+            .filter(|i| skipped.binary_search_by_key(i, |(j, _)| *j).is_err())
+            .collect();
+        FirstPhase {
+            capped,
+            todo,
+            crossings: crossings.into_inner().expect("not poisoned"),
         }
-        if interval::refutes(&jobs[i].formula, sig, domain) {
-            return RealResult {
-                verdict: Verdict::Unsat,
-                input: None,
-                misses: false,
-            };
+    }
+
+    /// Phase two: the formulae of `todo` Z3 gave up on, with the other half of the time limit, multivariate parts
+    /// by concretisation, binding parameters first to the models phase one found for neighbouring formulae (which
+    /// share most of their path conditions). A verdict replaces the result in `real`.
+    fn concretise_given_up(&self, todo: &[usize], real: &mut [Option<RealResult>]) {
+        let (sig, jobs, domain, limits) = (self.sig, &self.jobs, self.domain, self.limits);
+        let rest_ms = (self.timeout_ms - self.first_ms()).max(1);
+        let given_up: Vec<usize> = todo
+            .iter()
+            .copied()
+            .filter(|i| {
+                real[*i]
+                    .as_ref()
+                    .is_none_or(|r| r.verdict == Verdict::Unknown)
+            })
+            .collect();
+        if given_up.is_empty() {
+            return;
         }
-        solve_real(
-            sig,
-            &jobs[i].formula,
-            domain,
-            first_ms,
-            Approach::Whole,
-            limiter,
-        )
-    };
-    let hits_before: Vec<bool> = real
-        .iter()
-        .map(|r| r.as_ref().is_some_and(RealResult::hits))
-        .collect();
-    let skipped = schedule::in_rounds(
-        &jobs,
-        &todo,
-        |i| hits_before[i],
-        |batch| {
-            let results = meter.map(batch, cfg.threads, first_round);
-            batch
-                .iter()
-                .zip(results)
-                .map(|(&i, r)| {
-                    let answer = match &r {
-                        Some(r) if r.hits() => schedule::Answer::Hit,
-                        Some(r) if r.verdict != Verdict::Unknown => schedule::Answer::NoHit,
-                        _ => schedule::Answer::GaveUp,
-                    };
-                    real[i] = r;
-                    answer
-                })
-                .collect()
-        },
-    );
-    let capped = skipped
-        .iter()
-        .filter(|(_, why)| *why == schedule::Skip::Capped)
-        .count();
-    let todo: Vec<usize> = todo
-        .into_iter()
-        .filter(|i| skipped.binary_search_by_key(i, |(j, _)| *j).is_err())
-        .collect();
-    let given_up: Vec<usize> = todo
-        .iter()
-        .copied()
-        .filter(|i| {
-            real[*i]
-                .as_ref()
-                .is_none_or(|r| r.verdict == Verdict::Unknown)
-        })
-        .collect();
-    if !given_up.is_empty() {
         let models: Vec<(usize, Input)> = real
             .iter()
             .enumerate()
             .filter_map(|(i, r)| Some((i, r.as_ref()?.input.clone()?)))
             .collect();
-        let retried = meter.map(&given_up, cfg.threads, |&i, limiter| {
-            if out_of_time() {
-                return gave_up();
+        let retried = self.meter.map(&given_up, self.cfg.threads, |&i, limiter| {
+            if limits.out_of_time() {
+                return RealResult::gave_up();
             }
             limiter.label(jobs[i].formula.fingerprint());
             let mut nearest = models.clone();
             nearest.sort_by_key(|(j, _)| j.abs_diff(i));
             let hints: Vec<Input> = nearest.into_iter().map(|(_, input)| input).collect();
-            let rest_ms = (timeout_ms - first_ms).max(1);
             solve_real(
                 sig,
                 &jobs[i].formula,
@@ -433,10 +548,21 @@ fn solve_reusing(
             }
         }
     }
-    let real_done = started.elapsed();
-    let crossings = crossings.into_inner().expect("not poisoned");
-    let mut fp: HashMap<usize, Input> = HashMap::new();
-    if cfg.fp_theory_fallback {
+
+    /// Phase three, with `cfg.fp_theory_fallback`: the formulae whose rounded model misses the exception in IEEE
+    /// arithmetic, again in the FP theory; the exact inputs found, by job.
+    fn fp_retries(
+        &self,
+        real: &[Option<RealResult>],
+        known: &[Option<RealResult>],
+        crossings: &HashSet<usize>,
+    ) -> HashMap<usize, Input> {
+        let (jobs, domain, cfg, limits) = (&self.jobs, self.domain, self.cfg, self.limits);
+        let timeout_ms = self.timeout_ms;
+        let mut fp: HashMap<usize, Input> = HashMap::new();
+        if !cfg.fp_theory_fallback {
+            return fp;
+        }
         let retries: Vec<(usize, &Query, &Input)> = real
             .iter()
             .enumerate()
@@ -459,89 +585,78 @@ fn solve_reusing(
         let quarter = (timeout_ms / 4).max(10);
         let per_retry = (timeout_ms as usize * cfg.threads.max(1) / retries.len().max(1))
             .clamp(10, quarter as usize) as u32;
-        let found = meter.map(&retries, cfg.threads, |(_, q, input), limiter| {
-            if out_of_time() {
-                return None;
-            }
-            limiter.label(q.formula.fingerprint());
-            solve_fp(&q.formula, domain, per_retry, input, limiter)
-        });
+        let found = self
+            .meter
+            .map(&retries, cfg.threads, |(_, q, input), limiter| {
+                if limits.out_of_time() {
+                    return None;
+                }
+                limiter.label(q.formula.fingerprint());
+                solve_fp(&q.formula, domain, per_retry, input, limiter)
+            });
         fp.extend(
             retries
                 .iter()
                 .zip(found)
                 .filter_map(|((i, _, _), r)| Some((*i, r??))),
         );
+        fp
     }
 
-    let mut outcome = SolveOutcome {
-        formulae: FormulaCounts {
-            p: queries_p.len(),
-            p_prime: queries_pp.len(),
-            unique: unique.len(),
-        },
-        capped,
-        work_spent_ms: meter.spent.get(),
-        work_exhausted: meter.exhausted.get(),
-        ..SolveOutcome::default()
-    };
-    let mut keys = HashSet::new();
-    for (i, (query, result)) in jobs.iter().zip(real).enumerate() {
-        let result = result.unwrap_or(RealResult {
-            verdict: Verdict::Unknown,
-            input: None,
-            misses: false,
-        });
-        let exact = fp.remove(&i);
-        let input = exact.clone().or(result.input.clone());
-        outcome.results.push(RealResult {
-            input,
-            misses: result.misses && exact.is_none(),
-            ..result
-        });
-        let inherited = known.get(i).is_some_and(Option::is_some);
-        outcome.known += usize::from(inherited);
-        match result.verdict {
-            Verdict::Sat => outcome.satisfiable += 1,
-            // Given up on here or by the earlier function of the file whose verdict was taken over, not in the
-            // solve without the domain.
-            Verdict::Unknown if inherited || todo.binary_search(&i).is_ok() => {
-                outcome.timeouts += 1
+    /// Fills `outcome` from the phases' results: each job's result (an exact input of the FP theory preferred),
+    /// the counts, the distinct candidates in query order and, without a domain, the verdicts learned.
+    fn settle(
+        &self,
+        mut outcome: SolveOutcome,
+        real: Vec<Option<RealResult>>,
+        known: &[Option<RealResult>],
+        todo: &[usize],
+        mut fp: HashMap<usize, Input>,
+    ) -> SolveOutcome {
+        let jobs = &self.jobs;
+        let mut keys = HashSet::new();
+        for (i, (query, result)) in jobs.iter().zip(real).enumerate() {
+            let result = result.unwrap_or(RealResult::gave_up());
+            let exact = fp.remove(&i);
+            let input = exact.clone().or(result.input.clone());
+            outcome.results.push(RealResult {
+                input,
+                misses: result.misses && exact.is_none(),
+                ..result
+            });
+            let inherited = known.get(i).is_some_and(Option::is_some);
+            outcome.known += usize::from(inherited);
+            match result.verdict {
+                Verdict::Sat => outcome.satisfiable += 1,
+                // Given up on here or by the earlier function of the file whose verdict was taken over, not in the
+                // solve without the domain.
+                Verdict::Unknown if inherited || todo.binary_search(&i).is_ok() => {
+                    outcome.timeouts += 1
+                }
+                Verdict::Unknown | Verdict::Unsat => {}
             }
-            Verdict::Unknown | Verdict::Unsat => {}
-        }
-        for input in result.input.into_iter().chain(exact) {
-            if keys.insert(input.key()) {
-                outcome.candidates.push(Candidate {
-                    input,
-                    build: query.build,
-                    kind: query.kind,
-                    loc: query.loc,
-                });
+            for input in result.input.into_iter().chain(exact) {
+                if keys.insert(input.key()) {
+                    outcome.candidates.push(Candidate {
+                        input,
+                        build: query.build,
+                        kind: query.kind,
+                        loc: query.loc,
+                    });
+                }
             }
         }
+        if self.domain.is_none() {
+            outcome.learned = jobs
+                .iter()
+                .zip(&outcome.results)
+                .enumerate()
+                .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
+                .map(|(_, (q, r))| (known::key(q.formula.fingerprint()), KnownVerdict::of(r)))
+                .collect();
+        }
+        outcome
     }
-    if domain.is_none() {
-        outcome.learned = jobs
-            .iter()
-            .zip(&outcome.results)
-            .enumerate()
-            .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
-            .map(|(_, (q, r))| (known::key(q.formula.fingerprint()), KnownVerdict::of(r)))
-            .collect();
-    }
-    tracing::debug!(
-        function = %sig.name,
-        unique = outcome.formulae.unique,
-        known = outcome.known,
-        sat = outcome.satisfiable,
-        timeouts = outcome.timeouts,
-        candidates = outcome.candidates.len(),
-        real_ms = real_done.as_millis() as u64,
-        total_ms = started.elapsed().as_millis() as u64,
-        "solved"
-    );
-    outcome
 }
 
 /// A signature of `n` `double` parameters `x0`, `x1`, … returning `double`, for tests.

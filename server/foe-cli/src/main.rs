@@ -363,19 +363,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             settings,
             ..
         } => {
-            let cache_dir = if no_cache {
-                None
-            } else {
-                Some(
-                    cache_dir
-                        .or_else(result_cache::default_dir)
-                        .ok_or_else(|| {
-                            anyhow::anyhow!(
-                                "no cache directory: set HOME, FOE_CACHE_DIR or --cache-dir"
-                            )
-                        })?,
-                )
-            };
+            let cache_dir = result_cache_dir(cache_dir, no_cache)?;
             project_mode::run(project_mode::ProjectOptions {
                 build_dir,
                 files,
@@ -397,173 +385,225 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             compile_commands,
             settings,
             ..
-        } => {
-            let [file] = files.as_slice() else {
-                anyhow::bail!("foe check takes one file; to analyse several, give their compilation database with -p");
-            };
-            let mut config = settings.config()?;
-            config.compile_commands = compile_commands;
-            let options = settings.finding_options()?;
-            let text = read_source(file)?;
-            let request = AnalysisRequest {
-                path: file,
-                text: &text,
-                config: &config,
-                only_function: function.as_deref(),
-            };
-            let report =
-                match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
-                    Ok(r) => r,
-                    Err(e) => return engine_error(e),
-                };
-            if let Some(name) = &function {
-                if !report.functions.iter().any(|f| &f.name == name) {
-                    eprintln!("foe: no function `{name}` is defined in {}", file.display());
-                    return Ok(ExitCode::from(2));
-                }
-            }
-            let shown = findings::findings(&report, &text, &options);
-            match format {
-                Format::Text => emit(output::text_report(&report, &shown)),
-                Format::Json => emit(format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&output::json_report(&report, &shown))?
-                )),
-                Format::Sarif => emit(format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&output::sarif(&report, &shown))?
-                )),
-                Format::Bundle => emit(format!(
-                    "{}\n",
-                    serde_json::json!({
-                        "report": output::json_report(&report, &shown),
-                        "text": output::text_report(&report, &shown),
-                        "sarif": output::sarif(&report, &shown),
-                    })
-                )),
-            }
-            Ok(ExitCode::from(if report.divergence_count() > 0 {
-                1
-            } else {
-                0
-            }))
-        }
+        } => check_file(&files, function, format, compile_commands, &settings),
         Command::Replay {
             file,
             function,
             inputs,
             format,
             settings,
-        } => {
-            let config = settings.config()?;
-            let text = read_source(&file)?;
-            let assignments = inputs
-                .iter()
-                .map(|a| {
-                    a.split_once('=')
-                        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-                        .ok_or_else(|| anyhow::anyhow!("--input takes NAME=VALUE, not `{a}`"))
-                })
-                .collect::<anyhow::Result<Vec<_>>>()?;
-            let request = AnalysisRequest {
-                path: &file,
-                text: &text,
-                config: &config,
-                only_function: None,
-            };
-            let replayed = match pipeline::replay(&request, &function, &assignments) {
-                Ok(r) => r,
-                Err(e) => return engine_error(e),
-            };
-            match format {
-                Format::Json | Format::Sarif | Format::Bundle => {
-                    emit(format!("{}\n", serde_json::to_string_pretty(&replayed)?))
-                }
-                Format::Text => emit(output::text_replay(&replayed, &file)),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Table { files, settings } => {
-            let config = settings.config()?;
-            let mut rows = Vec::new();
-            let mut failed = false;
-            for file in &files {
-                let text = read_source(file)?;
-                let request = AnalysisRequest {
-                    path: file,
-                    text: &text,
-                    config: &config,
-                    only_function: None,
-                };
-                let started = std::time::Instant::now();
-                match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
-                    Ok(report) => rows.push((report, started.elapsed())),
-                    Err(e) => {
-                        eprintln!("foe: {}: {e}", file.display());
-                        failed = true;
-                    }
-                }
-            }
-            emit(output::table(&rows));
-            Ok(ExitCode::from(if failed { 2 } else { 0 }))
-        }
+        } => replay(&file, &function, &inputs, format, &settings),
+        Command::Table { files, settings } => table(&files, &settings),
         Command::Bench {
             corpus: Some(corpus),
             file_limit_s,
             reports,
             settings,
             ..
-        } => {
-            let mut args = Vec::new();
-            if let Some(b) = settings.function_budget_ms {
-                args.extend(["--function-budget-ms".to_string(), b.to_string()]);
-            }
-            if let Some(b) = settings.file_budget_ms {
-                args.extend(["--file-budget-ms".to_string(), b.to_string()]);
-            }
-            if settings.plain_exceptions {
-                args.push("--plain-exceptions".to_string());
-            }
-            for pair in &settings.set {
-                args.extend(["--set".to_string(), pair.clone()]);
-            }
-            let files = corpus::corpus_files(&corpus)?;
-            let limit = std::time::Duration::from_secs(file_limit_s);
-            corpus::run(&corpus, &files, limit, &args, reports.as_deref())?;
-            Ok(ExitCode::SUCCESS)
-        }
+        } => bench_corpus(&corpus, file_limit_s, reports.as_deref(), &settings),
         Command::Bench {
             files,
             runs,
             lsp,
             settings,
             ..
-        } => {
-            let config = settings.config()?;
-            bench::run(&files, runs.max(1), &config)?;
-            if lsp {
-                let me = std::env::current_exe()?;
-                let server = move || {
-                    let mut c = std::process::Command::new(&me);
-                    c.arg("lsp");
-                    c
-                };
-                let options = foe_lsp::bench::LatencyOptions {
-                    runs: runs.max(1),
-                    ..Default::default()
-                };
-                emit(format!(
-                    "\n{}",
-                    foe_lsp::bench::latency_benchmark(&server, &options)?
-                ));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => bench_files(&files, runs, lsp, &settings),
         Command::Lsp => {
             foe_lsp::run_stdio()?;
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Where `foe check -p` caches results: `None` with `--no-cache`, else `--cache-dir` or the default.
+fn result_cache_dir(cache_dir: Option<PathBuf>, no_cache: bool) -> anyhow::Result<Option<PathBuf>> {
+    if no_cache {
+        return Ok(None);
+    }
+    Ok(Some(
+        cache_dir
+            .or_else(result_cache::default_dir)
+            .ok_or_else(|| {
+                anyhow::anyhow!("no cache directory: set HOME, FOE_CACHE_DIR or --cache-dir")
+            })?,
+    ))
+}
+
+/// `foe check FILE`: analyses one file and prints its findings; status 1 when it has divergences.
+fn check_file(
+    files: &[PathBuf],
+    function: Option<String>,
+    format: Format,
+    compile_commands: Option<PathBuf>,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    let [file] = files else {
+        anyhow::bail!(
+            "foe check takes one file; to analyse several, give their compilation database with -p"
+        );
+    };
+    let mut config = settings.config()?;
+    config.compile_commands = compile_commands;
+    let options = settings.finding_options()?;
+    let text = read_source(file)?;
+    let request = AnalysisRequest {
+        path: file,
+        text: &text,
+        config: &config,
+        only_function: function.as_deref(),
+    };
+    let report = match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
+        Ok(r) => r,
+        Err(e) => return engine_error(e),
+    };
+    if let Some(name) = &function {
+        if !report.functions.iter().any(|f| &f.name == name) {
+            eprintln!("foe: no function `{name}` is defined in {}", file.display());
+            return Ok(ExitCode::from(2));
+        }
+    }
+    let shown = findings::findings(&report, &text, &options);
+    match format {
+        Format::Text => emit(output::text_report(&report, &shown)),
+        Format::Json => emit(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&output::json_report(&report, &shown))?
+        )),
+        Format::Sarif => emit(format!(
+            "{}\n",
+            serde_json::to_string_pretty(&output::sarif(&report, &shown))?
+        )),
+        Format::Bundle => emit(format!(
+            "{}\n",
+            serde_json::json!({
+                "report": output::json_report(&report, &shown),
+                "text": output::text_report(&report, &shown),
+                "sarif": output::sarif(&report, &shown),
+            })
+        )),
+    }
+    Ok(ExitCode::from(if report.divergence_count() > 0 {
+        1
+    } else {
+        0
+    }))
+}
+
+/// `foe replay`: runs both builds of `function` on the input `NAME=VALUE` assignments give.
+fn replay(
+    file: &Path,
+    function: &str,
+    inputs: &[String],
+    format: Format,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    let config = settings.config()?;
+    let text = read_source(file)?;
+    let assignments = inputs
+        .iter()
+        .map(|a| {
+            a.split_once('=')
+                .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| anyhow::anyhow!("--input takes NAME=VALUE, not `{a}`"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let request = AnalysisRequest {
+        path: file,
+        text: &text,
+        config: &config,
+        only_function: None,
+    };
+    let replayed = match pipeline::replay(&request, function, &assignments) {
+        Ok(r) => r,
+        Err(e) => return engine_error(e),
+    };
+    match format {
+        Format::Json | Format::Sarif | Format::Bundle => {
+            emit(format!("{}\n", serde_json::to_string_pretty(&replayed)?))
+        }
+        Format::Text => emit(output::text_replay(&replayed, file)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `foe table`: Table III's columns per function of each file, with the time taken; status 2 if a file failed.
+fn table(files: &[PathBuf], settings: &Settings) -> anyhow::Result<ExitCode> {
+    let config = settings.config()?;
+    let mut rows = Vec::new();
+    let mut failed = false;
+    for file in files {
+        let text = read_source(file)?;
+        let request = AnalysisRequest {
+            path: file,
+            text: &text,
+            config: &config,
+            only_function: None,
+        };
+        let started = std::time::Instant::now();
+        match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
+            Ok(report) => rows.push((report, started.elapsed())),
+            Err(e) => {
+                eprintln!("foe: {}: {e}", file.display());
+                failed = true;
+            }
+        }
+    }
+    emit(output::table(&rows));
+    Ok(ExitCode::from(if failed { 2 } else { 0 }))
+}
+
+/// `foe bench --corpus`: `foe check` on every file of the corpus, with the settings given passed on.
+fn bench_corpus(
+    corpus: &Path,
+    file_limit_s: u64,
+    reports: Option<&Path>,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    let mut args = Vec::new();
+    if let Some(b) = settings.function_budget_ms {
+        args.extend(["--function-budget-ms".to_string(), b.to_string()]);
+    }
+    if let Some(b) = settings.file_budget_ms {
+        args.extend(["--file-budget-ms".to_string(), b.to_string()]);
+    }
+    if settings.plain_exceptions {
+        args.push("--plain-exceptions".to_string());
+    }
+    for pair in &settings.set {
+        args.extend(["--set".to_string(), pair.clone()]);
+    }
+    let files = corpus::corpus_files(corpus)?;
+    let limit = std::time::Duration::from_secs(file_limit_s);
+    corpus::run(corpus, &files, limit, &args, reports)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `foe bench FILES`: the engine's timings on `files`, and with `lsp` the language server's latency.
+fn bench_files(
+    files: &[PathBuf],
+    runs: usize,
+    lsp: bool,
+    settings: &Settings,
+) -> anyhow::Result<ExitCode> {
+    let config = settings.config()?;
+    bench::run(files, runs.max(1), &config)?;
+    if lsp {
+        let me = std::env::current_exe()?;
+        let server = move || {
+            let mut c = std::process::Command::new(&me);
+            c.arg("lsp");
+            c
+        };
+        let options = foe_lsp::bench::LatencyOptions {
+            runs: runs.max(1),
+            ..Default::default()
+        };
+        emit(format!(
+            "\n{}",
+            foe_lsp::bench::latency_benchmark(&server, &options)?
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes a result to stdout; a reader that went away (`foe check f.c | head`) ends foe quietly with the

@@ -347,14 +347,14 @@ pub(super) fn c_prototype(sig: &FunctionSignature) -> Result<(String, Vec<String
     Ok((ret.to_string(), params))
 }
 
+/// Most changed words of pointer parameters one shipped call reports (`FOE_SHIPPED_OUTPUTS` of the driver).
+pub const SHIPPED_OUTPUTS: usize = 256;
+
 /// The C appended to the file: a thunk per function that unpacks the words, calls the function through a
 /// volatile pointer (so it is emitted and called as it ships, not inlined into the thunk), and packs the
 /// result in `r[0]`, then the words of its pointer parameters' buffers the call changed: their count in `r[1]`,
 /// then (parameter, offset, word) triples, at most [`SHIPPED_OUTPUTS`] (as the instrumented runner reports
 /// them); and the table the driver calls through. Functions the driver cannot call get an empty thunk.
-/// Most changed words of pointer parameters one shipped call reports (`FOE_SHIPPED_OUTPUTS` of the driver).
-pub const SHIPPED_OUTPUTS: usize = 256;
-
 pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
     let mut out = String::from("\n/* foe confirmation harness */\n");
     for (i, sig) in functions.iter().enumerate() {
@@ -366,42 +366,8 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
                 "  static void *volatile fn = (void *)&{};\n",
                 sig.name
             ));
-            let mut args = Vec::new();
-            let mut c_index = 0;
-            for (k, p) in sig.params.iter().enumerate() {
-                if p.pointee.is_some() {
-                    continue;
-                }
-                match p.ty {
-                    ParamType::OutPtr { bytes } => out.push_str(&format!(
-                        "  unsigned char a{k}[{}] __attribute__((aligned(16))) = {{0}};\n",
-                        bytes.max(1)
-                    )),
-                    ParamType::F64 | ParamType::F32 => out.push_str(&format!(
-                        "  {} a{k}; __builtin_memcpy(&a{k}, &w[{k}], sizeof a{k});\n",
-                        params[c_index]
-                    )),
-                    ParamType::Int { .. } => out.push_str(&format!(
-                        "  {} a{k} = ({})w[{k}];\n",
-                        params[c_index], params[c_index]
-                    )),
-                }
-                args.push(format!("a{k}"));
-                c_index += 1;
-            }
-            for (k, p) in sig.params.iter().enumerate() {
-                let Some(at) = p.pointee else { continue };
-                let size = match p.ty {
-                    ParamType::F64 => 8,
-                    ParamType::F32 => 4,
-                    ParamType::Int { bits, .. } => bits.div_ceil(8),
-                    ParamType::OutPtr { .. } => continue,
-                };
-                out.push_str(&format!(
-                    "  __builtin_memcpy(a{} + {}, &w[{k}], {size});\n",
-                    at.param, at.offset
-                ));
-            }
+            let args = unpack_args(sig, &params, &mut out);
+            fill_pointees(sig, &mut out);
             // The buffers as the call starts, to report the words it changed.
             for (k, p) in sig.params.iter().enumerate() {
                 if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
@@ -411,41 +377,8 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
                     ));
                 }
             }
-            let call = format!(
-                "(({ret} (*)({}))fn)({})",
-                if params.is_empty() {
-                    "void".to_string()
-                } else {
-                    params.join(", ")
-                },
-                args.join(", ")
-            );
-            match sig.ret {
-                ReturnType::Void => out.push_str(&format!("  {call};\n  r[0] = 0;\n")),
-                ReturnType::F64 | ReturnType::F32 => out.push_str(&format!(
-                    "  {ret} res = {call};\n  __builtin_memcpy(r, &res, sizeof res);\n"
-                )),
-                ReturnType::Int { signed: true, .. } => {
-                    out.push_str(&format!("  *r = (unsigned long long)(long long){call};\n"))
-                }
-                _ => out.push_str(&format!("  *r = (unsigned long long){call};\n")),
-            }
-            out.push_str("  unsigned long long n = 0;\n");
-            for (k, p) in sig.params.iter().enumerate() {
-                let c_index = sig.params[..k]
-                    .iter()
-                    .filter(|q| q.pointee.is_none())
-                    .count();
-                if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
-                    out.push_str(&format!(
-                        "  for (unsigned o = 0; o + 8 <= {bytes}u; o += 8) {{\n    unsigned long long now, was;\n    \
-                         __builtin_memcpy(&now, a{k} + o, 8); __builtin_memcpy(&was, b{k} + o, 8);\n    \
-                         if (now != was && n < {SHIPPED_OUTPUTS}) {{ r[2 + 3 * n] = {c_index}; r[3 + 3 * n] = o; \
-                         r[4 + 3 * n] = now; n++; }}\n  }}\n"
-                    ));
-                }
-            }
-            out.push_str("  r[1] = n;\n");
+            call_and_pack(sig, &ret, &params, &args, &mut out);
+            report_changed_words(sig, &mut out);
         } else {
             out.push_str("  (void)w; r[0] = 0; r[1] = 0;\n");
         }
@@ -467,4 +400,100 @@ pub(super) fn thunks(functions: &[FunctionSignature]) -> String {
         functions.len()
     ));
     out
+}
+
+/// Declares the C arguments `a<k>` of a thunk from the words `w` (a zeroed, aligned buffer for an out-parameter);
+/// their names, in call order. `params` are the C types of the parameters passed.
+fn unpack_args(sig: &FunctionSignature, params: &[String], out: &mut String) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut c_index = 0;
+    for (k, p) in sig.params.iter().enumerate() {
+        if p.pointee.is_some() {
+            continue;
+        }
+        match p.ty {
+            ParamType::OutPtr { bytes } => out.push_str(&format!(
+                "  unsigned char a{k}[{}] __attribute__((aligned(16))) = {{0}};\n",
+                bytes.max(1)
+            )),
+            ParamType::F64 | ParamType::F32 => out.push_str(&format!(
+                "  {} a{k}; __builtin_memcpy(&a{k}, &w[{k}], sizeof a{k});\n",
+                params[c_index]
+            )),
+            ParamType::Int { .. } => out.push_str(&format!(
+                "  {} a{k} = ({})w[{k}];\n",
+                params[c_index], params[c_index]
+            )),
+        }
+        args.push(format!("a{k}"));
+        c_index += 1;
+    }
+    args
+}
+
+/// Copies the values behind pointers from their words into their pointer's buffer.
+fn fill_pointees(sig: &FunctionSignature, out: &mut String) {
+    for (k, p) in sig.params.iter().enumerate() {
+        let Some(at) = p.pointee else { continue };
+        let size = match p.ty {
+            ParamType::F64 => 8,
+            ParamType::F32 => 4,
+            ParamType::Int { bits, .. } => bits.div_ceil(8),
+            ParamType::OutPtr { .. } => continue,
+        };
+        out.push_str(&format!(
+            "  __builtin_memcpy(a{} + {}, &w[{k}], {size});\n",
+            at.param, at.offset
+        ));
+    }
+}
+
+/// Calls the function through `fn` with `args` and packs its result (of C type `ret`) in `r[0]`.
+fn call_and_pack(
+    sig: &FunctionSignature,
+    ret: &str,
+    params: &[String],
+    args: &[String],
+    out: &mut String,
+) {
+    let call = format!(
+        "(({ret} (*)({}))fn)({})",
+        if params.is_empty() {
+            "void".to_string()
+        } else {
+            params.join(", ")
+        },
+        args.join(", ")
+    );
+    match sig.ret {
+        ReturnType::Void => out.push_str(&format!("  {call};\n  r[0] = 0;\n")),
+        ReturnType::F64 | ReturnType::F32 => out.push_str(&format!(
+            "  {ret} res = {call};\n  __builtin_memcpy(r, &res, sizeof res);\n"
+        )),
+        ReturnType::Int { signed: true, .. } => {
+            out.push_str(&format!("  *r = (unsigned long long)(long long){call};\n"))
+        }
+        _ => out.push_str(&format!("  *r = (unsigned long long){call};\n")),
+    }
+}
+
+/// Reports the words of the out-parameters' buffers the call changed: their count in `r[1]`, then (parameter,
+/// offset, word) triples.
+fn report_changed_words(sig: &FunctionSignature, out: &mut String) {
+    out.push_str("  unsigned long long n = 0;\n");
+    for (k, p) in sig.params.iter().enumerate() {
+        let c_index = sig.params[..k]
+            .iter()
+            .filter(|q| q.pointee.is_none())
+            .count();
+        if let (ParamType::OutPtr { bytes }, None) = (p.ty, p.pointee) {
+            out.push_str(&format!(
+                "  for (unsigned o = 0; o + 8 <= {bytes}u; o += 8) {{\n    unsigned long long now, was;\n    \
+                 __builtin_memcpy(&now, a{k} + o, 8); __builtin_memcpy(&was, b{k} + o, 8);\n    \
+                 if (now != was && n < {SHIPPED_OUTPUTS}) {{ r[2 + 3 * n] = {c_index}; r[3 + 3 * n] = o; \
+                 r[4 + 3 * n] = now; n++; }}\n  }}\n"
+            ));
+        }
+    }
+    out.push_str("  r[1] = n;\n");
 }

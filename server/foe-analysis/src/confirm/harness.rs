@@ -3,18 +3,17 @@
 //! with the sticky flags and the trapped trace.
 
 use super::build;
-use super::trace::{self, RawEvent};
+use super::driver::{run_driver, Reply};
+use super::trace;
 use crate::compile;
 use crate::config::{AnalysisConfig, FtzMode};
 use crate::exec::RawOutput;
-use crate::process::{self, SandboxLimits};
+use crate::process;
 use crate::report::{Cause, TraceEvent};
 use crate::types::{ArgValue, FunctionSignature, Input};
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 pub use build::CONFIRM_C;
 
@@ -681,129 +680,6 @@ impl Harness {
             })
             .collect())
     }
-}
-
-/// One reply of the driver: how the call ended, its events, how many it dropped, where it stopped.
-type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>, Produced);
-
-/// Runs the driver on `lines` until it exits; its replies in order (fewer than `lines` when it crashed or timed
-/// out), each with its events and how many it dropped.
-fn run_driver(
-    exe: &Path,
-    lines: &[String],
-    limit_ms: u64,
-    memory_mib: u64,
-) -> Result<Vec<Reply>, String> {
-    let dir = exe.parent().unwrap_or(Path::new("/"));
-    let mut cmd = process::command(exe, dir);
-    cmd.arg(limit_ms.to_string());
-    let limits = SandboxLimits {
-        memory_mib: memory_mib.max(64),
-        cpu_seconds: (lines.len() as u64 * limit_ms / 1000).max(1) + 10,
-    };
-    // The shipped binary runs the user's code: in the same sandbox as the worker, writing only in a scratch
-    // directory of its own.
-    let scratch = dir.join("scratch");
-    std::fs::create_dir_all(&scratch)
-        .map_err(|e| format!("cannot make a scratch directory: {e}"))?;
-    let (mut child, _layers) = process::spawn_sandboxed(cmd, exe, &scratch, limits)
-        .map_err(|e| format!("cannot start the shipped binary: {e}"))?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or("the shipped binary has no stdin")?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or("the shipped binary has no stdout")?;
-    let text: String = lines.concat();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes());
-    });
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
-    let deadline = Duration::from_millis(limit_ms.saturating_mul(lines.len() as u64 + 2) + 5000);
-    let waited = process::wait_with_deadline(&mut child, deadline);
-    let _ = writer.join();
-    let out = reader.join().unwrap_or_default();
-    waited.map_err(|e| format!("cannot wait for the shipped binary: {e}"))?;
-    let mut ends = Vec::new();
-    for line in out.lines() {
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some("r") => {
-                let bits = words
-                    .next()
-                    .and_then(|w| u8::from_str_radix(w, 16).ok())
-                    .unwrap_or(0);
-                let result = words
-                    .next()
-                    .and_then(|w| u64::from_str_radix(w, 16).ok())
-                    .unwrap_or(0);
-                let mut produced = Produced {
-                    result,
-                    outputs: vec![],
-                };
-                let mut rest = vec![];
-                for w in words {
-                    match w.strip_prefix("o:").map(parse_output) {
-                        Some(Some(o)) => produced.outputs.push(o),
-                        Some(None) => return Err(format!("the shipped binary replied `{line}`")),
-                        None => rest.push(w),
-                    }
-                }
-                let (events, dropped) = trace::parse_events(rest.into_iter())?;
-                ends.push((
-                    ShippedEnd::Raised(bits & 0xf),
-                    events,
-                    dropped,
-                    None,
-                    produced,
-                ));
-            }
-            Some("s") => {
-                let bits = words
-                    .next()
-                    .and_then(|w| u8::from_str_radix(w, 16).ok())
-                    .unwrap_or(0);
-                let name = words.next().map(str::to_string);
-                let (events, dropped) = trace::parse_events(words)?;
-                ends.push((
-                    ShippedEnd::Stopped(bits & 0xf),
-                    events,
-                    dropped,
-                    name,
-                    Produced::default(),
-                ));
-            }
-            Some("t") => {
-                ends.push((
-                    ShippedEnd::TimedOut,
-                    Vec::new(),
-                    0,
-                    None,
-                    Produced::default(),
-                ));
-                break;
-            }
-            _ => return Err(format!("the shipped binary replied `{line}`")),
-        }
-    }
-    Ok(ends)
-}
-
-/// `PARAM:OFFSET:WORD` (hexadecimal) of an `o:` reply word.
-fn parse_output(text: &str) -> Option<RawOutput> {
-    let mut parts = text.split(':').map(|p| u64::from_str_radix(p, 16).ok());
-    let (param, offset, word) = (parts.next()??, parts.next()??, parts.next()??);
-    Some(RawOutput {
-        param: u32::try_from(param).ok()?,
-        offset: u32::try_from(offset).ok()?,
-        word,
-    })
 }
 
 /// The word the driver reads for one value (as the instrumented runner encodes it).

@@ -319,168 +319,36 @@ pub fn run_batches(
     words: &[u64],
     starts: &mut u64,
 ) -> Result<Vec<RawPair>, ExecError> {
-    let mut p: Vec<Option<RawRun>> = vec![None; n];
-    let mut pp: Vec<Option<RawRun>> = vec![None; n];
-    // The next (input, build) whose record is expected; build 0 = P, 1 = P'.
-    let mut next = (0usize, 0u8);
-    let mut flush_each = false;
+    let mut run = Batches {
+        slot,
+        p: vec![None; n],
+        pp: vec![None; n],
+        next: (0, 0),
+        flush_each: false,
+    };
     let chunk = (MAX_BATCH_WORDS / nargs.max(1)).max(1);
     let stall = limits.stall_limit();
-    while next.0 < n {
-        if slot
-            .as_ref()
-            .is_some_and(|w| w.started.elapsed() > MAX_WORKER_AGE)
-        {
-            if let Some(w) = slot.take() {
-                w.kill();
-            }
-        }
-        if slot.is_none() {
-            *slot = Some(Worker::spawn(exe, dir, limits)?);
-            *starts += 1;
-        }
-        let count = (n - next.0).min(chunk);
-        let end = next.0 + count;
-        let mut flags = 0;
-        if limits.p_ftz {
-            flags |= FLAG_P_FTZ;
-        }
-        if limits.pp_ftz {
-            flags |= FLAG_PP_FTZ;
-        }
-        if flush_each {
-            flags |= FLAG_FLUSH_EACH;
-        }
-        if next.1 == 1 {
-            flags |= FLAG_SKIP_FIRST_P;
-        }
-        if limits.values {
-            flags |= FLAG_VALUES;
-        }
+    while run.next.0 < n {
+        run.ensure_worker(exe, dir, limits, starts)?;
+        let count = (n - run.next.0).min(chunk);
+        let end = run.next.0 + count;
         let header = [
             BATCH_MAGIC,
             function,
             nargs as u32,
             count as u32,
-            next.0 as u32,
-            flags,
+            run.next.0 as u32,
+            run.flags(limits),
             limits.timeout_ms.min(u32::MAX as u64) as u32,
             0,
         ];
         // A failed send means the worker died; its replies (maybe a hello) and its end are read below.
-        let _ = worker_mut(slot).send(header, &words[next.0 * nargs..end * nargs]);
-        loop {
-            let reply = match worker_mut(slot).next(stall) {
-                Ok(reply) => reply,
-                Err(e) => {
-                    kill(slot);
-                    return Err(e);
-                }
-            };
-            match reply {
-                Reply::Record(rec) if rec.build == BUILD_DONE => {
-                    if rec.input == HELLO_INPUT && rec.status == STATUS_RETURNED {
-                        if worker_mut(slot).greeted {
-                            kill(slot);
-                            return Err(ExecError::Worker(
-                                "malformed reply: a second hello".into(),
-                            ));
-                        }
-                        if rec.detail != PROTOCOL_VERSION {
-                            return Err(ExecError::Worker(format!(
-                                "the worker speaks protocol {} instead of {PROTOCOL_VERSION}",
-                                rec.detail
-                            )));
-                        }
-                        worker_mut(slot).greeted = true;
-                        continue;
-                    }
-                    if rec.status == STATUS_ERROR {
-                        kill(slot);
-                        return Err(ExecError::Worker(format!(
-                            "the worker rejected a batch (code {})",
-                            rec.detail
-                        )));
-                    }
-                    if next != (end, 0) {
-                        kill(slot);
-                        return Err(ExecError::Worker("the worker ended a batch early".into()));
-                    }
-                    break;
-                }
-                Reply::Record(rec) => {
-                    if !worker_mut(slot).greeted {
-                        kill(slot);
-                        return Err(ExecError::Worker(
-                            "malformed reply: a record before the hello".into(),
-                        ));
-                    }
-                    if next.0 >= end || rec.input as usize != next.0 || rec.build != next.1 {
-                        kill(slot);
-                        return Err(ExecError::Worker(format!(
-                            "unexpected record for input {} build {} (expected {} build {})",
-                            rec.input, rec.build, next.0, next.1
-                        )));
-                    }
-                    let end = match rec.status {
-                        STATUS_RETURNED => RawEnd::Returned(rec.ret),
-                        STATUS_CRASHED => RawEnd::Crashed(rec.detail as i32),
-                        STATUS_TIMED_OUT => RawEnd::TimedOut,
-                        STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
-                        STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
-                        STATUS_STOPPED => RawEnd::Stopped(rec.detail),
-                        STATUS_UNKNOWN_DATA => RawEnd::UnknownData(rec.detail),
-                        other => {
-                            kill(slot);
-                            return Err(ExecError::Worker(format!(
-                                "unknown record status {other}"
-                            )));
-                        }
-                    };
-                    // A run that read unknown data ends at the read; the worker goes on (foe_on_crash).
-                    let terminal = !matches!(
-                        end,
-                        RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
-                    );
-                    let truncated = rec.flags & RECORD_TRUNCATED != 0;
-                    store(
-                        &mut p,
-                        &mut pp,
-                        &mut next,
-                        RawRun {
-                            events: rec.events,
-                            truncated,
-                            end,
-                            outputs: rec.outputs,
-                            values: rec.values,
-                        },
-                    );
-                    if terminal {
-                        // The worker exits after a crash, time-out or exit record.
-                        if let Some(w) = slot.take() {
-                            w.reap();
-                        }
-                        break;
-                    }
-                }
-                Reply::Gone { stalled } => {
-                    let w = slot.take().expect("worker present");
-                    let greeted = w.greeted;
-                    let status = w.kill();
-                    if !greeted {
-                        return Err(ExecError::Worker(format!(
-                            "the worker did not start ({})",
-                            describe_status(status, stalled)
-                        )));
-                    }
-                    unexplained_death(&mut p, &mut pp, &mut next, &mut flush_each, status, stalled);
-                    break;
-                }
-            }
-        }
+        let _ = worker_mut(run.slot).send(header, &words[run.next.0 * nargs..end * nargs]);
+        run.read_batch(stall, end)?;
     }
-    p.into_iter()
-        .zip(pp)
+    run.p
+        .into_iter()
+        .zip(run.pp)
         .map(|(p, pp)| match (p, pp) {
             (Some(p), Some(pp)) => Ok(RawPair { p, pp }),
             _ => Err(ExecError::Worker(
@@ -488,6 +356,204 @@ pub fn run_batches(
             )),
         })
         .collect()
+}
+
+/// One [`run_batches`]: the worker slot and the runs received so far.
+struct Batches<'a> {
+    slot: &'a mut Option<Worker>,
+    p: Vec<Option<RawRun>>,
+    pp: Vec<Option<RawRun>>,
+    /// The next (input, build) whose record is expected; build 0 = P, 1 = P'.
+    next: (usize, u8),
+    /// Whether the worker flushes after each run (set after an unexplained death).
+    flush_each: bool,
+}
+
+/// Whether a batch's replies go on after one.
+enum Flow {
+    More,
+    BatchOver,
+}
+
+impl Batches<'_> {
+    /// Replaces a worker past [`MAX_WORKER_AGE`] and starts one if none runs.
+    fn ensure_worker(
+        &mut self,
+        exe: &Path,
+        dir: &Path,
+        limits: &ExecLimits,
+        starts: &mut u64,
+    ) -> Result<(), ExecError> {
+        if self
+            .slot
+            .as_ref()
+            .is_some_and(|w| w.started.elapsed() > MAX_WORKER_AGE)
+        {
+            if let Some(w) = self.slot.take() {
+                w.kill();
+            }
+        }
+        if self.slot.is_none() {
+            *self.slot = Some(Worker::spawn(exe, dir, limits)?);
+            *starts += 1;
+        }
+        Ok(())
+    }
+
+    /// The next batch's header flags.
+    fn flags(&self, limits: &ExecLimits) -> u32 {
+        let mut flags = 0;
+        if limits.p_ftz {
+            flags |= FLAG_P_FTZ;
+        }
+        if limits.pp_ftz {
+            flags |= FLAG_PP_FTZ;
+        }
+        if self.flush_each {
+            flags |= FLAG_FLUSH_EACH;
+        }
+        if self.next.1 == 1 {
+            flags |= FLAG_SKIP_FIRST_P;
+        }
+        if limits.values {
+            flags |= FLAG_VALUES;
+        }
+        flags
+    }
+
+    /// Reads the replies to the batch sent, up to input `end`, until it is over (done, or the worker ended).
+    fn read_batch(&mut self, stall: Duration, end: usize) -> Result<(), ExecError> {
+        loop {
+            let reply = match worker_mut(self.slot).next(stall) {
+                Ok(reply) => reply,
+                Err(e) => {
+                    kill(self.slot);
+                    return Err(e);
+                }
+            };
+            let flow = match reply {
+                Reply::Record(rec) if rec.build == BUILD_DONE => self.on_done(&rec, end)?,
+                Reply::Record(rec) => self.on_record(rec, end)?,
+                Reply::Gone { stalled } => self.on_gone(stalled)?,
+            };
+            if let Flow::BatchOver = flow {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A record of no build: the hello, the worker's rejection of the batch, or the batch's end.
+    fn on_done(&mut self, rec: &Record, end: usize) -> Result<Flow, ExecError> {
+        let slot = &mut *self.slot;
+        if rec.input == HELLO_INPUT && rec.status == STATUS_RETURNED {
+            if worker_mut(slot).greeted {
+                kill(slot);
+                return Err(ExecError::Worker("malformed reply: a second hello".into()));
+            }
+            if rec.detail != PROTOCOL_VERSION {
+                return Err(ExecError::Worker(format!(
+                    "the worker speaks protocol {} instead of {PROTOCOL_VERSION}",
+                    rec.detail
+                )));
+            }
+            worker_mut(slot).greeted = true;
+            return Ok(Flow::More);
+        }
+        if rec.status == STATUS_ERROR {
+            kill(slot);
+            return Err(ExecError::Worker(format!(
+                "the worker rejected a batch (code {})",
+                rec.detail
+            )));
+        }
+        if self.next != (end, 0) {
+            kill(slot);
+            return Err(ExecError::Worker("the worker ended a batch early".into()));
+        }
+        Ok(Flow::BatchOver)
+    }
+
+    /// The record of one run: it must be the next one expected; stored, and the batch is over when the worker
+    /// exits after it.
+    fn on_record(&mut self, rec: Record, end: usize) -> Result<Flow, ExecError> {
+        let slot = &mut *self.slot;
+        if !worker_mut(slot).greeted {
+            kill(slot);
+            return Err(ExecError::Worker(
+                "malformed reply: a record before the hello".into(),
+            ));
+        }
+        let next = self.next;
+        if next.0 >= end || rec.input as usize != next.0 || rec.build != next.1 {
+            kill(slot);
+            return Err(ExecError::Worker(format!(
+                "unexpected record for input {} build {} (expected {} build {})",
+                rec.input, rec.build, next.0, next.1
+            )));
+        }
+        let end = match rec.status {
+            STATUS_RETURNED => RawEnd::Returned(rec.ret),
+            STATUS_CRASHED => RawEnd::Crashed(rec.detail as i32),
+            STATUS_TIMED_OUT => RawEnd::TimedOut,
+            STATUS_EXITED => RawEnd::Exited(rec.detail as i32),
+            STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
+            STATUS_STOPPED => RawEnd::Stopped(rec.detail),
+            STATUS_UNKNOWN_DATA => RawEnd::UnknownData(rec.detail),
+            other => {
+                kill(slot);
+                return Err(ExecError::Worker(format!("unknown record status {other}")));
+            }
+        };
+        // A run that read unknown data ends at the read; the worker goes on (foe_on_crash).
+        let terminal = !matches!(
+            end,
+            RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
+        );
+        let truncated = rec.flags & RECORD_TRUNCATED != 0;
+        store(
+            &mut self.p,
+            &mut self.pp,
+            &mut self.next,
+            RawRun {
+                events: rec.events,
+                truncated,
+                end,
+                outputs: rec.outputs,
+                values: rec.values,
+            },
+        );
+        if terminal {
+            // The worker exits after a crash, time-out or exit record.
+            if let Some(w) = self.slot.take() {
+                w.reap();
+            }
+            return Ok(Flow::BatchOver);
+        }
+        Ok(Flow::More)
+    }
+
+    /// The worker is gone without a record saying why: an error if it never said hello, otherwise the run it
+    /// was in is recorded as its death and the batch is over.
+    fn on_gone(&mut self, stalled: bool) -> Result<Flow, ExecError> {
+        let w = self.slot.take().expect("worker present");
+        let greeted = w.greeted;
+        let status = w.kill();
+        if !greeted {
+            return Err(ExecError::Worker(format!(
+                "the worker did not start ({})",
+                describe_status(status, stalled)
+            )));
+        }
+        unexplained_death(
+            &mut self.p,
+            &mut self.pp,
+            &mut self.next,
+            &mut self.flush_each,
+            status,
+            stalled,
+        );
+        Ok(Flow::BatchOver)
+    }
 }
 
 fn worker_mut(slot: &mut Option<Worker>) -> &mut Worker {

@@ -34,103 +34,23 @@ pub fn add_entry<'ctx>(
     };
     let wrapper = module.add_function(&name, i64t.fn_type(&[ptr.into()], false), None);
     let block = ctx.append_basic_block(wrapper, "entry");
-    let builder = ctx.create_builder();
-    builder.position_at_end(block);
-    let what = format!("the entry of {}", sig.name);
+    let entry = EntryBuilder {
+        builder: ctx.create_builder(),
+        ctx,
+        i64t,
+        what: format!("the entry of {}", sig.name),
+    };
+    entry.builder.position_at_end(block);
     let args = wrapper
         .get_nth_param(0)
         .expect("one parameter")
         .into_pointer_value();
     let mut values: Vec<BasicValueEnum<'ctx>> = Vec::with_capacity(sig.params.len());
     for (i, param) in sig.params.iter().enumerate() {
-        // SAFETY: the driver passes one word per parameter.
-        let slot = unsafe {
-            builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "")
-        }
-        .map_err(builder_error(what.clone()))?;
-        let value: BasicValueEnum<'ctx> = match param.ty {
-            ParamType::F64 => builder
-                .build_load(ctx.f64_type(), slot, "")
-                .map_err(builder_error(what.clone()))?,
-            ParamType::F32 => {
-                let word = builder
-                    .build_load(i64t, slot, "")
-                    .map_err(builder_error(what.clone()))?
-                    .into_int_value();
-                let low = builder
-                    .build_int_truncate(word, ctx.i32_type(), "")
-                    .map_err(builder_error(what.clone()))?;
-                builder
-                    .build_bit_cast(low, ctx.f32_type(), "")
-                    .map_err(builder_error(what.clone()))?
-            }
-            ParamType::Int { bits, .. } => {
-                let word = builder
-                    .build_load(i64t, slot, "")
-                    .map_err(builder_error(what.clone()))?
-                    .into_int_value();
-                if bits == 64 {
-                    word.into()
-                } else {
-                    let width = std::num::NonZeroU32::new(bits)
-                        .and_then(|b| ctx.custom_width_int_type(b).ok())
-                        .ok_or_else(|| InstrumentError::Builder {
-                            what: what.clone(),
-                            message: format!("no {bits}-bit integer type"),
-                        })?;
-                    builder
-                        .build_int_truncate(word, width, "")
-                        .map_err(builder_error(what.clone()))?
-                        .into()
-                }
-            }
-            ParamType::OutPtr { bytes } => {
-                let buf_ty = ctx.i8_type().array_type(bytes.max(1));
-                let buf = builder
-                    .build_alloca(buf_ty, "")
-                    .map_err(builder_error(what.clone()))?;
-                if let Some(inst) = buf.as_instruction() {
-                    let _ = inst.set_alignment(16);
-                }
-                builder
-                    .build_memset(
-                        buf,
-                        16,
-                        ctx.i8_type().const_zero(),
-                        i64t.const_int(bytes.max(1) as u64, false),
-                    )
-                    .map_err(builder_error(what.clone()))?;
-                buf.into()
-            }
-        };
-        values.push(value);
+        values.push(entry.load_param(args, i, param.ty)?);
     }
     // The values behind pointers go into their pointer's buffer; the C parameters are passed.
-    for (param, value) in sig.params.iter().zip(&values) {
-        let Some(at) = param.pointee else { continue };
-        let buffer = values
-            .get(at.param as usize)
-            .filter(|b| b.is_pointer_value())
-            .ok_or_else(|| InstrumentError::Builder {
-                what: what.clone(),
-                message: format!("`{}` is not behind a pointer parameter", param.name),
-            })?
-            .into_pointer_value();
-        // SAFETY: the offset lies inside the buffer (the model only makes inputs of bytes within it).
-        let place = unsafe {
-            builder.build_in_bounds_gep(
-                ctx.i8_type(),
-                buffer,
-                &[i64t.const_int(at.offset as u64, false)],
-                "",
-            )
-        }
-        .map_err(builder_error(what.clone()))?;
-        let store = builder
-            .build_store(place, *value)
-            .map_err(builder_error(what.clone()))?;
-        let _ = store.set_alignment(1);
-    }
+    entry.store_pointees(sig, &values)?;
     // The pointer parameters' buffers as the call starts: the words the call changes are the run's outputs.
     let watch = module.get_function(WATCH_FN).unwrap_or_else(|| {
         let fn_type = ctx.void_type().fn_type(
@@ -142,25 +62,7 @@ pub fn add_entry<'ctx>(
     let observe = module.get_function(OBSERVE_FN).unwrap_or_else(|| {
         module.add_function(OBSERVE_FN, ctx.void_type().fn_type(&[], false), None)
     });
-    for (index, (param, value)) in sig
-        .params
-        .iter()
-        .zip(&values)
-        .filter(|(p, _)| p.pointee.is_none())
-        .enumerate()
-    {
-        let ParamType::OutPtr { bytes } = param.ty else {
-            continue;
-        };
-        let args = [
-            ctx.i32_type().const_int(index as u64, false).into(),
-            (*value).into(),
-            ctx.i32_type().const_int(bytes as u64, false).into(),
-        ];
-        builder
-            .build_call(watch, &args, "")
-            .map_err(builder_error(what.clone()))?;
-    }
+    entry.watch_buffers(watch, sig, &values)?;
     let call_args: Vec<BasicMetadataValueEnum<'ctx>> = sig
         .params
         .iter()
@@ -168,45 +70,209 @@ pub fn add_entry<'ctx>(
         .filter(|(p, _)| p.pointee.is_none())
         .map(|(_, v)| (*v).into())
         .collect();
-    let call = builder
+    let call = entry
+        .builder
         .build_call(target, &call_args, "")
-        .map_err(builder_error(what.clone()))?;
-    builder
+        .map_err(entry.error())?;
+    entry
+        .builder
         .build_call(observe, &[], "")
-        .map_err(builder_error(what.clone()))?;
-    let result = call.try_as_basic_value().basic();
-    let bits = match (sig.ret, result) {
-        (ReturnType::F64, Some(v)) => builder
-            .build_bit_cast(v, i64t, "")
-            .map_err(builder_error(what.clone()))?
-            .into_int_value(),
-        (ReturnType::F32, Some(v)) => {
-            let low = builder
-                .build_bit_cast(v, ctx.i32_type(), "")
-                .map_err(builder_error(what.clone()))?;
-            builder
-                .build_int_z_extend(low.into_int_value(), i64t, "")
-                .map_err(builder_error(what.clone()))?
-        }
-        (ReturnType::Int { bits, signed }, Some(BasicValueEnum::IntValue(v))) if bits <= 64 => {
-            if bits == 64 {
-                v
-            } else if signed && bits > 1 {
-                builder
-                    .build_int_s_extend(v, i64t, "")
-                    .map_err(builder_error(what.clone()))?
-            } else {
-                builder
-                    .build_int_z_extend(v, i64t, "")
-                    .map_err(builder_error(what.clone()))?
-            }
-        }
-        _ => i64t.const_zero(),
-    };
-    builder
+        .map_err(entry.error())?;
+    let bits = entry.result_bits(sig.ret, call.try_as_basic_value().basic())?;
+    entry
+        .builder
         .build_return(Some(&bits))
-        .map_err(builder_error(what))?;
+        .map_err(entry.error())?;
     Ok(Ok(wrapper))
+}
+
+/// The builder of one entry wrapper, positioned in its body.
+struct EntryBuilder<'ctx> {
+    ctx: inkwell::context::ContextRef<'ctx>,
+    builder: inkwell::builder::Builder<'ctx>,
+    i64t: inkwell::types::IntType<'ctx>,
+    /// What is built, for errors.
+    what: String,
+}
+
+impl<'ctx> EntryBuilder<'ctx> {
+    /// The error of a failed build step.
+    fn error(&self) -> impl FnOnce(inkwell::builder::BuilderError) -> InstrumentError {
+        builder_error(self.what.clone())
+    }
+
+    /// Parameter `i` of type `ty` from its word in `args`: floats and integers from their bits, a zeroed,
+    /// 16-byte-aligned stack buffer for an out-parameter.
+    fn load_param(
+        &self,
+        args: inkwell::values::PointerValue<'ctx>,
+        i: usize,
+        ty: ParamType,
+    ) -> Result<BasicValueEnum<'ctx>, InstrumentError> {
+        let (ctx, builder, i64t) = (&self.ctx, &self.builder, self.i64t);
+        // SAFETY: the driver passes one word per parameter.
+        let slot = unsafe {
+            builder.build_in_bounds_gep(i64t, args, &[i64t.const_int(i as u64, false)], "")
+        }
+        .map_err(self.error())?;
+        let value: BasicValueEnum<'ctx> = match ty {
+            ParamType::F64 => builder
+                .build_load(ctx.f64_type(), slot, "")
+                .map_err(self.error())?,
+            ParamType::F32 => {
+                let word = builder
+                    .build_load(i64t, slot, "")
+                    .map_err(self.error())?
+                    .into_int_value();
+                let low = builder
+                    .build_int_truncate(word, ctx.i32_type(), "")
+                    .map_err(self.error())?;
+                builder
+                    .build_bit_cast(low, ctx.f32_type(), "")
+                    .map_err(self.error())?
+            }
+            ParamType::Int { bits, .. } => {
+                let word = builder
+                    .build_load(i64t, slot, "")
+                    .map_err(self.error())?
+                    .into_int_value();
+                if bits == 64 {
+                    word.into()
+                } else {
+                    let width = std::num::NonZeroU32::new(bits)
+                        .and_then(|b| ctx.custom_width_int_type(b).ok())
+                        .ok_or_else(|| InstrumentError::Builder {
+                            what: self.what.clone(),
+                            message: format!("no {bits}-bit integer type"),
+                        })?;
+                    builder
+                        .build_int_truncate(word, width, "")
+                        .map_err(self.error())?
+                        .into()
+                }
+            }
+            ParamType::OutPtr { bytes } => {
+                let buf_ty = ctx.i8_type().array_type(bytes.max(1));
+                let buf = builder.build_alloca(buf_ty, "").map_err(self.error())?;
+                if let Some(inst) = buf.as_instruction() {
+                    let _ = inst.set_alignment(16);
+                }
+                builder
+                    .build_memset(
+                        buf,
+                        16,
+                        ctx.i8_type().const_zero(),
+                        i64t.const_int(bytes.max(1) as u64, false),
+                    )
+                    .map_err(self.error())?;
+                buf.into()
+            }
+        };
+        Ok(value)
+    }
+
+    /// Stores each value that lies behind a pointer parameter into that parameter's buffer, at its offset.
+    fn store_pointees(
+        &self,
+        sig: &FunctionSignature,
+        values: &[BasicValueEnum<'ctx>],
+    ) -> Result<(), InstrumentError> {
+        let (ctx, builder, i64t) = (&self.ctx, &self.builder, self.i64t);
+        for (param, value) in sig.params.iter().zip(values) {
+            let Some(at) = param.pointee else { continue };
+            let buffer = values
+                .get(at.param as usize)
+                .filter(|b| b.is_pointer_value())
+                .ok_or_else(|| InstrumentError::Builder {
+                    what: self.what.clone(),
+                    message: format!("`{}` is not behind a pointer parameter", param.name),
+                })?
+                .into_pointer_value();
+            // SAFETY: the offset lies inside the buffer (the model only makes inputs of bytes within it).
+            let place = unsafe {
+                builder.build_in_bounds_gep(
+                    ctx.i8_type(),
+                    buffer,
+                    &[i64t.const_int(at.offset as u64, false)],
+                    "",
+                )
+            }
+            .map_err(self.error())?;
+            let store = builder.build_store(place, *value).map_err(self.error())?;
+            let _ = store.set_alignment(1);
+        }
+        Ok(())
+    }
+
+    /// Calls `watch` on each out-parameter buffer passed to the function (its index among the passed
+    /// parameters, its address and size).
+    fn watch_buffers(
+        &self,
+        watch: FunctionValue<'ctx>,
+        sig: &FunctionSignature,
+        values: &[BasicValueEnum<'ctx>],
+    ) -> Result<(), InstrumentError> {
+        let ctx = &self.ctx;
+        for (index, (param, value)) in sig
+            .params
+            .iter()
+            .zip(values)
+            .filter(|(p, _)| p.pointee.is_none())
+            .enumerate()
+        {
+            let ParamType::OutPtr { bytes } = param.ty else {
+                continue;
+            };
+            let args = [
+                ctx.i32_type().const_int(index as u64, false).into(),
+                (*value).into(),
+                ctx.i32_type().const_int(bytes as u64, false).into(),
+            ];
+            self.builder
+                .build_call(watch, &args, "")
+                .map_err(self.error())?;
+        }
+        Ok(())
+    }
+
+    /// The bits of the call's `result` as the entry returns them: floats as their bit pattern, integers
+    /// sign-extended (zero-extended when unsigned or `_Bool`), 0 for void and other types.
+    fn result_bits(
+        &self,
+        ret: ReturnType,
+        result: Option<BasicValueEnum<'ctx>>,
+    ) -> Result<inkwell::values::IntValue<'ctx>, InstrumentError> {
+        let (ctx, builder, i64t) = (&self.ctx, &self.builder, self.i64t);
+        let bits = match (ret, result) {
+            (ReturnType::F64, Some(v)) => builder
+                .build_bit_cast(v, i64t, "")
+                .map_err(self.error())?
+                .into_int_value(),
+            (ReturnType::F32, Some(v)) => {
+                let low = builder
+                    .build_bit_cast(v, ctx.i32_type(), "")
+                    .map_err(self.error())?;
+                builder
+                    .build_int_z_extend(low.into_int_value(), i64t, "")
+                    .map_err(self.error())?
+            }
+            (ReturnType::Int { bits, signed }, Some(BasicValueEnum::IntValue(v))) if bits <= 64 => {
+                if bits == 64 {
+                    v
+                } else if signed && bits > 1 {
+                    builder
+                        .build_int_s_extend(v, i64t, "")
+                        .map_err(self.error())?
+                } else {
+                    builder
+                        .build_int_z_extend(v, i64t, "")
+                        .map_err(self.error())?
+                }
+            }
+            _ => i64t.const_zero(),
+        };
+        Ok(bits)
+    }
 }
 
 /// Whether the LLVM function still has the C interface the signature describes (the optimiser may change the

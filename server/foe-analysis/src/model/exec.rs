@@ -6,8 +6,10 @@
 //! child modules: [`fp_ops`] (floating-point operations, the only place queries are emitted), [`library`]
 //! (libm, FP intrinsics and the modelled C library, on top of `fp_ops`), [`memory_ops`] (constants, globals,
 //! loads, stores, addresses) and [`value_ops`] (instructions given by the pure rules of `values.rs`). They use
-//! this file's `Executor`; this file reaches them only through methods on `self`.
+//! this file's `Executor`; this file reaches them only through methods on `self`. [`entry`] builds the state
+//! exploration starts in (the parameters as symbolic inputs).
 
+mod entry;
 mod fp_ops;
 mod library;
 mod memory_ops;
@@ -16,13 +18,12 @@ mod value_ops;
 use super::calls::{classify, integer_call, value_args, Callee, IntegerCall};
 use super::error::ModelError;
 use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
-use super::memory::{Fill, Memory, Value};
+use super::memory::Value;
 use super::state::{path_stop, At, Flow, Frame, State};
-use super::values::{fp_format, opcode_name};
+use super::values::opcode_name;
 use super::{OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
-use crate::round::FloatFormat;
-use crate::sym::{self, Expr, VarType};
-use crate::types::{Build, FunctionSignature, ParamType, SourceLoc};
+use crate::sym::{self, Expr};
+use crate::types::{Build, FunctionSignature, SourceLoc};
 use std::collections::{BTreeMap, HashMap};
 
 /// Deepest chain of inlined calls; a path that would go deeper stops there.
@@ -108,80 +109,7 @@ impl<'m> Executor<'m> {
         function: Val<'m>,
         sig: &FunctionSignature,
     ) -> Result<(), ModelError> {
-        let params = function.params();
-        let declared: Vec<&crate::types::Param> = sig.call_params().collect();
-        if params.len() != declared.len() {
-            return Err(ModelError::ParamCount {
-                in_build: params.len(),
-                declared: declared.len(),
-            });
-        }
-        let mut state = State {
-            frames: vec![],
-            memory: Memory::with_pointees(self.pointees.clone()),
-            globals: HashMap::new(),
-            pc: vec![],
-        };
-        let mut env = HashMap::new();
-        for (i, (p, decl)) in params.iter().zip(declared).enumerate() {
-            let index = i as u32;
-            let value = match decl.ty {
-                ParamType::F64 | ParamType::F32 => {
-                    let fmt = if decl.ty == ParamType::F64 {
-                        FloatFormat::Double
-                    } else {
-                        FloatFormat::Single
-                    };
-                    if fp_format(p.ty()) != Some(fmt) {
-                        return Err(ModelError::ParamType {
-                            param: decl.name.clone(),
-                            ty: p.ty().text(),
-                        });
-                    }
-                    Value::Real {
-                        e: sym::param(index, VarType::Float(fmt)),
-                        fmt,
-                    }
-                }
-                ParamType::Int { bits, signed } => {
-                    if p.ty().kind() != LLVMTypeKind::LLVMIntegerTypeKind
-                        || p.ty().int_width() != bits
-                    {
-                        return Err(ModelError::ParamType {
-                            param: decl.name.clone(),
-                            ty: p.ty().text(),
-                        });
-                    }
-                    let var = sym::param(
-                        index,
-                        VarType::Int {
-                            bits,
-                            signed: signed && bits > 1,
-                        },
-                    );
-                    if bits == 1 {
-                        Value::Bool(sym::ne(var, sym::int_i(0)))
-                    } else {
-                        Value::Int { e: var, bits }
-                    }
-                }
-                ParamType::OutPtr { .. } => Value::Ptr(
-                    state
-                        .memory
-                        .new_region(Fill::Param(index), &format!("`*{}`", decl.name)),
-                ),
-            };
-            env.insert(p.id(), value);
-        }
-        let entry = function
-            .entry_block()
-            .ok_or_else(|| ModelError::unsupported("has no body in this build"))?;
-        state.frames.push(Frame {
-            next: None,
-            env,
-            visits: HashMap::new(),
-            call_site: None,
-        });
+        let (mut state, entry) = self.entry_state(function, sig)?;
         self.paths_started = 1;
         let entered = self.enter(&mut state, None, entry);
         if !self.continues(&state, entered)? {
@@ -190,68 +118,15 @@ impl<'m> Executor<'m> {
         let mut work = vec![state];
         while let Some(mut st) = work.pop() {
             loop {
-                if self.steps >= MAX_STEPS || self.queries.len() >= MAX_QUERIES {
-                    self.truncated = true;
-                    self.cut_short = true;
-                    return Ok(());
-                }
-                if self.steps.is_multiple_of(256)
-                    && self
-                        .deadline
-                        .is_some_and(|d| std::time::Instant::now() >= d)
-                {
-                    self.truncated = true;
-                    self.cut_short = true;
-                    self.out_of_time = true;
+                if self.out_of_budget() {
                     return Ok(());
                 }
                 self.steps += 1;
-                let flow = match self.step(&mut st) {
-                    Ok(flow) => flow,
-                    Err(e) => {
-                        let reason = match e {
-                            ModelError::PathStop(reason) => reason,
-                            ModelError::Internal(_) => return Err(e),
-                            // What a callee cannot model ends the paths through it, not the function.
-                            _ => match st.callee_name() {
-                                Some(callee) => format!("`{callee}` {e}"),
-                                None => return Err(e),
-                            },
-                        };
-                        self.record_stop(&st, &reason);
-                        *self.path_stops.entry(reason).or_default() += 1;
-                        Flow::End
-                    }
-                };
-                match flow {
+                match self.step_path(&mut st)? {
                     Flow::Next => {}
                     Flow::End => break,
                     Flow::Branch { from, targets } => {
-                        let feasible: Vec<(Expr, Block<'m>)> =
-                            targets.into_iter().filter(|(c, _)| !c.is_false()).collect();
-                        let Some((first_cond, first_block)) = feasible.first().cloned() else {
-                            break;
-                        };
-                        // Forks beyond the path budget are dropped; the first successor always continues.
-                        let mut forks = Vec::new();
-                        for (cond, block) in feasible.iter().skip(1) {
-                            if self.paths_started >= self.max_paths {
-                                self.truncated = true;
-                                self.cut_short = true;
-                                break;
-                            }
-                            self.paths_started += 1;
-                            let mut other = st.clone();
-                            other.assume(cond.clone());
-                            let entered = self.enter(&mut other, Some(from), *block);
-                            if self.continues(&other, entered)? {
-                                forks.push(other);
-                            }
-                        }
-                        work.extend(forks.into_iter().rev());
-                        st.assume(first_cond);
-                        let entered = self.enter(&mut st, Some(from), first_block);
-                        if !self.continues(&st, entered)? {
+                        if !self.branch(&mut st, from, targets, &mut work)? {
                             break;
                         }
                     }
@@ -259,6 +134,84 @@ impl<'m> Executor<'m> {
             }
         }
         Ok(())
+    }
+
+    /// Whether exploration must stop: the step or query budget is spent, or (looked at every 256 steps) the
+    /// deadline has passed. Sets the flags that say why.
+    fn out_of_budget(&mut self) -> bool {
+        if self.steps >= MAX_STEPS || self.queries.len() >= MAX_QUERIES {
+            self.truncated = true;
+            self.cut_short = true;
+            return true;
+        }
+        if self.steps.is_multiple_of(256)
+            && self
+                .deadline
+                .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            self.truncated = true;
+            self.cut_short = true;
+            self.out_of_time = true;
+            return true;
+        }
+        false
+    }
+
+    /// One instruction of the path `st`; a path stop, or what a callee cannot model, is counted and ends the path.
+    fn step_path(&mut self, st: &mut State<'m>) -> Result<Flow<'m>, ModelError> {
+        match self.step(st) {
+            Ok(flow) => Ok(flow),
+            Err(e) => {
+                let reason = match e {
+                    ModelError::PathStop(reason) => reason,
+                    ModelError::Internal(_) => return Err(e),
+                    // What a callee cannot model ends the paths through it, not the function.
+                    _ => match st.callee_name() {
+                        Some(callee) => format!("`{callee}` {e}"),
+                        None => return Err(e),
+                    },
+                };
+                self.record_stop(st, &reason);
+                *self.path_stops.entry(reason).or_default() += 1;
+                Ok(Flow::End)
+            }
+        }
+    }
+
+    /// Forks the path `st` at a branch from `from`: the other feasible targets, within the path budget, go on
+    /// `work`; `st` takes the first. Whether `st` goes on.
+    fn branch(
+        &mut self,
+        st: &mut State<'m>,
+        from: Block<'m>,
+        targets: Vec<(Expr, Block<'m>)>,
+        work: &mut Vec<State<'m>>,
+    ) -> Result<bool, ModelError> {
+        let feasible: Vec<(Expr, Block<'m>)> =
+            targets.into_iter().filter(|(c, _)| !c.is_false()).collect();
+        let Some((first_cond, first_block)) = feasible.first().cloned() else {
+            return Ok(false);
+        };
+        // Forks beyond the path budget are dropped; the first successor always continues.
+        let mut forks = Vec::new();
+        for (cond, block) in feasible.iter().skip(1) {
+            if self.paths_started >= self.max_paths {
+                self.truncated = true;
+                self.cut_short = true;
+                break;
+            }
+            self.paths_started += 1;
+            let mut other = st.clone();
+            other.assume(cond.clone());
+            let entered = self.enter(&mut other, Some(from), *block);
+            if self.continues(&other, entered)? {
+                forks.push(other);
+            }
+        }
+        work.extend(forks.into_iter().rev());
+        st.assume(first_cond);
+        let entered = self.enter(st, Some(from), first_block);
+        self.continues(st, entered)
     }
 
     /// Whether the path `st` goes on after `result`: a path stop is counted and ends it, other errors propagate.

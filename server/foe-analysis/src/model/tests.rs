@@ -1,5 +1,6 @@
 //! End-to-end tests of modelling and solving: small C files compiled with the real clang (both builds' flags),
 //! loaded, prepared, modelled and solved with the real Z3.
+//! Over 800 lines on purpose: a test file of 27 short cases that share one set of compile-and-model helpers.
 
 use super::{
     model_function, model_pair, prepare_for_modelling, ModelError, ModelledPair, PointeeTable,

@@ -64,32 +64,7 @@ impl Plan {
 
             layers |= self.enter_namespaces();
             if layers & Layers::PID_NS != 0 {
-                // The worker must be PID 1 of the new namespace: fork once more; this process stays outside,
-                // waits for it and exits as it did. It holds the write end of `alive` until it ends.
-                let mut alive = [0; 2];
-                if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-                    libc::_exit(1);
-                }
-                let pid = libc::fork();
-                if pid < 0 {
-                    libc::_exit(1);
-                }
-                if pid > 0 {
-                    wait_and_mirror(pid, alive[1]);
-                }
-                // The worker: die with the process above (which dies with foe). If that one was killed before
-                // this line, no signal will come (the worker would outlive foe): the closed pipe tells.
-                libc::close(alive[1]);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                let mut gone = libc::pollfd {
-                    fd: alive[0],
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                if libc::poll(&mut gone, 1, 0) != 0 {
-                    libc::_exit(1);
-                }
-                libc::close(alive[0]);
+                become_pid_one();
             }
             // One process is all the worker may have (the namespace counts only its own).
             let nproc_ok =
@@ -100,27 +75,44 @@ impl Plan {
             if layers & Layers::MOUNT_NS != 0 && self.read_only_fs() {
                 layers |= Layers::READ_ONLY_FS;
             }
-            if let Some(ruleset) = self.ruleset.take() {
-                if self.disabled & Layers::LANDLOCK == 0 {
-                    if let Ok(status) = ruleset.restrict_self() {
-                        match status.ruleset {
-                            RulesetStatus::FullyEnforced => layers |= Layers::LANDLOCK,
-                            RulesetStatus::PartiallyEnforced => {
-                                layers |= Layers::LANDLOCK | Layers::LANDLOCK_PARTIAL
-                            }
-                            RulesetStatus::NotEnforced => {}
-                        }
-                    }
-                }
-            }
+            layers |= self.restrict_landlock();
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 {
                 layers |= Layers::NO_NEW_PRIVS;
             }
-            let program = if layers & Layers::PID_NS != 0 {
-                self.seccomp.pid_ns.as_ref()
-            } else {
-                self.seccomp.plain.as_ref()
-            };
+            self.report_and_filter(layers);
+        }
+        Ok(())
+    }
+
+    /// Landlock's rules, unless disabled: the layers they add (partial where the kernel enforces only some).
+    fn restrict_landlock(&mut self) -> u32 {
+        let mut layers = 0;
+        if let Some(ruleset) = self.ruleset.take() {
+            if self.disabled & Layers::LANDLOCK == 0 {
+                if let Ok(status) = ruleset.restrict_self() {
+                    match status.ruleset {
+                        RulesetStatus::FullyEnforced => layers |= Layers::LANDLOCK,
+                        RulesetStatus::PartiallyEnforced => {
+                            layers |= Layers::LANDLOCK | Layers::LANDLOCK_PARTIAL
+                        }
+                        RulesetStatus::NotEnforced => {}
+                    }
+                }
+            }
+        }
+        layers
+    }
+
+    /// Reports `layers` to the parent, then applies the seccomp filter (unless disabled); a filter that cannot
+    /// be applied ends the child.
+    fn report_and_filter(&self, layers: u32) {
+        let program = if layers & Layers::PID_NS != 0 {
+            self.seccomp.pid_ns.as_ref()
+        } else {
+            self.seccomp.plain.as_ref()
+        };
+        // SAFETY: `write` of a local buffer to the report pipe, and `_exit`.
+        unsafe {
             // The report goes out before the filter (it allows write, but keep the order obvious).
             if let Some(program) = program.filter(|_| self.disabled & Layers::SECCOMP == 0) {
                 let bytes = (layers | Layers::SECCOMP).to_le_bytes();
@@ -134,7 +126,6 @@ impl Plan {
                 libc::write(self.report, bytes.as_ptr().cast(), bytes.len());
             }
         }
-        Ok(())
     }
 
     /// New user, PID, network, IPC and mount namespaces; without user namespaces (a kernel that refuses them
@@ -248,6 +239,43 @@ unsafe fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> bool {
     };
     // SAFETY: setrlimit reads the struct above.
     unsafe { libc::setrlimit(resource, &lim) == 0 }
+}
+
+/// Makes the worker PID 1 of the new PID namespace: forks once more; the process above stays outside, waits
+/// for the worker and exits as it did (it never returns here).
+///
+/// # Safety
+/// Only between fork and exec, in the child, after the PID namespace was entered.
+unsafe fn become_pid_one() {
+    // SAFETY: plain system calls on this process, with pointers to memory it owns.
+    unsafe {
+        // The worker must be PID 1 of the new namespace: fork once more; this process stays outside,
+        // waits for it and exits as it did. It holds the write end of `alive` until it ends.
+        let mut alive = [0; 2];
+        if libc::pipe2(alive.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            libc::_exit(1);
+        }
+        let pid = libc::fork();
+        if pid < 0 {
+            libc::_exit(1);
+        }
+        if pid > 0 {
+            wait_and_mirror(pid, alive[1]);
+        }
+        // The worker: die with the process above (which dies with foe). If that one was killed before
+        // this line, no signal will come (the worker would outlive foe): the closed pipe tells.
+        libc::close(alive[1]);
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        let mut gone = libc::pollfd {
+            fd: alive[0],
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        if libc::poll(&mut gone, 1, 0) != 0 {
+            libc::_exit(1);
+        }
+        libc::close(alive[0]);
+    }
 }
 
 /// The process between foe and the worker (outside the worker's PID namespace): closes every descriptor but

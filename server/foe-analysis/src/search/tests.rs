@@ -5,6 +5,7 @@ use crate::config::FtzMode;
 use crate::exec::testutil::runner;
 use crate::report::Scalar;
 use crate::report::TraceEvent;
+use crate::round::step_f32;
 use crate::types::Param;
 
 fn ev(kind: ExceptionKind) -> TraceEvent {

@@ -114,44 +114,86 @@ impl Evaluator {
     }
 }
 
+/// The value of node `e` on `input`, from its children's values in `memo`; `None` when it cannot be decided
+/// concretely.
 fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Option<V> {
-    let f = |x: &Expr| match memo.get(&x.fingerprint()) {
-        Some(V::F(v)) => Some(*v),
-        Some(V::I(i)) => i.to_f64(),
-        _ => None,
-    };
-    let i = |x: &Expr| match memo.get(&x.fingerprint()) {
-        Some(V::I(v)) => Some(v.clone()),
-        _ => None,
-    };
-    let b = |x: &Expr| match memo.get(&x.fingerprint()) {
-        Some(V::B(v)) => Some(*v),
-        _ => None,
-    };
-    Some(match e.kind() {
-        Kind::RealConst(q) => V::F(sym::const_f64(q)),
-        Kind::IntConst(n) => V::I(n.clone()),
-        Kind::BoolConst(v) => V::B(*v),
-        Kind::Param { index, ty } => match input.get(*index as usize)? {
-            ArgValue::F64(v) => V::F(*v),
-            ArgValue::F32(v) => V::F(*v as f64),
-            ArgValue::Int(v) => match ty {
-                // Integer terms hold the signed reading of the bits.
-                sym::VarType::Int { bits, .. } if *bits > 1 => {
-                    V::I(sym::wrap_signed(&BigInt::from(*v), *bits))
-                }
-                _ => V::I(BigInt::from(*v)),
-            },
-            ArgValue::OutPtr => return None,
+    let m = Memo(memo);
+    match e.kind() {
+        Kind::RealConst(q) => Some(V::F(sym::const_f64(q))),
+        Kind::IntConst(n) => Some(V::I(n.clone())),
+        Kind::BoolConst(v) => Some(V::B(*v)),
+        Kind::Param { index, ty } => eval_param(input.get(*index as usize)?, ty),
+        kind if kind.is_float_operation() => eval_float(kind, m),
+        Kind::FpToInt { .. }
+        | Kind::IntToReal(_)
+        | Kind::IntArith { .. }
+        | Kind::Unsigned { .. }
+        | Kind::Opaque { .. } => eval_integer(e.kind(), m),
+        // `is_int`, `ite`, comparisons, connectives, exception atoms.
+        kind => eval_logic(kind, m),
+    }
+}
+
+/// The values of the nodes evaluated so far, read by type.
+#[derive(Clone, Copy)]
+struct Memo<'a>(&'a sym::FingerprintMap<V>);
+
+impl Memo<'_> {
+    fn get(&self, x: &Expr) -> Option<&V> {
+        self.0.get(&x.fingerprint())
+    }
+
+    /// A float value (an integer read as a float).
+    fn f(&self, x: &Expr) -> Option<f64> {
+        match self.get(x) {
+            Some(V::F(v)) => Some(*v),
+            Some(V::I(i)) => i.to_f64(),
+            _ => None,
+        }
+    }
+
+    fn i(&self, x: &Expr) -> Option<BigInt> {
+        match self.get(x) {
+            Some(V::I(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    fn b(&self, x: &Expr) -> Option<bool> {
+        match self.get(x) {
+            Some(V::B(v)) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+/// An input parameter's value (`None` for a pointer).
+fn eval_param(value: &ArgValue, ty: &sym::VarType) -> Option<V> {
+    Some(match value {
+        ArgValue::F64(v) => V::F(*v),
+        ArgValue::F32(v) => V::F(*v as f64),
+        ArgValue::Int(v) => match ty {
+            // Integer terms hold the signed reading of the bits.
+            sym::VarType::Int { bits, .. } if *bits > 1 => {
+                V::I(sym::wrap_signed(&BigInt::from(*v), *bits))
+            }
+            _ => V::I(BigInt::from(*v)),
         },
-        Kind::Arith { op, fmt, a, b } => V::F(ieee_arith(*op, *fmt, f(a)?, f(b)?)),
-        Kind::Neg(a) => V::F(-f(a)?),
-        Kind::Abs(a) => V::F(f(a)?.abs()),
+        ArgValue::OutPtr => return None,
+    })
+}
+
+/// Floating-point operations in IEEE arithmetic of their format; `None` for other kinds.
+fn eval_float(kind: &Kind, m: Memo<'_>) -> Option<V> {
+    Some(match kind {
+        Kind::Arith { op, fmt, a, b } => V::F(ieee_arith(*op, *fmt, m.f(a)?, m.f(b)?)),
+        Kind::Neg(a) => V::F(-m.f(a)?),
+        Kind::Abs(a) => V::F(m.f(a)?.abs()),
         Kind::Fma { fmt, a, b, c } => V::F(match fmt {
-            FloatFormat::Double => f(a)?.mul_add(f(b)?, f(c)?),
-            FloatFormat::Single => (f(a)? as f32).mul_add(f(b)? as f32, f(c)? as f32) as f64,
+            FloatFormat::Double => m.f(a)?.mul_add(m.f(b)?, m.f(c)?),
+            FloatFormat::Single => (m.f(a)? as f32).mul_add(m.f(b)? as f32, m.f(c)? as f32) as f64,
         }),
-        Kind::Convert { fmt, a } => match memo.get(&a.fingerprint())? {
+        Kind::Convert { fmt, a } => match m.get(a)? {
             V::F(v) => V::F(in_format(*v, *fmt)),
             V::I(n) => V::F(match fmt {
                 FloatFormat::Double => n.to_i128()? as f64,
@@ -160,11 +202,11 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Opt
             V::B(_) => return None,
         },
         Kind::Math { func, fmt, args } => {
-            let xs: Option<Vec<f64>> = args.iter().map(f).collect();
+            let xs: Option<Vec<f64>> = args.iter().map(|x| m.f(x)).collect();
             V::F(sym::ieee_math(*func, *fmt, &xs?))
         }
         Kind::ToIntegral { mode, a, .. } => {
-            let x = f(a)?;
+            let x = m.f(a)?;
             V::F(match mode {
                 Integral::Floor => x.floor(),
                 Integral::Ceil => x.ceil(),
@@ -172,8 +214,15 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Opt
                 Integral::Round => x.round(),
             })
         }
+        _ => return None,
+    })
+}
+
+/// Integer operations and the conversions between integers and reals; `None` for other kinds.
+fn eval_integer(kind: &Kind, m: Memo<'_>) -> Option<V> {
+    Some(match kind {
         Kind::FpToInt { bits, signed, a } => {
-            let x = f(a)?;
+            let x = m.f(a)?;
             let (lo, hi) = int_range(*bits, *signed);
             let t = x.trunc();
             let in_range = t.is_finite() && {
@@ -187,66 +236,72 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Opt
                 V::I(-(BigInt::one() << (*bits as usize - 1)))
             }
         }
-        Kind::IntToReal(a) => V::F(i(a)?.to_f64()?),
+        Kind::IntToReal(a) => V::F(m.i(a)?.to_f64()?),
         Kind::IntArith { op, a, b } => {
-            let (x, y) = (i(a)?, i(b)?);
+            let (x, y) = (m.i(a)?, m.i(b)?);
             V::I(match op {
                 IntOp::Add => x + y,
                 IntOp::Sub => x - y,
                 IntOp::Mul => x * y,
             })
         }
-        Kind::Unsigned { bits, a } => V::I(sym::to_unsigned_value(&i(a)?, *bits)),
+        Kind::Unsigned { bits, a } => V::I(sym::to_unsigned_value(&m.i(a)?, *bits)),
         Kind::Opaque { op, args, .. } if op == sym::FLOOR_POW2 => {
             let k = args.get(1)?.as_int()?.to_usize()?;
-            V::I(i(args.first()?)? >> k)
+            V::I(m.i(args.first()?)? >> k)
         }
         Kind::Opaque { .. } => return None,
-        Kind::IsInt(a) => V::B(f(a)?.fract() == 0.0),
+        _ => return None,
+    })
+}
+
+/// Comparisons, Boolean connectives, `ite` and exception atoms; `None` for other kinds.
+fn eval_logic(kind: &Kind, m: Memo<'_>) -> Option<V> {
+    Some(match kind {
+        Kind::IsInt(a) => V::B(m.f(a)?.fract() == 0.0),
         Kind::Ite { c, a, b: other } => {
-            if b(c)? {
-                memo.get(&a.fingerprint())?.clone()
+            if m.b(c)? {
+                m.get(a)?.clone()
             } else {
-                memo.get(&other.fingerprint())?.clone()
+                m.get(other)?.clone()
             }
         }
-        Kind::Cmp { op, a, b: y } => {
-            match (memo.get(&a.fingerprint())?, memo.get(&y.fingerprint())?) {
-                (V::I(p), V::I(q)) => V::B(match op {
+        Kind::Cmp { op, a, b: y } => match (m.get(a)?, m.get(y)?) {
+            (V::I(p), V::I(q)) => V::B(match op {
+                CmpOp::Lt => p < q,
+                CmpOp::Le => p <= q,
+                CmpOp::Eq => p == q,
+            }),
+            (V::B(p), V::B(q)) if *op == CmpOp::Eq => V::B(p == q),
+            _ => {
+                let (p, q) = (m.f(a)?, m.f(y)?);
+                V::B(match op {
                     CmpOp::Lt => p < q,
                     CmpOp::Le => p <= q,
                     CmpOp::Eq => p == q,
-                }),
-                (V::B(p), V::B(q)) if *op == CmpOp::Eq => V::B(p == q),
-                _ => {
-                    let (p, q) = (f(a)?, f(y)?);
-                    V::B(match op {
-                        CmpOp::Lt => p < q,
-                        CmpOp::Le => p <= q,
-                        CmpOp::Eq => p == q,
-                    })
-                }
+                })
             }
-        }
-        Kind::Not(a) => V::B(!b(a)?),
+        },
+        Kind::Not(a) => V::B(!m.b(a)?),
         Kind::And(xs) => {
             let mut all = true;
             for x in xs {
-                all &= b(x)?;
+                all &= m.b(x)?;
             }
             V::B(all)
         }
         Kind::Or(xs) => {
             let mut any = false;
             for x in xs {
-                any |= b(x)?;
+                any |= m.b(x)?;
             }
             V::B(any)
         }
         Kind::Exception { kind, site } => {
-            let args: Option<Vec<f64>> = site.args.iter().map(f).collect();
+            let args: Option<Vec<f64>> = site.args.iter().map(|x| m.f(x)).collect();
             V::B(raises(*kind, site, &args?)?)
         }
+        _ => return None,
     })
 }
 

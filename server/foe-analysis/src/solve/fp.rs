@@ -94,8 +94,23 @@ impl Encoder {
 
     /// The SMT-LIB definition of one node (children already defined), with its sort and format.
     fn node(&self, e: &Expr) -> Option<(String, String, Option<FloatFormat>)> {
+        match e.kind() {
+            kind if kind.is_float_operation() => self.float_node(e),
+            Kind::Ite { a, .. } if a.sort() == crate::sym::Sort::Real => self.float_node(e),
+            Kind::Ite { .. }
+            | Kind::Cmp { .. }
+            | Kind::Not(_)
+            | Kind::And(_)
+            | Kind::Or(_)
+            | Kind::Exception { .. } => self.bool_node(e),
+            _ => None,
+        }
+    }
+
+    /// A floating-point node: an operation rounded to nearest, a conversion, `sqrt`, an integral rounding or a
+    /// floating-point `ite`; `None` for other kinds.
+    fn float_node(&self, e: &Expr) -> Option<(String, String, Option<FloatFormat>)> {
         let real = |fmt: FloatFormat, body: String| Some((sort(fmt).to_string(), body, Some(fmt)));
-        let boolean = |body: String| Some(("Bool".to_string(), body, None));
         match e.kind() {
             Kind::Arith { op, fmt, a, b } => {
                 let name = match op {
@@ -170,6 +185,15 @@ impl Encoder {
                     ),
                 )
             }
+            _ => None,
+        }
+    }
+
+    /// A Boolean node: a Boolean `ite`, a floating-point comparison, a connective or an exception condition;
+    /// `None` for other kinds.
+    fn bool_node(&self, e: &Expr) -> Option<(String, String, Option<FloatFormat>)> {
+        let boolean = |body: String| Some(("Bool".to_string(), body, None));
+        match e.kind() {
             Kind::Ite { c, a, b } if a.sort() == crate::sym::Sort::Bool => boolean(format!(
                 "(ite {} {} {})",
                 self.boolean(c)?,

@@ -108,7 +108,6 @@ impl RealEncoder {
         if e.sort() == Sort::Int || matches!(e.kind(), Kind::IsInt(_) | Kind::ToIntegral { .. }) {
             self.uses_integers = true;
         }
-        let zero = || Real::from_rational(0, 1);
         match e.kind() {
             Kind::RealConst(q) => Term::Real(rational(q)),
             Kind::IntConst(i) => Term::Int(int_const(i)),
@@ -117,19 +116,11 @@ impl RealEncoder {
                 VarType::Float(_) => Term::Real(Real::new_const(param_name(*index, *ty))),
                 VarType::Int { .. } => Term::Int(Int::new_const(param_name(*index, *ty))),
             },
-            Kind::Arith { op, a, b, .. } => {
-                let (x, y) = (self.real(a), self.real(b));
-                Term::Real(match op {
-                    ArithOp::Add => x + y,
-                    ArithOp::Sub => x - y,
-                    ArithOp::Mul => x * y,
-                    ArithOp::Div => x / y,
-                })
-            }
+            Kind::Arith { op, a, b, .. } => Term::Real(self.arith(*op, a, b)),
             Kind::Neg(a) => Term::Real(-self.real(a)),
             Kind::Abs(a) => {
                 let x = self.real(a);
-                Term::Real(x.ge(zero()).ite(&x, &-x.clone()))
+                Term::Real(x.ge(Real::from_rational(0, 1)).ite(&x, &-x.clone()))
             }
             Kind::Fma { a, b, c, .. } => {
                 let (x, y, z) = (self.real(a), self.real(b), self.real(c));
@@ -141,36 +132,8 @@ impl RealEncoder {
                 self.pending.extend(sym::side_constraints(e));
                 Term::Real(Real::new_const(format!("d{:032x}", e.fingerprint())))
             }
-            Kind::ToIntegral { mode, a, .. } => {
-                let x = self.real(a);
-                let floor = |v: &Real| Real::from_int(&Int::from_real(v));
-                let half = Real::from_rational(1, 2);
-                Term::Real(match mode {
-                    Integral::Floor => floor(&x),
-                    Integral::Ceil => -floor(&-x.clone()),
-                    Integral::Trunc => x.ge(zero()).ite(&floor(&x), &-floor(&-x.clone())),
-                    Integral::Round => x.ge(zero()).ite(
-                        &floor(&(x.clone() + half.clone())),
-                        &-floor(&(-x.clone() + half)),
-                    ),
-                })
-            }
-            Kind::FpToInt { bits, signed, a } => {
-                let x = self.real(a);
-                let truncated = x
-                    .ge(zero())
-                    .ite(&Int::from_real(&x), &-Int::from_real(&-x.clone()));
-                Term::Int(if *signed {
-                    truncated
-                } else {
-                    // Unsigned results are held in signed form.
-                    let half = int_const(&(BigInt::one() << (*bits as usize - 1)));
-                    let modulus = int_const(&(BigInt::one() << *bits as usize));
-                    truncated
-                        .ge(&half)
-                        .ite(&(truncated.clone() - modulus), &truncated)
-                })
-            }
+            Kind::ToIntegral { mode, a, .. } => Term::Real(self.integral_part(*mode, a)),
+            Kind::FpToInt { bits, signed, a } => Term::Int(self.fp_to_int(*bits, *signed, a)),
             Kind::IntArith { op, a, b } => {
                 let (x, y) = (self.int(a), self.int(b));
                 Term::Int(match op {
@@ -189,39 +152,8 @@ impl RealEncoder {
                 Term::Int(Int::new_const(format!("o{:032x}", e.fingerprint())))
             }
             Kind::IsInt(a) => Term::Bool(self.real(a).is_int()),
-            Kind::Ite { c, a, b } => {
-                let cond = self.bool(c);
-                match a.sort() {
-                    Sort::Real => Term::Real(cond.ite(&self.real(a), &self.real(b))),
-                    Sort::Int => Term::Int(cond.ite(&self.int(a), &self.int(b))),
-                    Sort::Bool => Term::Bool(cond.ite(&self.bool(a), &self.bool(b))),
-                }
-            }
-            Kind::Cmp { op, a, b } => Term::Bool(match (a.sort(), b.sort()) {
-                (Sort::Int, Sort::Int) => {
-                    let (x, y) = (self.int(a), self.int(b));
-                    match op {
-                        CmpOp::Lt => x.lt(&y),
-                        CmpOp::Le => x.le(&y),
-                        CmpOp::Eq => x.eq(&y),
-                    }
-                }
-                (Sort::Bool, Sort::Bool) => {
-                    let (x, y) = (self.bool(a), self.bool(b));
-                    match op {
-                        CmpOp::Eq => x.iff(&y),
-                        _ => Bool::from_bool(false),
-                    }
-                }
-                _ => {
-                    let (x, y) = (self.real(a), self.real(b));
-                    match op {
-                        CmpOp::Lt => x.lt(&y),
-                        CmpOp::Le => x.le(&y),
-                        CmpOp::Eq => x.eq(&y),
-                    }
-                }
-            }),
+            Kind::Ite { c, a, b } => self.ite(c, a, b),
+            Kind::Cmp { op, a, b } => Term::Bool(self.cmp(*op, a, b)),
             Kind::Not(a) => Term::Bool(self.bool(a).not()),
             Kind::And(xs) => {
                 let parts: Vec<Bool> = xs.iter().map(|x| self.bool(x)).collect();
@@ -233,6 +165,92 @@ impl RealEncoder {
             }
             Kind::Exception { kind, site } => {
                 Term::Bool(self.bool(&sym::real_condition(*kind, site)))
+            }
+        }
+    }
+
+    /// `a op b` over the reals.
+    fn arith(&mut self, op: ArithOp, a: &Expr, b: &Expr) -> Real {
+        let (x, y) = (self.real(a), self.real(b));
+        match op {
+            ArithOp::Add => x + y,
+            ArithOp::Sub => x - y,
+            ArithOp::Mul => x * y,
+            ArithOp::Div => x / y,
+        }
+    }
+
+    /// `floor`, `ceil`, `trunc` or `round` of `a`, through Z3's integer part.
+    fn integral_part(&mut self, mode: Integral, a: &Expr) -> Real {
+        let zero = || Real::from_rational(0, 1);
+        let x = self.real(a);
+        let floor = |v: &Real| Real::from_int(&Int::from_real(v));
+        let half = Real::from_rational(1, 2);
+        match mode {
+            Integral::Floor => floor(&x),
+            Integral::Ceil => -floor(&-x.clone()),
+            Integral::Trunc => x.ge(zero()).ite(&floor(&x), &-floor(&-x.clone())),
+            Integral::Round => x.ge(zero()).ite(
+                &floor(&(x.clone() + half.clone())),
+                &-floor(&(-x.clone() + half)),
+            ),
+        }
+    }
+
+    /// `a` truncated toward zero to an integer of `bits`, in signed form.
+    fn fp_to_int(&mut self, bits: u32, signed: bool, a: &Expr) -> Int {
+        let zero = || Real::from_rational(0, 1);
+        let x = self.real(a);
+        let truncated = x
+            .ge(zero())
+            .ite(&Int::from_real(&x), &-Int::from_real(&-x.clone()));
+        if signed {
+            truncated
+        } else {
+            // Unsigned results are held in signed form.
+            let half = int_const(&(BigInt::one() << (bits as usize - 1)));
+            let modulus = int_const(&(BigInt::one() << bits as usize));
+            truncated
+                .ge(&half)
+                .ite(&(truncated.clone() - modulus), &truncated)
+        }
+    }
+
+    /// `if c then a else b` in the sort of `a`.
+    fn ite(&mut self, c: &Expr, a: &Expr, b: &Expr) -> Term {
+        let cond = self.bool(c);
+        match a.sort() {
+            Sort::Real => Term::Real(cond.ite(&self.real(a), &self.real(b))),
+            Sort::Int => Term::Int(cond.ite(&self.int(a), &self.int(b))),
+            Sort::Bool => Term::Bool(cond.ite(&self.bool(a), &self.bool(b))),
+        }
+    }
+
+    /// `a op b` over integers when both are, as equivalence over Booleans, otherwise over the reals.
+    fn cmp(&mut self, op: CmpOp, a: &Expr, b: &Expr) -> Bool {
+        match (a.sort(), b.sort()) {
+            (Sort::Int, Sort::Int) => {
+                let (x, y) = (self.int(a), self.int(b));
+                match op {
+                    CmpOp::Lt => x.lt(&y),
+                    CmpOp::Le => x.le(&y),
+                    CmpOp::Eq => x.eq(&y),
+                }
+            }
+            (Sort::Bool, Sort::Bool) => {
+                let (x, y) = (self.bool(a), self.bool(b));
+                match op {
+                    CmpOp::Eq => x.iff(&y),
+                    _ => Bool::from_bool(false),
+                }
+            }
+            _ => {
+                let (x, y) = (self.real(a), self.real(b));
+                match op {
+                    CmpOp::Lt => x.lt(&y),
+                    CmpOp::Le => x.le(&y),
+                    CmpOp::Eq => x.eq(&y),
+                }
             }
         }
     }

@@ -129,64 +129,8 @@ impl<'m> Executor<'m> {
         let (x, fmt) = args.first().and_then(real_parts).ok_or_else(|| {
             ModelError::Unsupported(format!("calls `{name}` without a floating-point argument"))
         })?;
-        let int_result = |c: Expr| -> Value {
-            match result_ty.kind() {
-                LLVMTypeKind::LLVMIntegerTypeKind if result_ty.int_width() > 1 => Value::Int {
-                    e: sym::ite(c, sym::int_i(1), sym::int_i(0)),
-                    bits: result_ty.int_width(),
-                },
-                _ => Value::Bool(c),
-            }
-        };
-        let zero = || sym::real_i(0);
         match func {
-            // Values in the model are finite reals: never NaN nor infinite (−0 counts as +0).
-            LibcCall::Classify(Class::IsNan | Class::IsInf) => Ok(int_result(sym::fals())),
-            LibcCall::Classify(Class::IsFinite) => Ok(int_result(sym::tru())),
-            LibcCall::Classify(Class::SignBit) => Ok(int_result(sym::lt(x, zero()))),
-            LibcCall::Classify(Class::Fpclassify) => {
-                let tiny = sym::lt(sym::abs(x.clone()), min_normal(fmt));
-                let is_zero = sym::eq(x.clone(), zero());
-                if let Some(Value::Int { e: mask, .. }) = args.get(1) {
-                    // `llvm.is.fpclass(x, mask)`: bits 0-1 NaN, 2 −∞, 3 −normal, 4 −subnormal, 5 −0, 6 +0,
-                    // 7 +subnormal, 8 +normal, 9 +∞.
-                    let mask = sym::const_i64(mask).ok_or_else(|| {
-                        ModelError::internal("`llvm.is.fpclass` with a computed mask")
-                    })?;
-                    let bit = |i: u32| mask & (1 << i) != 0;
-                    let negative = || sym::lt(x.clone(), zero());
-                    let positive = || sym::gt(x.clone(), zero());
-                    let normal = || sym::not(tiny.clone());
-                    let subnormal = || sym::and([tiny.clone(), sym::not(is_zero.clone())]);
-                    let mut parts = Vec::new();
-                    if bit(3) {
-                        parts.push(sym::and([negative(), normal()]));
-                    }
-                    if bit(4) {
-                        parts.push(sym::and([negative(), subnormal()]));
-                    }
-                    if bit(5) || bit(6) {
-                        parts.push(is_zero.clone());
-                    }
-                    if bit(7) {
-                        parts.push(sym::and([positive(), subnormal()]));
-                    }
-                    if bit(8) {
-                        parts.push(sym::and([positive(), normal()]));
-                    }
-                    return Ok(Value::Bool(sym::or(parts)));
-                }
-                // glibc's numbering: FP_ZERO 2, FP_SUBNORMAL 3, FP_NORMAL 4.
-                let class = sym::ite(
-                    is_zero,
-                    sym::int_i(2),
-                    sym::ite(tiny, sym::int_i(3), sym::int_i(4)),
-                );
-                Ok(Value::Int {
-                    e: class,
-                    bits: result_ty.int_width().max(2),
-                })
-            }
+            LibcCall::Classify(class) => classify(class, x, fmt, &args, result_ty),
             LibcCall::Scale => {
                 let Some(Value::Int { e: n, .. }) = args.get(1) else {
                     return Err(ModelError::Unsupported(format!(
@@ -205,77 +149,172 @@ impl<'m> Executor<'m> {
                     Value::Real { e: factor, fmt },
                 )
             }
-            LibcCall::Modf => {
-                let Some(Value::Ptr(p)) = args.get(1) else {
-                    return Err(path_stop(format!(
-                        "`{name}` stores through an unknown pointer"
-                    )));
-                };
-                let whole = sym::to_integral(Integral::Trunc, fmt, x.clone());
-                st.memory.store_scalar(
-                    *p,
-                    Value::Real {
-                        e: whole.clone(),
-                        fmt,
-                    },
-                    Scalar::Float(fmt),
-                )?;
-                Ok(Value::Real {
-                    e: sym::exact(ArithOp::Sub, x, whole),
-                    fmt,
-                })
-            }
-            LibcCall::Frexp => {
-                let Some(Value::Ptr(p)) = args.get(1) else {
-                    return Err(path_stop(format!(
-                        "`{name}` stores through an unknown pointer"
-                    )));
-                };
-                let Some(c) = x.as_real() else {
-                    return Err(path_stop(format!("`{name}` of a computed value")));
-                };
-                let (m, e) = frexp_f64(sym::const_f64(c));
-                st.memory.store_scalar(
-                    *p,
-                    Value::Int {
-                        e: sym::int_i(e as i64),
-                        bits: 32,
-                    },
-                    Scalar::Int(32),
-                )?;
-                Ok(Value::Real {
-                    e: sym::real_f64(m),
-                    fmt,
-                })
-            }
-            LibcCall::NextAfter => {
-                let y = args.get(1).and_then(real_parts).map(|(y, _)| y);
-                match (x.as_real(), y.as_ref().and_then(|y| y.as_real())) {
-                    (Some(a), Some(b)) => {
-                        let (a, b) = (sym::const_f64(a), sym::const_f64(b));
-                        let r = match fmt {
-                            FloatFormat::Double => nextafter_f64(a, b),
-                            FloatFormat::Single => {
-                                let (a, b) = (a as f32, b as f32);
-                                if a == b {
-                                    b as f64
-                                } else if a == 0.0 {
-                                    f32::from_bits(1).copysign(b - a) as f64
-                                } else {
-                                    let away = (b > a) == (a > 0.0);
-                                    let bits = a.to_bits();
-                                    f32::from_bits(if away { bits + 1 } else { bits - 1 }) as f64
-                                }
-                            }
-                        };
-                        Ok(Value::Real {
-                            e: sym::real_f64(r),
-                            fmt,
-                        })
-                    }
-                    _ => Err(path_stop(format!("`{name}` of a computed value"))),
-                }
-            }
+            LibcCall::Modf => modf(st, &name, x, fmt, &args),
+            LibcCall::Frexp => frexp(st, &name, x, fmt, &args),
+            LibcCall::NextAfter => nextafter(&name, x, fmt, &args),
         }
+    }
+}
+
+/// `isnan`, `isinf`, `isfinite`, `signbit`, `fpclassify` and `llvm.is.fpclass` of `x` (the mask in `args[1]`).
+fn classify<'m>(
+    class: Class,
+    x: Expr,
+    fmt: FloatFormat,
+    args: &[Value],
+    result_ty: Ty<'m>,
+) -> Result<Value, ModelError> {
+    let int_result = |c: Expr| -> Value {
+        match result_ty.kind() {
+            LLVMTypeKind::LLVMIntegerTypeKind if result_ty.int_width() > 1 => Value::Int {
+                e: sym::ite(c, sym::int_i(1), sym::int_i(0)),
+                bits: result_ty.int_width(),
+            },
+            _ => Value::Bool(c),
+        }
+    };
+    let zero = || sym::real_i(0);
+    match class {
+        // Values in the model are finite reals: never NaN nor infinite (−0 counts as +0).
+        Class::IsNan | Class::IsInf => Ok(int_result(sym::fals())),
+        Class::IsFinite => Ok(int_result(sym::tru())),
+        Class::SignBit => Ok(int_result(sym::lt(x, zero()))),
+        Class::Fpclassify => {
+            let tiny = sym::lt(sym::abs(x.clone()), min_normal(fmt));
+            let is_zero = sym::eq(x.clone(), zero());
+            if let Some(Value::Int { e: mask, .. }) = args.get(1) {
+                return is_fpclass(x, mask, tiny, is_zero);
+            }
+            // glibc's numbering: FP_ZERO 2, FP_SUBNORMAL 3, FP_NORMAL 4.
+            let class = sym::ite(
+                is_zero,
+                sym::int_i(2),
+                sym::ite(tiny, sym::int_i(3), sym::int_i(4)),
+            );
+            Ok(Value::Int {
+                e: class,
+                bits: result_ty.int_width().max(2),
+            })
+        }
+    }
+}
+
+/// `llvm.is.fpclass(x, mask)`, given whether `x` is `tiny` (below the smallest normal) and `is_zero`.
+fn is_fpclass(x: Expr, mask: &Expr, tiny: Expr, is_zero: Expr) -> Result<Value, ModelError> {
+    let zero = || sym::real_i(0);
+    // `llvm.is.fpclass(x, mask)`: bits 0-1 NaN, 2 −∞, 3 −normal, 4 −subnormal, 5 −0, 6 +0,
+    // 7 +subnormal, 8 +normal, 9 +∞.
+    let mask = sym::const_i64(mask)
+        .ok_or_else(|| ModelError::internal("`llvm.is.fpclass` with a computed mask"))?;
+    let bit = |i: u32| mask & (1 << i) != 0;
+    let negative = || sym::lt(x.clone(), zero());
+    let positive = || sym::gt(x.clone(), zero());
+    let normal = || sym::not(tiny.clone());
+    let subnormal = || sym::and([tiny.clone(), sym::not(is_zero.clone())]);
+    let mut parts = Vec::new();
+    if bit(3) {
+        parts.push(sym::and([negative(), normal()]));
+    }
+    if bit(4) {
+        parts.push(sym::and([negative(), subnormal()]));
+    }
+    if bit(5) || bit(6) {
+        parts.push(is_zero.clone());
+    }
+    if bit(7) {
+        parts.push(sym::and([positive(), subnormal()]));
+    }
+    if bit(8) {
+        parts.push(sym::and([positive(), normal()]));
+    }
+    Ok(Value::Bool(sym::or(parts)))
+}
+
+/// `modf(x, &whole)`: stores x truncated toward zero, returns the rest.
+fn modf(
+    st: &mut State<'_>,
+    name: &str,
+    x: Expr,
+    fmt: FloatFormat,
+    args: &[Value],
+) -> Result<Value, ModelError> {
+    let Some(Value::Ptr(p)) = args.get(1) else {
+        return Err(path_stop(format!(
+            "`{name}` stores through an unknown pointer"
+        )));
+    };
+    let whole = sym::to_integral(Integral::Trunc, fmt, x.clone());
+    st.memory.store_scalar(
+        *p,
+        Value::Real {
+            e: whole.clone(),
+            fmt,
+        },
+        Scalar::Float(fmt),
+    )?;
+    Ok(Value::Real {
+        e: sym::exact(ArithOp::Sub, x, whole),
+        fmt,
+    })
+}
+
+/// `frexp(x, &exp)` of a constant `x`: stores the exponent, returns the mantissa.
+fn frexp(
+    st: &mut State<'_>,
+    name: &str,
+    x: Expr,
+    fmt: FloatFormat,
+    args: &[Value],
+) -> Result<Value, ModelError> {
+    let Some(Value::Ptr(p)) = args.get(1) else {
+        return Err(path_stop(format!(
+            "`{name}` stores through an unknown pointer"
+        )));
+    };
+    let Some(c) = x.as_real() else {
+        return Err(path_stop(format!("`{name}` of a computed value")));
+    };
+    let (m, e) = frexp_f64(sym::const_f64(c));
+    st.memory.store_scalar(
+        *p,
+        Value::Int {
+            e: sym::int_i(e as i64),
+            bits: 32,
+        },
+        Scalar::Int(32),
+    )?;
+    Ok(Value::Real {
+        e: sym::real_f64(m),
+        fmt,
+    })
+}
+
+/// `nextafter(x, y)` of constants, in `fmt`.
+fn nextafter(name: &str, x: Expr, fmt: FloatFormat, args: &[Value]) -> Result<Value, ModelError> {
+    let y = args.get(1).and_then(real_parts).map(|(y, _)| y);
+    match (x.as_real(), y.as_ref().and_then(|y| y.as_real())) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (sym::const_f64(a), sym::const_f64(b));
+            let r = match fmt {
+                FloatFormat::Double => nextafter_f64(a, b),
+                FloatFormat::Single => {
+                    let (a, b) = (a as f32, b as f32);
+                    if a == b {
+                        b as f64
+                    } else if a == 0.0 {
+                        f32::from_bits(1).copysign(b - a) as f64
+                    } else {
+                        let away = (b > a) == (a > 0.0);
+                        let bits = a.to_bits();
+                        f32::from_bits(if away { bits + 1 } else { bits - 1 }) as f64
+                    }
+                }
+            };
+            Ok(Value::Real {
+                e: sym::real_f64(r),
+                fmt,
+            })
+        }
+        _ => Err(path_stop(format!("`{name}` of a computed value"))),
     }
 }

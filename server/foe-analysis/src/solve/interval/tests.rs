@@ -1,0 +1,221 @@
+//! Tests of interval refutation on small formulae, with and without a declared domain.
+
+use super::*;
+use crate::domain::{Bound, ParamRange};
+use crate::round::FloatFormat;
+
+fn sig(n: usize) -> FunctionSignature {
+    crate::solve::doubles(n)
+}
+
+fn domain(lo: f64, hi: f64) -> Domain {
+    Domain {
+        ranges: vec![ParamRange {
+            param: 0,
+            lo: Some(Bound {
+                value: lo,
+                inclusive: true,
+            }),
+            hi: Some(Bound {
+                value: hi,
+                inclusive: true,
+            }),
+        }],
+        text: vec![],
+    }
+}
+
+fn x() -> Expr {
+    sym::param(0, sym::VarType::Float(FloatFormat::Double))
+}
+
+/// The overflow condition of `x * x`.
+fn square_overflows() -> Expr {
+    let product = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+    sym::ge(
+        sym::abs(product),
+        sym::real(sym::max_finite(FloatFormat::Double)),
+    )
+}
+
+#[test]
+fn a_product_of_small_values_cannot_overflow_but_of_large_ones_may() {
+    let overflow = square_overflows();
+    assert!(refutes(&overflow, &sig(1), Some(&domain(-4.5, 7.8))));
+    assert!(!refutes(&overflow, &sig(1), Some(&domain(-1e200, 1e200))));
+}
+
+#[test]
+fn division_by_an_interval_around_zero_proves_nothing() {
+    let quotient = sym::arith(ArithOp::Div, FloatFormat::Double, sym::real_i(1), x());
+    let big = sym::ge(quotient, sym::real_i(1000));
+    assert!(!refutes(&big, &sig(1), Some(&domain(-1.0, 1.0))));
+    assert!(refutes(&big, &sig(1), Some(&domain(0.5, 1.0))));
+}
+
+#[test]
+fn the_path_condition_narrows_the_box() {
+    let overflow = square_overflows();
+    // 0 < x and x < 3: x * x stays far below Ω.
+    let path = sym::and([
+        sym::lt(sym::real_i(0), x()),
+        sym::lt(x(), sym::real_i(3)),
+        overflow.clone(),
+    ]);
+    assert!(refutes(&path, &sig(1), None));
+    // Without the upper bound it may overflow.
+    let open = sym::and([sym::lt(sym::real_i(0), x()), overflow.clone()]);
+    assert!(!refutes(&open, &sig(1), None));
+    // not(x < 10): x >= 10, contradicting x < 3.
+    let empty = sym::and([
+        sym::not(sym::lt(x(), sym::real_i(10))),
+        sym::lt(x(), sym::real_i(3)),
+    ]);
+    assert!(refutes(&empty, &sig(1), None));
+}
+
+/// `x * x < 1e-300`: only near zero.
+fn square_is_tiny() -> Expr {
+    let product = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+    sym::lt(product, sym::real_f64(1e-300))
+}
+
+#[test]
+fn a_square_is_never_negative() {
+    let negative = sym::lt(
+        sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x()),
+        sym::real_i(-1),
+    );
+    assert!(refutes(&negative, &sig(1), Some(&domain(-2.0, 3.0))));
+}
+
+#[test]
+fn magnitudes_bound_a_parameter_on_both_sides_of_zero() {
+    let small = sym::lt(sym::abs(x()), sym::real_i(2));
+    let far_from_zero = sym::not(sym::lt(sym::abs(x()), sym::real_f64(1e-7)));
+    // |x| < 2 keeps x * x from overflowing.
+    assert!(refutes(
+        &sym::and([small.clone(), square_overflows()]),
+        &sig(1),
+        None
+    ));
+    // |x| >= 1e-7 keeps x * x above 1e-300 on both sides of zero (the box is split there).
+    let both = sym::and([small.clone(), far_from_zero.clone(), square_is_tiny()]);
+    assert!(refutes(&both, &sig(1), None));
+    // Without the floor x may be zero.
+    assert!(!refutes(
+        &sym::and([small, square_is_tiny()]),
+        &sig(1),
+        None
+    ));
+    // A floor on one side of zero cuts the interval instead: -1e-8 < x < 1e-8 has no |x| >= 1e-7.
+    let near_zero = sym::and([
+        sym::lt(x(), sym::real_f64(1e-8)),
+        far_from_zero.clone(),
+        sym::lt(sym::real_f64(-1e-8), x()),
+    ]);
+    assert!(refutes(&near_zero, &sig(1), None));
+    let wide = sym::and([sym::lt(x(), sym::real_f64(1.0)), far_from_zero]);
+    assert!(!refutes(&wide, &sig(1), None));
+    // x * x < 2.5625 bounds x by 1.6 on both sides.
+    let square = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+    let bounded_square = sym::and([sym::lt(square, sym::real_f64(2.5625)), square_overflows()]);
+    assert!(refutes(&bounded_square, &sig(1), None));
+}
+
+#[test]
+fn a_negated_parameter_and_its_integral_part_are_bounded_too() {
+    // not(1e14 < -x) and x < 0: x in [-1e14, 0), so floor(-x / 45) squared stays far below Ω.
+    let minus_x = sym::neg(x());
+    let quotient = sym::arith(
+        ArithOp::Div,
+        FloatFormat::Double,
+        minus_x.clone(),
+        sym::real_i(45),
+    );
+    let whole = sym::to_integral(sym::Integral::Floor, FloatFormat::Double, quotient);
+    let squared = sym::arith(ArithOp::Mul, FloatFormat::Double, whole.clone(), whole);
+    let overflows = sym::ge(squared, sym::real(sym::max_finite(FloatFormat::Double)));
+    let path = |upper: Expr| {
+        sym::and([
+            sym::lt(x(), sym::real_i(0)),
+            sym::not(sym::lt(upper, minus_x.clone())),
+            overflows.clone(),
+        ])
+    };
+    assert!(refutes(&path(sym::real_f64(1e14)), &sig(1), None));
+    assert!(!refutes(&path(sym::real_f64(1e300)), &sig(1), None));
+}
+
+#[test]
+fn affine_bounds_and_gaps_off_zero_narrow_the_box() {
+    // 0 <= 1 - x and 0 <= 1 + x: x in [-1, 1], so (x * x) * 1e300 cannot overflow.
+    let one = || sym::real_i(1);
+    let square = sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x());
+    let scaled = sym::arith(
+        ArithOp::Mul,
+        FloatFormat::Double,
+        square,
+        sym::real_f64(1e300),
+    );
+    let overflows = sym::ge(
+        sym::abs(scaled),
+        sym::real(sym::max_finite(FloatFormat::Double)),
+    );
+    let within = |c: Expr| {
+        sym::and([
+            sym::le(
+                sym::real_i(0),
+                sym::arith(ArithOp::Sub, FloatFormat::Double, one(), x()),
+            ),
+            sym::le(
+                sym::real_i(0),
+                sym::arith(ArithOp::Add, FloatFormat::Double, c, x()),
+            ),
+            overflows.clone(),
+        ])
+    };
+    assert!(refutes(&within(one()), &sig(1), None));
+    assert!(!refutes(&within(sym::real_f64(1e5)), &sig(1), None));
+    // |x - 1| >= 0.01 leaves nothing of [0.995, 1.005]; both sides of [0.5, 1.5].
+    let away = sym::not(sym::lt(
+        sym::abs(sym::arith(ArithOp::Sub, FloatFormat::Double, x(), one())),
+        sym::real_f64(0.01),
+    ));
+    assert!(refutes(&away, &sig(1), Some(&domain(0.995, 1.005))));
+    assert!(!refutes(&away, &sig(1), Some(&domain(0.5, 1.5))));
+    // ... and splits [0.5, 1.5] there: x * x is then never within 1e-3 of 1.
+    let near_one = sym::lt(
+        sym::abs(sym::arith(
+            ArithOp::Sub,
+            FloatFormat::Double,
+            sym::arith(ArithOp::Mul, FloatFormat::Double, x(), x()),
+            one(),
+        )),
+        sym::real_f64(1e-3),
+    );
+    let both = sym::and([away, near_one]);
+    assert!(refutes(&both, &sig(1), Some(&domain(0.5, 1.5))));
+}
+
+#[test]
+fn elementary_functions_are_bounded_by_their_ranges() {
+    let f = |func, a: Expr| sym::math(func, FloatFormat::Double, vec![a]);
+    // sin x * 1e300 never overflows; exp x for x <= 700 stays finite; sqrt x <= 2 for x <= 4, and sqrt of a
+    // negative proves nothing.
+    let scaled = sym::arith(
+        ArithOp::Mul,
+        FloatFormat::Double,
+        f(sym::MathFn::Sin, x()),
+        sym::real_f64(1e300),
+    );
+    let omega = || sym::real(sym::max_finite(FloatFormat::Double));
+    assert!(refutes(&sym::ge(scaled, omega()), &sig(1), None));
+    let exp = sym::ge(f(sym::MathFn::Exp, x()), omega());
+    assert!(refutes(&exp, &sig(1), Some(&domain(-5.0, 700.0))));
+    assert!(!refutes(&exp, &sig(1), Some(&domain(-5.0, 710.0))));
+    let root = sym::lt(sym::real_i(3), f(sym::MathFn::Sqrt, x()));
+    assert!(refutes(&root, &sig(1), Some(&domain(0.0, 4.0))));
+    assert!(!refutes(&root, &sig(1), Some(&domain(0.0, 16.0))));
+    assert!(!refutes(&root, &sig(1), Some(&domain(-1.0, 4.0))));
+}

@@ -34,7 +34,8 @@ struct Inner {
     state: Arc<State>,
     engine: Arc<dyn Engine>,
     client: Client,
-    /// One engine run at a time: the engine parallelises inside, and the machine is shared with the editor.
+    /// Engine runs at once ([`engine_runs`]): the engine parallelises inside (both builds, the probes), and the
+    /// machine is shared with the editor.
     permit: Semaphore,
     progress_ids: AtomicU64,
     /// Environment errors (no clang) are shown to the user once, then only logged.
@@ -48,7 +49,7 @@ impl Scheduler {
                 state,
                 engine,
                 client,
-                permit: Semaphore::new(1),
+                permit: Semaphore::new(engine_runs()),
                 progress_ids: AtomicU64::new(0),
                 environment_error_shown: AtomicBool::new(false),
             }),
@@ -93,6 +94,7 @@ impl Scheduler {
         }
     }
 
+    /// One job: wait for its turn, analyse, decide what to show, publish. Each step is a method below.
     async fn run(self, job: Job, delay: Duration) {
         let inner = &self.inner;
         if !delay.is_zero() {
@@ -107,103 +109,20 @@ impl Scheduler {
         if !inner.state.is_current(&job) || job.cancel.is_cancelled() {
             return;
         }
-
         let started = Instant::now();
-        self.status(to_proto::status(
-            &job.uri,
-            job.version,
-            "analysing",
-            &format!("analysing {}", file_name(&job)),
-            None,
-        ))
-        .await;
-        let (progress, progress_done) = self.start_progress(&job);
-        let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
-        let result = blocking(move || {
-            // The engine adds the flags of the file's compile_commands.json entry itself.
-            let request = AnalysisRequest {
-                path: &j.path,
-                text: &j.text,
-                config: j.config.analysis(),
-                only_function: None,
-            };
-            engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
-        })
-        .await;
-
-        // The observer was dropped with the closure: let `$/progress` end before the results are published.
-        let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
-
-        let name = file_name(&job);
+        let result = self.analyse(&job).await;
         // A job stopped by a newer edit, a restart or shutdown may end in any error (its worker was killed):
         // that is the normal end of a cancelled job, not a failure to report.
         if job.cancel.is_cancelled() || inner.state.shutting_down.load(Ordering::SeqCst) {
             if let Ok(Err(e)) = &result {
-                tracing::debug!("cancelled analysis of {name} ended: {e}");
+                tracing::debug!("cancelled analysis of {} ended: {e}", file_name(&job));
             }
             return;
         }
-        let outcome = match result {
-            Ok(Ok(report)) => Outcome::Report(Arc::new(report)),
-            Ok(Err(AnalysisError::Compile {
-                message,
-                line,
-                column,
-                ..
-            })) => Outcome::CompileError {
-                message,
-                line,
-                column,
-            },
-            Ok(Err(AnalysisError::Cancelled)) => return,
-            Ok(Err(e @ AnalysisError::Environment(_))) => {
-                let message = format!("foe: cannot analyse {name}: {e}");
-                if !inner.environment_error_shown.swap(true, Ordering::SeqCst) {
-                    inner
-                        .client
-                        .show_message(MessageType::ERROR, &message)
-                        .await;
-                }
-                self.job_failed(&job.uri, job.version, message).await;
-                return;
-            }
-            Ok(Err(e)) => {
-                let message = format!("foe: analysis of {name} failed: {e}");
-                self.job_failed(&job.uri, job.version, message).await;
-                return;
-            }
-            Err(panic) => {
-                let message = format!("foe: analysis of {name} crashed: {panic}");
-                self.job_failed(&job.uri, job.version, message).await;
-                return;
-            }
+        let Some(outcome) = self.outcome(&job, result).await else {
+            return;
         };
-        let shown = match &outcome {
-            Outcome::Report(report) => Shown {
-                findings: Arc::new(findings::findings(report, &job.text, job.config.findings())),
-                text: job.text.clone(),
-                report: Some(report.clone()),
-                stale: false,
-            },
-            // Keep the last findings, marked stale; the compile error is clangd's to show.
-            Outcome::CompileError {
-                message,
-                line,
-                column,
-            } => match inner.state.last_findings(&job.uri) {
-                Some(last) => Shown {
-                    stale: true,
-                    ..last
-                },
-                None => Shown {
-                    findings: Arc::new(vec![Finding::compile_error(message, *line, *column)]),
-                    text: job.text.clone(),
-                    report: None,
-                    stale: false,
-                },
-            },
-        };
-
+        let shown = self.shown(&job, &outcome);
         let analysis = Arc::new(Analysis {
             version: job.version,
             generation: job.generation,
@@ -216,31 +135,135 @@ impl Scheduler {
             shown,
             fixes: Mutex::new(Default::default()),
         });
-        if !inner.state.finish(&job.uri, analysis.clone()) {
-            return;
+        if inner.state.finish(&job.uri, analysis.clone()) {
+            self.publish(&job, &analysis).await;
         }
-        let diagnostics = to_proto::diagnostics(&analysis, &job.uri);
-        inner
-            .client
+    }
+
+    /// Runs the engine on the job's text on a blocking thread, with `analysing` status and `$/progress`.
+    async fn analyse(
+        &self,
+        job: &Job,
+    ) -> Result<Result<foe_analysis::report::FileReport, AnalysisError>, String> {
+        let inner = &self.inner;
+        self.status(to_proto::status(
+            &job.uri,
+            job.version,
+            "analysing",
+            &format!("analysing {}", file_name(job)),
+            None,
+        ))
+        .await;
+        let (progress, progress_done) = self.start_progress(job);
+        let (state, engine, j) = (inner.state.clone(), inner.engine.clone(), job.clone());
+        let result = blocking(move || {
+            // The engine adds the flags of the file's compile_commands.json entry itself.
+            let request = AnalysisRequest {
+                path: &j.path,
+                text: &j.text,
+                config: j.config.analysis(),
+                only_function: None,
+            };
+            engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
+        })
+        .await;
+        // The observer was dropped with the closure: let `$/progress` end before the results are published.
+        let _ = tokio::time::timeout(Duration::from_millis(500), progress_done).await;
+        result
+    }
+
+    /// What the engine's answer means for the document: a report or a compile error; None (after telling the
+    /// user) when the analysis failed or was cancelled.
+    async fn outcome(
+        &self,
+        job: &Job,
+        result: Result<Result<foe_analysis::report::FileReport, AnalysisError>, String>,
+    ) -> Option<Outcome> {
+        let name = file_name(job);
+        let message = match result {
+            Ok(Ok(report)) => return Some(Outcome::Report(Arc::new(report))),
+            Ok(Err(AnalysisError::Compile {
+                message,
+                line,
+                column,
+                ..
+            })) => {
+                return Some(Outcome::CompileError {
+                    message,
+                    line,
+                    column,
+                })
+            }
+            Ok(Err(AnalysisError::Cancelled)) => return None,
+            Ok(Err(e @ AnalysisError::Environment(_))) => {
+                let message = format!("foe: cannot analyse {name}: {e}");
+                if !self
+                    .inner
+                    .environment_error_shown
+                    .swap(true, Ordering::SeqCst)
+                {
+                    self.inner
+                        .client
+                        .show_message(MessageType::ERROR, &message)
+                        .await;
+                }
+                message
+            }
+            Ok(Err(e)) => format!("foe: analysis of {name} failed: {e}"),
+            Err(panic) => format!("foe: analysis of {name} crashed: {panic}"),
+        };
+        self.job_failed(&job.uri, job.version, message).await;
+        None
+    }
+
+    /// What to show for an outcome: its findings, or while the file does not compile the last findings marked
+    /// stale (the compile error is clangd's to show), or the compile error when there are none.
+    fn shown(&self, job: &Job, outcome: &Outcome) -> Shown {
+        match outcome {
+            Outcome::Report(report) => Shown {
+                findings: Arc::new(findings::findings(report, &job.text, job.config.findings())),
+                text: job.text.clone(),
+                report: Some(report.clone()),
+                stale: false,
+            },
+            Outcome::CompileError {
+                message,
+                line,
+                column,
+            } => match self.inner.state.last_findings(&job.uri) {
+                Some(last) => Shown {
+                    stale: true,
+                    ..last
+                },
+                None => Shown {
+                    findings: Arc::new(vec![Finding::compile_error(message, *line, *column)]),
+                    text: job.text.clone(),
+                    report: None,
+                    stale: false,
+                },
+            },
+        }
+    }
+
+    /// Sends the diagnostics, the status and a log line of a finished analysis, then starts verifying its fixes.
+    async fn publish(&self, job: &Job, analysis: &Arc<Analysis>) {
+        let client = &self.inner.client;
+        let diagnostics = to_proto::diagnostics(analysis, &job.uri);
+        client
             .publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version))
             .await;
-        let (state, message) = to_proto::status_summary(&analysis);
+        let (state, message) = to_proto::status_summary(analysis);
         self.status(to_proto::status(
             &job.uri,
             job.version,
             state,
             &message,
-            Some(&analysis),
+            Some(analysis),
         ))
         .await;
-        inner
-            .client
-            .log_message(
-                MessageType::INFO,
-                to_proto::analysis_summary(&name, &analysis),
-            )
-            .await;
-        self.prefetch_fixes(&analysis);
+        let summary = to_proto::analysis_summary(&file_name(job), analysis);
+        client.log_message(MessageType::INFO, summary).await;
+        self.prefetch_fixes(analysis);
     }
 
     /// Tells the client that the analysis of a version failed: a status and a logged error.
@@ -517,6 +540,12 @@ impl Scheduler {
     pub fn cancel_all(&self) {
         self.inner.state.cancel_all();
     }
+}
+
+/// How many files are analysed side by side: one per two cores (an analysis keeps about two busy), at least one.
+fn engine_runs() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cores / 2).max(1)
 }
 
 /// Forwards phases to the task that turns them into `$/progress` notifications.

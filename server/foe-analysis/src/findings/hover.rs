@@ -50,12 +50,6 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
         finding.code,
         super::message::what(finding.code, best)
     );
-    if let Some(c) = &finding.cause {
-        let _ = writeln!(md, "Cause: {}\n", c.text);
-        if let Some(change) = &c.build_change {
-            let _ = writeln!(md, "Fix: {change}\n");
-        }
-    }
     let mut count = format!(
         "{} diverging input{} here",
         finding.inputs,
@@ -98,6 +92,13 @@ pub fn hover_markdown(report: &FileReport, f: &FunctionReport, finding: &Finding
             Style::Markdown
         )
     );
+    // The inputs and the two runs first (what a hover shows without scrolling), then why and what removes it.
+    if let Some(c) = &finding.cause {
+        let _ = writeln!(md, "Cause: {}\n", c.text);
+        if let Some(change) = &c.build_change {
+            let _ = writeln!(md, "Fix: {change}\n");
+        }
+    }
     for line in &finding.shipped {
         let _ = writeln!(md, "{line}  ");
     }

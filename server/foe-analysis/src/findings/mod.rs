@@ -474,44 +474,7 @@ fn divergence_findings(
             )
         });
         let best = &f.divergences[members[0]];
-        let domain = match (declared, best.in_domain) {
-            (false, _) => DomainFit::NotDeclared,
-            (true, true) => DomainFit::Inside,
-            (true, false) => DomainFit::Outside,
-        };
-        let extreme = extreme(best);
-        let (rank, shown) = match domain {
-            // A function that tests for NaN or infinity expects them: what fast-math makes of them is a warning.
-            _ if non_finite(best) && f.tests_special_values => {
-                (Rank::NonFiniteInputs, Some(Severity::Warning))
-            }
-            _ if non_finite(best) => (
-                Rank::NonFiniteInputs,
-                options.non_finite_inputs_severity.severity(),
-            ),
-            DomainFit::Inside if extreme => (
-                Rank::ExtremeInputs,
-                options.extreme_inputs_severity.severity(),
-            ),
-            DomainFit::Inside => (Rank::InDomain, Some(Severity::Warning)),
-            DomainFit::Outside if extreme => (
-                Rank::ExtremeInputs,
-                options
-                    .outside_domain_severity
-                    .severity()
-                    .zip(options.extreme_inputs_severity.severity())
-                    .map(|(a, b)| a.max(b)),
-            ),
-            DomainFit::Outside => (
-                Rank::OutsideDomain,
-                options.outside_domain_severity.severity(),
-            ),
-            DomainFit::NotDeclared if extreme => (
-                Rank::ExtremeInputs,
-                options.extreme_inputs_severity.severity(),
-            ),
-            DomainFit::NotDeclared => (Rank::Ordinary, Some(Severity::Warning)),
-        };
+        let (domain, rank, shown) = placement(f, best, options);
         let Some(mut severity) = shown else { continue };
         let (code, event) = code::classify(best);
         // Where contraction or re-association made the fast-math build the more accurate, it is information.
@@ -568,6 +531,56 @@ pub fn left_unchecked(report: &FileReport) -> usize {
             .iter()
             .filter(|f| f.status == FunctionStatus::Failed && !f.runs.mostly_incomplete())
             .count()
+}
+
+/// Where a group's best divergence places its finding: where its input lies relative to the declared domain, its
+/// rank, and the severity `options` show it with (None: not shown).
+fn placement(
+    f: &FunctionReport,
+    best: &Divergence,
+    options: &FindingOptions,
+) -> (DomainFit, Rank, Option<Severity>) {
+    let declared = !f.domain.is_empty();
+    let domain = match (declared, best.in_domain) {
+        (false, _) => DomainFit::NotDeclared,
+        (true, true) => DomainFit::Inside,
+        (true, false) => DomainFit::Outside,
+    };
+    let extreme = message::is_extreme(f, best);
+    let non_finite = message::needs_non_finite(best);
+    let (rank, shown) = match domain {
+        // A function that tests for NaN or infinity expects them: what fast-math makes of them is a warning.
+        _ if non_finite && f.tests_special_values => {
+            (Rank::NonFiniteInputs, Some(Severity::Warning))
+        }
+        _ if non_finite => (
+            Rank::NonFiniteInputs,
+            options.non_finite_inputs_severity.severity(),
+        ),
+        DomainFit::Inside if extreme => (
+            Rank::ExtremeInputs,
+            options.extreme_inputs_severity.severity(),
+        ),
+        DomainFit::Inside => (Rank::InDomain, Some(Severity::Warning)),
+        DomainFit::Outside if extreme => (
+            Rank::ExtremeInputs,
+            options
+                .outside_domain_severity
+                .severity()
+                .zip(options.extreme_inputs_severity.severity())
+                .map(|(a, b)| a.max(b)),
+        ),
+        DomainFit::Outside => (
+            Rank::OutsideDomain,
+            options.outside_domain_severity.severity(),
+        ),
+        DomainFit::NotDeclared if extreme => (
+            Rank::ExtremeInputs,
+            options.extreme_inputs_severity.severity(),
+        ),
+        DomainFit::NotDeclared => (Rank::Ordinary, Some(Severity::Warning)),
+    };
+    (domain, rank, shown)
 }
 
 /// One line on what an analysis shows: `5 functions analysed, 2 warnings, 17 other findings, 1 not analysed`.

@@ -64,40 +64,7 @@ pub fn build_flags(config: &AnalysisConfig, file: &Path) -> (Vec<String>, Vec<St
     (p, pp)
 }
 
-/// Whether `flag` is one of clang's fast-math options (the umbrella, one of its parts, or `-Ofast`).
-pub fn is_fast_math_option(flag: &str) -> bool {
-    matches!(
-        flag,
-        "-ffast-math"
-            | "-fno-fast-math"
-            | "-funsafe-math-optimizations"
-            | "-fno-unsafe-math-optimizations"
-            | "-fassociative-math"
-            | "-fno-associative-math"
-            | "-freciprocal-math"
-            | "-fno-reciprocal-math"
-            | "-ffinite-math-only"
-            | "-fno-finite-math-only"
-            | "-fno-honor-nans"
-            | "-fhonor-nans"
-            | "-fno-honor-infinities"
-            | "-fhonor-infinities"
-            | "-fno-signed-zeros"
-            | "-fsigned-zeros"
-            | "-fapprox-func"
-            | "-fno-approx-func"
-            | "-fno-trapping-math"
-            | "-ftrapping-math"
-            | "-fno-math-errno"
-            | "-fmath-errno"
-            | "-ffp-contract=fast"
-            | "-ffp-contract=fast-honor-pragmas"
-            | "-mdaz-ftz"
-            | "-mno-daz-ftz"
-            | "-Ofast"
-    ) || flag.starts_with("-ffp-model=")
-        || flag.starts_with("-fdenormal-fp-math")
-}
+pub use crate::fast_math::is_fast_math_option;
 
 /// `flags` without their fast-math options (`-Ofast` becomes `-O3`): the same build without fast-math.
 pub fn without_fast_math(flags: &[String]) -> Vec<String> {

@@ -28,13 +28,7 @@ use crate::report::{Cause, Divergence, FileReport, FunctionReport, FunctionSpan,
 
 /// The build change that removes a divergence of this cause, for causes no source edit can reach.
 pub fn build_change(cause: Cause) -> Option<&'static str> {
-    match cause {
-        Cause::FlushToZero => Some(
-            "link with -mno-daz-ftz (or without -ffast-math): flush-to-zero/denormals-are-zero is set for the whole \
-             process at start-up, no source edit reaches it",
-        ),
-        _ => None,
-    }
+    crate::fast_math::option(cause)?.build_change
 }
 
 /// Whether the pragmas can remove a divergence of this cause: everything but what the link sets. What `-O2`
@@ -264,19 +258,23 @@ pub enum FixScope {
 impl FixScope {
     /// The pragmas that open the body (clang 19 accepts each at the start of a compound statement).
     pub fn pragmas(self) -> &'static [&'static str] {
-        match self {
-            FixScope::Reassociation => &["#pragma clang fp reassociate(off)"],
-            FixScope::Contraction => &["#pragma clang fp contract(off)"],
-            FixScope::FastMath => &PRECISE_PRAGMAS,
+        match self.option().and_then(|o| o.pragma.as_ref()) {
+            Some(pragma) => std::slice::from_ref(pragma),
+            None => &PRECISE_PRAGMAS,
         }
     }
 
     /// What the fix's title says it turns off: `re-association`, `contraction`, `fast-math`.
     pub fn what(self) -> &'static str {
+        self.option().map_or("fast-math", |o| o.what)
+    }
+
+    /// The option's row in [`crate::fast_math::OPTIONS`] for a one-option scope.
+    fn option(self) -> Option<&'static crate::fast_math::FastMathOption> {
         match self {
-            FixScope::Reassociation => "re-association",
-            FixScope::Contraction => "contraction",
-            FixScope::FastMath => "fast-math",
+            FixScope::Reassociation => crate::fast_math::option(Cause::Reassociation),
+            FixScope::Contraction => crate::fast_math::option(Cause::Contraction),
+            FixScope::FastMath => None,
         }
     }
 

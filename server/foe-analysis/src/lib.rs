@@ -11,6 +11,7 @@ pub mod config;
 pub mod confirm;
 pub mod domain;
 pub mod exec;
+pub mod fast_math;
 pub mod findings;
 pub mod fix;
 pub mod fpfmt;

@@ -307,19 +307,14 @@ pub enum Cause {
 impl Cause {
     /// A short phrase for messages (`flush-to-zero/denormals-are-zero at start-up`).
     pub fn describe(self) -> &'static str {
+        if let Some(option) = crate::fast_math::option(self) {
+            return option.description;
+        }
         match self {
-            Cause::FlushToZero => {
-                "flush-to-zero/denormals-are-zero, set at start-up by linking with -ffast-math"
-            }
-            Cause::Reassociation => "re-association (-fassociative-math)",
-            Cause::Reciprocal => "reciprocal instead of division (-freciprocal-math)",
-            Cause::Contraction => "fused multiply-add contraction (-ffp-contract=fast)",
-            Cause::FiniteMath => "the no-NaN/no-infinity assumption (-ffinite-math-only)",
-            Cause::SignedZeros => "signed zeros ignored (-fno-signed-zeros)",
-            Cause::ApproxFunc => "approximate library functions (-fapprox-func)",
             Cause::Optimisation => "optimisation that happens without fast-math too (-O2)",
             Cause::Combined => "several fast-math options together",
-            Cause::Undetermined => "undetermined",
+            // The single options are described by their row of the table above.
+            _ => "undetermined",
         }
     }
 }

@@ -27,16 +27,19 @@ pub enum Probe {
 }
 
 /// The single-option probes in the order they are tried, with the option added to P''s compile and link flags
-/// (FTZ/DAZ: only to the link, where `crtfastmath.o` comes in).
-pub const PROBES: [(Cause, &str); 7] = [
-    (Cause::FlushToZero, "-mno-daz-ftz"),
-    (Cause::Reassociation, "-fno-associative-math"),
-    (Cause::Reciprocal, "-fno-reciprocal-math"),
-    (Cause::Contraction, "-ffp-contract=off"),
-    (Cause::FiniteMath, "-fno-finite-math-only"),
-    (Cause::SignedZeros, "-fsigned-zeros"),
-    (Cause::ApproxFunc, "-fno-approx-func"),
-];
+/// (FTZ/DAZ: only to the link, where `crtfastmath.o` comes in): the negations of [`crate::fast_math::OPTIONS`].
+pub const PROBES: [(Cause, &str); 7] = {
+    let o = &crate::fast_math::OPTIONS;
+    [
+        (o[0].cause, o[0].negation),
+        (o[1].cause, o[1].negation),
+        (o[2].cause, o[2].negation),
+        (o[3].cause, o[3].negation),
+        (o[4].cause, o[4].negation),
+        (o[5].cause, o[5].negation),
+        (o[6].cause, o[6].negation),
+    ]
+};
 
 /// How one call of a shipped binary ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

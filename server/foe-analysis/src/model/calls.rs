@@ -420,29 +420,10 @@ fn libc_call_double(name: &str) -> Option<LibcCall> {
 
 /// libm functions (double names; the `f` variants are stripped by the caller).
 fn libm_call(name: &str) -> Option<MathCall> {
+    if let Some(f) = MathFn::from_name(name) {
+        return Some(MathCall::Fn(f));
+    }
     Some(match name {
-        "sqrt" => MathCall::Fn(MathFn::Sqrt),
-        "exp" => MathCall::Fn(MathFn::Exp),
-        "exp2" => MathCall::Fn(MathFn::Exp2),
-        "log" => MathCall::Fn(MathFn::Log),
-        "log2" => MathCall::Fn(MathFn::Log2),
-        "log10" => MathCall::Fn(MathFn::Log10),
-        "pow" => MathCall::Fn(MathFn::Pow),
-        "sin" => MathCall::Fn(MathFn::Sin),
-        "cos" => MathCall::Fn(MathFn::Cos),
-        "tan" => MathCall::Fn(MathFn::Tan),
-        "atan" => MathCall::Fn(MathFn::Atan),
-        "hypot" => MathCall::Fn(MathFn::Hypot),
-        "atan2" => MathCall::Fn(MathFn::Atan2),
-        "cbrt" => MathCall::Fn(MathFn::Cbrt),
-        "sinh" => MathCall::Fn(MathFn::Sinh),
-        "cosh" => MathCall::Fn(MathFn::Cosh),
-        "tanh" => MathCall::Fn(MathFn::Tanh),
-        "expm1" => MathCall::Fn(MathFn::Expm1),
-        "log1p" => MathCall::Fn(MathFn::Log1p),
-        "asin" => MathCall::Fn(MathFn::Asin),
-        "acos" => MathCall::Fn(MathFn::Acos),
-        "fmod" => MathCall::Fn(MathFn::Fmod),
         "fabs" => MathCall::Fabs,
         "fma" => MathCall::Fma,
         "floor" => MathCall::Integral(Integral::Floor),

@@ -33,6 +33,37 @@ pub enum MathFn {
 }
 
 impl MathFn {
+    /// Every function of the table.
+    pub const ALL: [MathFn; 22] = [
+        MathFn::Sqrt,
+        MathFn::Exp,
+        MathFn::Exp2,
+        MathFn::Log,
+        MathFn::Log2,
+        MathFn::Log10,
+        MathFn::Pow,
+        MathFn::Sin,
+        MathFn::Cos,
+        MathFn::Tan,
+        MathFn::Atan,
+        MathFn::Fmod,
+        MathFn::Hypot,
+        MathFn::Atan2,
+        MathFn::Cbrt,
+        MathFn::Sinh,
+        MathFn::Cosh,
+        MathFn::Tanh,
+        MathFn::Expm1,
+        MathFn::Log1p,
+        MathFn::Asin,
+        MathFn::Acos,
+    ];
+
+    /// The function C calls `name` (the double name: `sqrt`, not `sqrtf`).
+    pub fn from_name(name: &str) -> Option<MathFn> {
+        MathFn::ALL.into_iter().find(|f| f.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             MathFn::Sqrt => "sqrt",
@@ -123,55 +154,51 @@ impl MathFn {
 pub fn ieee_math(func: MathFn, fmt: FloatFormat, args: &[f64]) -> f64 {
     let x = args.first().copied().unwrap_or(0.0);
     let y = args.get(1).copied().unwrap_or(0.0);
-    if fmt == FloatFormat::Single {
-        let (x, y) = (x as f32, y as f32);
-        return match func {
-            MathFn::Sqrt => x.sqrt(),
-            MathFn::Exp => x.exp(),
-            MathFn::Exp2 => x.exp2(),
-            MathFn::Log => x.ln(),
-            MathFn::Log2 => x.log2(),
-            MathFn::Log10 => x.log10(),
-            MathFn::Pow => x.powf(y),
-            MathFn::Sin => x.sin(),
-            MathFn::Cos => x.cos(),
-            MathFn::Tan => x.tan(),
-            MathFn::Atan => x.atan(),
-            MathFn::Fmod => x % y,
-            MathFn::Hypot => x.hypot(y),
-            MathFn::Atan2 => x.atan2(y),
-            MathFn::Cbrt => x.cbrt(),
-            MathFn::Sinh => x.sinh(),
-            MathFn::Cosh => x.cosh(),
-            MathFn::Tanh => x.tanh(),
-            MathFn::Expm1 => x.exp_m1(),
-            MathFn::Log1p => x.ln_1p(),
-            MathFn::Asin => x.asin(),
-            MathFn::Acos => x.acos(),
-        } as f64;
+    // One table for both widths: the same Rust methods exist on `f32` and `f64`.
+    macro_rules! evaluate {
+        ($x:expr, $y:expr) => {{
+            let (x, y) = ($x, $y);
+            match func {
+                MathFn::Sqrt => x.sqrt(),
+                MathFn::Exp => x.exp(),
+                MathFn::Exp2 => x.exp2(),
+                MathFn::Log => x.ln(),
+                MathFn::Log2 => x.log2(),
+                MathFn::Log10 => x.log10(),
+                MathFn::Pow => x.powf(y),
+                MathFn::Sin => x.sin(),
+                MathFn::Cos => x.cos(),
+                MathFn::Tan => x.tan(),
+                MathFn::Atan => x.atan(),
+                MathFn::Fmod => x % y,
+                MathFn::Hypot => x.hypot(y),
+                MathFn::Atan2 => x.atan2(y),
+                MathFn::Cbrt => x.cbrt(),
+                MathFn::Sinh => x.sinh(),
+                MathFn::Cosh => x.cosh(),
+                MathFn::Tanh => x.tanh(),
+                MathFn::Expm1 => x.exp_m1(),
+                MathFn::Log1p => x.ln_1p(),
+                MathFn::Asin => x.asin(),
+                MathFn::Acos => x.acos(),
+            }
+        }};
     }
-    match func {
-        MathFn::Sqrt => x.sqrt(),
-        MathFn::Exp => x.exp(),
-        MathFn::Exp2 => x.exp2(),
-        MathFn::Log => x.ln(),
-        MathFn::Log2 => x.log2(),
-        MathFn::Log10 => x.log10(),
-        MathFn::Pow => x.powf(y),
-        MathFn::Sin => x.sin(),
-        MathFn::Cos => x.cos(),
-        MathFn::Tan => x.tan(),
-        MathFn::Atan => x.atan(),
-        MathFn::Fmod => x % y,
-        MathFn::Hypot => x.hypot(y),
-        MathFn::Atan2 => x.atan2(y),
-        MathFn::Cbrt => x.cbrt(),
-        MathFn::Sinh => x.sinh(),
-        MathFn::Cosh => x.cosh(),
-        MathFn::Tanh => x.tanh(),
-        MathFn::Expm1 => x.exp_m1(),
-        MathFn::Log1p => x.ln_1p(),
-        MathFn::Asin => x.asin(),
-        MathFn::Acos => x.acos(),
+    match fmt {
+        FloatFormat::Single => evaluate!(x as f32, y as f32) as f64,
+        FloatFormat::Double => evaluate!(x, y),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MathFn;
+
+    #[test]
+    fn every_function_is_found_by_its_name() {
+        for f in MathFn::ALL {
+            assert_eq!(MathFn::from_name(f.name()), Some(f));
+        }
+        assert_eq!(MathFn::from_name("sqrtf"), None);
     }
 }

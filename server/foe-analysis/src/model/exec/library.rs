@@ -5,7 +5,7 @@ use super::Executor;
 use crate::model::calls::{Class, LibcCall, MathCall};
 use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMTypeKind, Ty};
-use crate::model::memory::{Scalar, Value};
+use crate::model::memory::{Pointer, Scalar, Value};
 use crate::model::state::{path_stop, State};
 use crate::model::values::{fp_format, frexp_f64, min_normal, nextafter_f64, pow2, real_parts};
 use crate::round::FloatFormat;
@@ -230,6 +230,16 @@ fn is_fpclass(x: Expr, mask: &Expr, tiny: Expr, is_zero: Expr) -> Result<Value, 
     Ok(Value::Bool(sym::or(parts)))
 }
 
+/// The pointer `modf` and `frexp` store their second result through; the path stops where it is unknown.
+fn second_pointer(name: &str, args: &[Value]) -> Result<Pointer, ModelError> {
+    match args.get(1) {
+        Some(Value::Ptr(p)) => Ok(*p),
+        _ => Err(path_stop(format!(
+            "`{name}` stores through an unknown pointer"
+        ))),
+    }
+}
+
 /// `modf(x, &whole)`: stores x truncated toward zero, returns the rest.
 fn modf(
     st: &mut State<'_>,
@@ -238,11 +248,7 @@ fn modf(
     fmt: FloatFormat,
     args: &[Value],
 ) -> Result<Value, ModelError> {
-    let Some(Value::Ptr(p)) = args.get(1) else {
-        return Err(path_stop(format!(
-            "`{name}` stores through an unknown pointer"
-        )));
-    };
+    let p = &second_pointer(name, args)?;
     let whole = sym::to_integral(Integral::Trunc, fmt, x.clone());
     st.memory.store_scalar(
         *p,
@@ -266,11 +272,7 @@ fn frexp(
     fmt: FloatFormat,
     args: &[Value],
 ) -> Result<Value, ModelError> {
-    let Some(Value::Ptr(p)) = args.get(1) else {
-        return Err(path_stop(format!(
-            "`{name}` stores through an unknown pointer"
-        )));
-    };
+    let p = &second_pointer(name, args)?;
     let Some(c) = x.as_real() else {
         return Err(path_stop(format!("`{name}` of a computed value")));
     };

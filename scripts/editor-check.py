@@ -120,6 +120,7 @@ def main():
     t0 = time.time()
     c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "c", "version": 1, "text": text}})
     first = c.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+    c.kept.append(first)
     status, diags = c.analysed(uri, 1)
     print(f"{a.file}: first diagnostics after {first['_at'] - t0:.1f} s; at rest: {counts(diags)}")
     print(f"  status: {status['state']}: {status['message']}")

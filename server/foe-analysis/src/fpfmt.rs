@@ -49,6 +49,37 @@ pub fn decimal_f32(v: f32) -> String {
     format!("{v:.8e}")
 }
 
+/// Short forms of two different values that tell them apart: [`short`] when it does, else as many significant
+/// digits as it takes (`2.3125001` and `2.3125003`, not `2.31` and `2.31`).
+pub fn short_pair(a: f64, b: f64) -> (String, String) {
+    let (sa, sb) = (short(a), short(b));
+    if sa != sb || a.to_bits() == b.to_bits() || !a.is_finite() || !b.is_finite() {
+        return (sa, sb);
+    }
+    for digits in 4..=17 {
+        let f = |v: f64| {
+            let a = v.abs();
+            if (1e-4..1e6).contains(&a) {
+                // `digits` significant digits in fixed notation.
+                let decimals = (digits as i32 - 1 - a.log10().floor() as i32).max(0) as usize;
+                let s = format!("{v:.decimals$}");
+                if s.contains('.') {
+                    s.trim_end_matches('0').trim_end_matches('.').to_string()
+                } else {
+                    s
+                }
+            } else {
+                format!("{:.*e}", digits - 1, v)
+            }
+        };
+        let (x, y) = (f(a), f(b));
+        if x != y {
+            return (x, y);
+        }
+    }
+    (format!("{a:e}"), format!("{b:e}"))
+}
+
 /// A short form for messages: 3 significant digits, no trailing noise (`-0.25`, `1.34e154`).
 pub fn short(v: f64) -> String {
     if !v.is_finite() {
@@ -125,6 +156,15 @@ fn parse_hex_body(hex: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_close_values_are_told_apart() {
+        let (x, y) = short_pair(2.3125, 2.3125001);
+        assert_ne!(x, y, "{x} {y}");
+        assert_eq!(short_pair(1.0, 2.0), ("1".to_string(), "2".to_string()));
+        let (x, y) = short_pair(1.0e300, 1.0000001e300);
+        assert_ne!(x, y, "{x} {y}");
+    }
 
     #[test]
     fn hex_round_trips() {

@@ -165,6 +165,15 @@ impl Scalar {
         }
     }
 
+    /// Short forms of two scalars that tell them apart ([`fpfmt::short_pair`] for two floats).
+    pub fn short_pair(a: Scalar, b: Scalar) -> (String, String) {
+        if a.is_float() && b.is_float() {
+            fpfmt::short_pair(a.as_f64(), b.as_f64())
+        } else {
+            (a.short(), b.short())
+        }
+    }
+
     /// Three significant digits for messages (`1.27e308`, `-0`, `nan`).
     pub fn short(self) -> String {
         match self {

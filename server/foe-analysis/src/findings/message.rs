@@ -75,17 +75,14 @@ fn result_what(d: &Divergence) -> String {
     let Some(r) = &d.result else {
         return "the builds' results differ".into();
     };
+    let (fast_math, plain) = crate::scalar::Scalar::short_pair(r.fast_math, r.plain);
     let mut s = match &r.output {
-        None => format!(
-            "the fast-math build returns {} where the plain build returns {}",
-            r.fast_math.short(),
-            r.plain.short()
-        ),
-        Some(name) => format!(
-            "`{name}` is {} in the fast-math build, {} in the plain build",
-            r.fast_math.short(),
-            r.plain.short()
-        ),
+        None => {
+            format!("the fast-math build returns {fast_math} where the plain build returns {plain}")
+        }
+        Some(name) => {
+            format!("`{name}` is {fast_math} in the fast-math build, {plain} in the plain build")
+        }
     };
     use crate::report::{DivergenceClass, Reference};
     match (&r.reference, r.class) {

@@ -34,12 +34,7 @@ struct Session {
 }
 
 impl Session {
-    /// A session with `settings`; the first pass (`firstResultsMs`) is off unless they set it, so that the first
-    /// diagnostics of a version are its only ones (the first pass has its own tests in foe-lsp's scheduling.rs).
-    fn start(mut settings: Value) -> Session {
-        if let Some(map) = settings.as_object_mut() {
-            map.entry("firstResultsMs").or_insert(json!(0));
-        }
+    fn start(settings: Value) -> Session {
         let dir = tempfile::tempdir().unwrap();
         let mut client = LspClient::spawn(server_command()).expect("start foe lsp");
         client.set_settings(settings.clone());

@@ -25,9 +25,6 @@ pub struct Settings {
     pub enable: bool,
     /// Delay between the last edit and the analysis of a changed document, in ms; default 150.
     pub debounce_ms: u64,
-    /// When the full analysis of a file would run past this many ms, the findings of an analysis with this
-    /// file budget are shown first, then replaced by the full analysis's; 0: no first pass. Default 2500.
-    pub first_results_ms: u64,
     /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default null: a
     /// `file://` URL of `docs/diagnostics.md` in the source tree the server was built from.
     pub docs_url: Option<String>,
@@ -42,7 +39,6 @@ impl Default for Settings {
         Settings {
             enable: true,
             debounce_ms: 150,
-            first_results_ms: 2500,
             docs_url: None,
             findings: FindingOptions::default(),
             analysis: AnalysisConfig::default(),

@@ -9,7 +9,6 @@
 use crate::engine::Engine;
 use crate::state::{Analysis, Fix, FixCheck, Job, Outcome, Shown, State};
 use crate::to_proto;
-use foe_analysis::config::AnalysisConfig;
 use foe_analysis::findings::{self, Finding};
 use foe_analysis::fix;
 use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, NoProgress, Phase, Progress};
@@ -111,36 +110,7 @@ impl Scheduler {
             return;
         }
         let started = Instant::now();
-        let full = job.config.analysis().clone();
-        let first_ms = job.config.settings.first_results_ms;
-        // A first pass within `firstResultsMs`: final when nothing was cut short by its budget, else shown while
-        // the full analysis runs.
-        let mut result = None;
-        if first_ms > 0 && first_ms < full.file_budget_ms {
-            let quick = AnalysisConfig {
-                file_budget_ms: first_ms,
-                function_budget_ms: full.function_budget_ms.min(first_ms),
-                ..full.clone()
-            };
-            match self.analyse(&job, quick, "analysing").await {
-                Ok(Ok(report)) if cut_by_budget(&report) => {
-                    if job.cancel.is_cancelled() {
-                        return;
-                    }
-                    let outcome = Outcome::Report(Arc::new(report));
-                    let shown = self.shown(&job, &outcome);
-                    let first = Arc::new(self.analysis(&job, outcome, shown, started));
-                    if inner.state.finish(&job.uri, first.clone()) {
-                        self.publish_first(&job, &first).await;
-                    }
-                }
-                other => result = Some(other),
-            }
-        }
-        let result = match result {
-            Some(result) => result,
-            None => self.analyse(&job, full, "refining").await,
-        };
+        let result = self.analyse(&job).await;
         // A job stopped by a newer edit, a restart or shutdown may end in any error (its worker was killed):
         // that is the normal end of a cancelled job, not a failure to report.
         if job.cancel.is_cancelled() || inner.state.shutting_down.load(Ordering::SeqCst) {
@@ -153,15 +123,7 @@ impl Scheduler {
             return;
         };
         let shown = self.shown(&job, &outcome);
-        let analysis = Arc::new(self.analysis(&job, outcome, shown, started));
-        if inner.state.finish(&job.uri, analysis.clone()) {
-            self.publish(&job, &analysis).await;
-        }
-    }
-
-    /// The analysis of a job as the server keeps it.
-    fn analysis(&self, job: &Job, outcome: Outcome, shown: Shown, started: Instant) -> Analysis {
-        Analysis {
+        let analysis = Arc::new(Analysis {
             version: job.version,
             generation: job.generation,
             text: job.text.clone(),
@@ -172,41 +134,23 @@ impl Scheduler {
             elapsed: started.elapsed(),
             shown,
             fixes: Mutex::new(Default::default()),
+        });
+        if inner.state.finish(&job.uri, analysis.clone()) {
+            self.publish(&job, &analysis).await;
         }
     }
 
-    /// Sends the first pass's diagnostics while the full analysis runs; the status stays `analysing`.
-    async fn publish_first(&self, job: &Job, analysis: &Arc<Analysis>) {
-        let diagnostics = to_proto::diagnostics(analysis, &job.uri);
-        self.inner
-            .client
-            .publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version))
-            .await;
-        let message = format!("first results of {} shown; refining", file_name(job));
-        self.status(to_proto::status(
-            &job.uri,
-            job.version,
-            "analysing",
-            &message,
-            Some(analysis),
-        ))
-        .await;
-    }
-
-    /// Runs the engine with `config` on the job's text on a blocking thread, with an `analysing` status (saying
-    /// `doing`) and `$/progress`.
+    /// Runs the engine on the job's text on a blocking thread, with `analysing` status and `$/progress`.
     async fn analyse(
         &self,
         job: &Job,
-        config: AnalysisConfig,
-        doing: &str,
     ) -> Result<Result<foe_analysis::report::FileReport, AnalysisError>, String> {
         let inner = &self.inner;
         self.status(to_proto::status(
             &job.uri,
             job.version,
             "analysing",
-            &format!("{doing} {}", file_name(job)),
+            &format!("analysing {}", file_name(job)),
             None,
         ))
         .await;
@@ -217,7 +161,7 @@ impl Scheduler {
             let request = AnalysisRequest {
                 path: &j.path,
                 text: &j.text,
-                config: &config,
+                config: j.config.analysis(),
                 only_function: None,
             };
             engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
@@ -596,14 +540,6 @@ impl Scheduler {
     pub fn cancel_all(&self) {
         self.inner.state.cancel_all();
     }
-}
-
-/// Whether a budget cut the analysis short somewhere (then a first pass is not the final word).
-fn cut_by_budget(report: &foe_analysis::report::FileReport) -> bool {
-    report.functions.iter().any(|f| {
-        f.reason_codes
-            .contains(&foe_analysis::report::ReasonCode::Budget)
-    })
 }
 
 /// How many files are analysed side by side: one per two cores (an analysis keeps about two busy), at least one.

@@ -121,6 +121,35 @@ impl AnalysisConfig {
         self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
     }
 
+    /// The least and most values of the numeric settings, by their editor key: checked where settings are parsed
+    /// (an out-of-range value is refused with a warning) and against `package.json`'s `minimum`/`maximum`. The
+    /// worker needs 64 MiB of address space to start at all.
+    pub const BOUNDS: [(&'static str, u64, Option<u64>); 11] = [
+        ("radius", 0, None),
+        ("neighbourhoodBudget", 1, None),
+        ("unrollBound", 0, None),
+        ("maxPaths", 1, None),
+        ("solverTimeoutMs", 1, None),
+        ("functionBudgetMs", 1, None),
+        ("fileBudgetMs", 1, None),
+        ("execTimeoutMs", 1, None),
+        ("memoryLimitMib", 64, None),
+        ("accuracyBits", 1, Some(64)),
+        ("threads", 1, None),
+    ];
+
+    /// Why a numeric setting's value is out of its [`AnalysisConfig::BOUNDS`], if it is.
+    pub fn out_of_bounds(key: &str, value: u64) -> Option<String> {
+        let (_, min, max) = Self::BOUNDS.iter().find(|(k, _, _)| *k == key)?;
+        if value < *min {
+            return Some(format!("{value} is below its minimum {min}"));
+        }
+        match max {
+            Some(max) if value > *max => Some(format!("{value} is above its maximum {max}")),
+            _ => None,
+        }
+    }
+
     /// Settings that change how fast results come or when they are cut short, not what they are: left out of cache
     /// keys (a result cut short by a budget is not cached).
     pub const NOT_IN_FINGERPRINT: [&'static str; 3] =

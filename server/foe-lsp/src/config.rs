@@ -63,6 +63,14 @@ impl Settings {
         }
     }
 
+    /// The current value of one key.
+    fn get(&self, key: &str) -> Value {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m.get(key).cloned().unwrap_or(Value::Null),
+            _ => Value::Null,
+        }
+    }
+
     /// Applies one key; returns a warning when the key is unknown or the value does not fit it.
     pub fn set(&mut self, key: &str, value: &Value) -> Result<(), String> {
         let defaults = Settings::defaults();
@@ -84,6 +92,18 @@ impl Settings {
             _ => return Err("settings do not serialise".into()),
         };
         all.insert(key.to_string(), value.clone());
+        // `threads` 0 means the default (the number of cores), as before.
+        let bounds = match value.as_u64() {
+            Some(0) if key == "threads" => None,
+            Some(n) => AnalysisConfig::out_of_bounds(key, n),
+            None => None,
+        };
+        if let Some(why) = bounds {
+            return Err(format!(
+                "foe.{key}: {why} (default {default}); kept {}",
+                self.get(key)
+            ));
+        }
         match serde_json::from_value::<Settings>(Value::Object(all)) {
             Ok(mut s) => {
                 if s.analysis.threads == 0 {

@@ -195,3 +195,35 @@ fn the_docs_name_only_settings_the_server_reads() {
     }
     assert!(problems.is_empty(), "{problems:#?}");
 }
+
+#[test]
+fn package_json_bounds_are_the_declared_bounds_and_out_of_range_values_are_refused() {
+    use foe_analysis::config::AnalysisConfig;
+    let manifest: Value = serde_json::from_str(&repo_file("package.json")).unwrap();
+    let properties = manifest["contributes"]["configuration"]["properties"]
+        .as_object()
+        .unwrap();
+    let mut problems = vec![];
+    for (name, p) in properties {
+        let key = name.trim_start_matches("foe.");
+        let declared = AnalysisConfig::BOUNDS.iter().find(|(k, _, _)| *k == key);
+        let (min, max) = (p["minimum"].as_u64(), p["maximum"].as_u64());
+        match declared {
+            Some((_, dmin, dmax)) if min != Some(*dmin) || max != *dmax => problems.push(format!(
+                "{name}: package.json allows {min:?}..{max:?}, the engine {dmin}..{dmax:?}"
+            )),
+            None if min.is_some_and(|m| m > 0) || max.is_some() => {
+                problems.push(format!("{name}: bounds in package.json only"))
+            }
+            _ => {}
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    let mut settings = Settings::default();
+    let refused = settings.set("memoryLimitMib", &json!(16)).unwrap_err();
+    assert!(refused.contains("below its minimum 64"), "{refused}");
+    assert_eq!(settings.analysis.memory_limit_mib, 2048);
+    assert!(settings.set("accuracyBits", &json!(65)).is_err());
+    assert!(settings.set("threads", &json!(0)).is_ok());
+    assert!(settings.set("radius", &json!(0)).is_ok());
+}

@@ -477,9 +477,15 @@ impl Harness {
                 .map(|h| h.join().expect("harness build thread does not panic"))
                 .collect()
         });
+        // Builds stopped because the analysis ended (a small file is done before its probes are) are not failures.
+        let ended = stop
+            .as_ref()
+            .is_some_and(|f| f.load(std::sync::atomic::Ordering::Acquire));
         for (probe, exe) in built {
-            if let Err(e) = &exe {
-                tracing::warn!(?probe, "cannot build the shipped binary: {e}");
+            match &exe {
+                Err(e) if ended => tracing::debug!(?probe, "shipped binary not built: {e}"),
+                Err(e) => tracing::warn!(?probe, "cannot build the shipped binary: {e}"),
+                Ok(_) => {}
             }
             self.binaries.insert(probe, exe);
         }

@@ -383,6 +383,24 @@ fn skipped_in_headers(skipped: &[&FunctionReport]) -> Option<Finding> {
 /// The note on a function whose runs mostly crashed or timed out: whatever else its report says, its builds were
 /// hardly compared, and the editor must not look as if all were well.
 fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
+    let line = f.span.as_ref().map_or(1, |s| s.line);
+    let incomplete = |message: String| {
+        Some(note(
+            Code::RunsIncomplete,
+            Severity::Information,
+            f,
+            line,
+            None,
+            message,
+        ))
+    };
+    if f.status == FunctionStatus::Failed && !f.runs.mostly_incomplete() {
+        // Attempted, and nothing to show for it (a solver crash, no run at all).
+        return incomplete(format!(
+            "foe could not compare the builds of `{}`: {}",
+            f.name, f.reason
+        ));
+    }
     if !f.runs.mostly_incomplete() || f.status == FunctionStatus::Skipped {
         return None;
     }
@@ -397,15 +415,7 @@ fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
         "foe could hardly compare the builds of `{}`: {how_many} (first: {first})",
         f.name
     );
-    let line = f.span.as_ref().map_or(1, |s| s.line);
-    Some(note(
-        Code::RunsIncomplete,
-        Severity::Information,
-        f,
-        line,
-        None,
-        message,
-    ))
+    incomplete(message)
 }
 
 fn note(

@@ -340,3 +340,33 @@ fn a_site_flagged_by_a_helper_and_its_wrapper_is_one_finding_naming_both() {
     );
     assert!(all[0].hover.contains("`wrapper`"), "{}", all[0].hover);
 }
+
+#[test]
+fn a_function_without_evidence_is_never_shown_clean() {
+    let mut failed = function(vec![], vec![]);
+    failed.status = FunctionStatus::Failed;
+    failed.reason = "no solver candidates: the solver process crashed".into();
+    let mut crashing = function(vec![], vec![]);
+    crashing.name = "other".into();
+    crashing.runs = crate::report::RunTally {
+        runs: 10,
+        incomplete: 9,
+        first: Some("crashed (SIGSEGV)".into()),
+    };
+    let r = report(vec![failed, crashing]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    let notes: Vec<&str> = all
+        .iter()
+        .filter(|x| x.code == Code::RunsIncomplete)
+        .map(|x| x.message.as_str())
+        .collect();
+    assert_eq!(notes.len(), 2, "{all:#?}");
+    assert!(notes
+        .iter()
+        .any(|m| m.contains("the solver process crashed")));
+    assert!(notes
+        .iter()
+        .any(|m| m.contains("9 of 10 runs did not complete (first: crashed (SIGSEGV))")));
+    assert_eq!(left_unchecked(&r), 2);
+    assert!(summary(&r, &all).contains("1 whose runs mostly crashed or timed out, 1 failed"));
+}

@@ -209,8 +209,18 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
             end_line: last_line(function).unwrap_or(body_line).max(body_line),
         });
         let skipped_span = span.clone();
+        // A function pointer parameter: the worker has no function to pass (a buffer would be called).
+        let function_pointer = facts.c_params(&name).into_iter().find_map(|(param, ty)| {
+            types
+                .is_function_pointer((*ty)?)
+                .then(|| format!("`{param}` is a function pointer, which foe cannot supply"))
+        });
         out.push(
-            signature_of(function, &facts)
+            function_pointer
+                .map_or_else(
+                    || signature_of(function, &facts),
+                    |why| Err(SignatureError::Other(why)),
+                )
                 .map_err(|e| match e {
                     SignatureError::ByValue(ir_words) => {
                         by_value_words(&facts, &types, &name).unwrap_or(ir_words)

@@ -39,6 +39,7 @@ pub fn c_operation(operation: &str) -> String {
         "fptosi" | "fptoui" => "conversion to an integer".to_string(),
         "sitofp" | "uitofp" => "conversion of an integer".to_string(),
         other => match other.strip_prefix("call ") {
+            Some(callee) if callee.starts_with('(') => "an indirect call".to_string(),
             Some(callee) => format!("{callee}()"),
             None => other.to_string(),
         },

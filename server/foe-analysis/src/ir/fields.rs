@@ -72,6 +72,8 @@ pub struct TypeFacts {
     scalars: HashMap<u32, ScalarType>,
     /// typedef and struct → its C name.
     names: HashMap<u32, String>,
+    /// Function types (`DISubroutineType`).
+    subroutines: std::collections::HashSet<u32>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -142,6 +144,11 @@ impl TypeFacts {
                 facts.structs.insert(num(&c[1]), (num(size), num(elements)));
             }
         }
+        static SUBROUTINE: OnceLock<Regex> = OnceLock::new();
+        let subroutine = re(&SUBROUTINE, r#"(?m)^!(\d+) = !DISubroutineType\("#);
+        for c in subroutine.captures_iter(ll) {
+            facts.subroutines.insert(num(&c[1]));
+        }
         for c in tuple.captures_iter(ll) {
             let items = c[2]
                 .split(',')
@@ -189,6 +196,13 @@ impl TypeFacts {
             t = *self.qualified_base.get(&t)?;
         }
         None
+    }
+
+    /// Whether a parameter type is a pointer to a function.
+    pub fn is_function_pointer(&self, ty: u32) -> bool {
+        self.pointer_base
+            .get(&self.strip(ty))
+            .is_some_and(|base| self.subroutines.contains(&self.strip(*base)))
     }
 
     fn strip(&self, mut ty: u32) -> u32 {

@@ -13,6 +13,8 @@ use crate::sym::{self, ArithOp, Integral, MathFn};
 pub(super) enum Callee<'m> {
     /// A function defined in the module: inlined.
     Defined(Val<'m>),
+    /// A call through a function pointer: the function whose address it holds, when the path knows it.
+    Indirect,
     /// Debug, lifetime and assumption intrinsics: no effect on values.
     Ignored(String),
     /// A constrained intrinsic that stands for an FP instruction (`llvm.experimental.constrained.fadd` for
@@ -112,6 +114,7 @@ impl Callee<'_> {
     pub(super) fn name(&self) -> String {
         match self {
             Callee::Defined(f) => f.name(),
+            Callee::Indirect => "a function pointer".into(),
             Callee::Ignored(n)
             | Callee::Instruction { name: n, .. }
             | Callee::Memory { name: n, .. }
@@ -138,10 +141,16 @@ pub(super) fn classify(call: Val<'_>) -> Result<Callee<'_>, ModelError> {
         return Err(ModelError::unsupported("uses inline assembly"));
     }
     if !called.is_function() {
-        return Err(ModelError::unsupported(
-            "makes an indirect call (through a function pointer)",
-        ));
+        return Ok(Callee::Indirect);
     }
+    classify_function(call, called)
+}
+
+/// Classifies a call of the function `called` (named by the call, or the one an indirect call's pointer holds).
+pub(super) fn classify_function<'m>(
+    call: Val<'m>,
+    called: Val<'m>,
+) -> Result<Callee<'m>, ModelError> {
     let name = called.name();
     match constrained(call) {
         None => {}

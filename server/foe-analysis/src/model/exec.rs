@@ -15,7 +15,7 @@ mod library;
 mod memory_ops;
 mod value_ops;
 
-use super::calls::{classify, integer_call, value_args, Callee, IntegerCall};
+use super::calls::{classify, classify_function, integer_call, value_args, Callee, IntegerCall};
 use super::error::ModelError;
 use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
 use super::memory::Value;
@@ -552,11 +552,27 @@ impl<'m> Executor<'m> {
     }
 
     fn symex_call(&mut self, st: &mut State<'m>, inst: Val<'m>) -> Result<Flow<'m>, ModelError> {
-        let callee = classify(inst)?;
-        self.at.operation = format!("call {}", callee.name());
         let argc = value_args(inst);
+        let callee = match classify(inst)? {
+            // The function the pointer holds on this path (a table the file defines, an address stored
+            // earlier); another one ends the path, not the analysis.
+            Callee::Indirect => match self.operand(st, inst, argc)? {
+                Value::Ptr(p) if p.offset == 0 && st.functions.contains_key(&p.region) => {
+                    classify_function(inst, st.functions[&p.region])?
+                }
+                _ => {
+                    let reason = "an indirect call through a pointer foe cannot follow";
+                    self.record_stop(st, reason);
+                    *self.path_stops.entry(reason.to_string()).or_default() += 1;
+                    return Ok(Flow::End);
+                }
+            },
+            callee => callee,
+        };
+        self.at.operation = format!("call {}", callee.name());
         let result = match callee {
             Callee::Defined(function) => return self.inline_call(st, inst, function, argc),
+            Callee::Indirect => return Err(ModelError::internal("an unresolved indirect call")),
             Callee::Ignored(_) => None,
             Callee::Instruction {
                 opcode, predicate, ..

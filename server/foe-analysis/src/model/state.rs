@@ -26,6 +26,9 @@ pub(super) struct State<'m> {
     pub(super) frames: Vec<Frame<'m>>,
     pub(super) memory: Memory,
     pub(super) globals: HashMap<usize, Pointer>,
+    /// The functions whose address was taken, by the region that stands for that address: what an indirect call
+    /// through it calls.
+    pub(super) functions: HashMap<u32, Val<'m>>,
     /// Conjuncts of the path condition, including assumptions (divisors ≠ 0, ...).
     pub(super) pc: Vec<Expr>,
 }

@@ -60,6 +60,13 @@ fn with_callees<'ctx>(
                     if g.count_basic_blocks() > 0 && !seen.contains(&g) {
                         seen.push(g);
                     }
+                } else {
+                    // An indirect call may reach any function of the module (one whose address a table holds).
+                    for g in module.get_functions() {
+                        if g.count_basic_blocks() > 0 && !seen.contains(&g) {
+                            seen.push(g);
+                        }
+                    }
                 }
             }
         }

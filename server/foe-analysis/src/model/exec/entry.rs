@@ -32,6 +32,7 @@ impl<'m> Executor<'m> {
             frames: vec![],
             memory: Memory::with_pointees(self.pointees.clone()),
             globals: HashMap::new(),
+            functions: HashMap::new(),
             pc: vec![],
         };
         let mut env = HashMap::new();

@@ -130,10 +130,7 @@ impl<'m> Executor<'m> {
             return Ok(Value::Ptr(self.global(st, v)?));
         }
         if v.is_function() {
-            return Err(ModelError::Unsupported(format!(
-                "takes the address of function `{}`",
-                v.name()
-            )));
+            return Ok(Value::Ptr(self.function_address(st, v)));
         }
         if v.is_constant_expr() && v.const_opcode() == LLVMOpcode::LLVMGetElementPtr {
             return self.gep(st, v).map(Value::Ptr);
@@ -142,6 +139,20 @@ impl<'m> Executor<'m> {
             "uses the constant expression `{}`",
             v.text()
         )))
+    }
+
+    /// The address of a function: a region of its own (nothing can be read from it), remembered so that an
+    /// indirect call through it calls that function.
+    fn function_address(&mut self, st: &mut State<'m>, f: Val<'m>) -> Pointer {
+        if let Some(p) = st.globals.get(&f.id()) {
+            return *p;
+        }
+        let p = st
+            .memory
+            .new_region(Fill::Uninit, &format!("function `{}`", f.name()));
+        st.globals.insert(f.id(), p);
+        st.functions.insert(p.region, f);
+        p
     }
 
     /// The region of a global variable, created on first use from its initializer.

@@ -2,7 +2,10 @@
 //! fast-math build P'. Include paths and defines come from `compile_commands.json` when one is found, through the
 //! allow-list of [`flags`].
 
+pub mod db;
 pub mod flags;
+
+pub use db::CompileDb;
 
 use crate::config::AnalysisConfig;
 use crate::process;
@@ -253,36 +256,6 @@ fn source_dir(file: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// Finds the `compile_commands.json` for `file` the way clangd does (this directory and its parents, and their
-/// `build/` subdirectories; only `database` when given, a file or the directory holding it, as `clang-tidy -p`)
-/// and returns the include paths, defines and language flags of its entry ([`flags::filter`]: what the entry
-/// has beyond [`flags`]'s table is dropped and logged once).
-pub fn flags_from_compile_commands(
-    file: &Path,
-    database: Option<&Path>,
-) -> Option<(PathBuf, Vec<String>)> {
-    let (db, entry) = database_entry(file, database)?;
-    Some((db, entry.meaning))
-}
-
-/// The build flags of `file`'s `compile_commands.json` entry (optimisation, target and architecture,
-/// floating-point and code-generation options from [`flags`]'s table); `None` when there is no entry.
-pub fn build_flags_from_compile_commands(
-    file: &Path,
-    database: Option<&Path>,
-) -> Option<Vec<String>> {
-    let (_, entry) = database_entry(file, database)?;
-    Some(entry.build)
-}
-
-/// The flags of `file`'s `compile_commands.json` entry that foe does not use, as written (empty when there is no
-/// entry or it has none): for the report.
-pub fn dropped_flags_from_compile_commands(file: &Path, database: Option<&Path>) -> Vec<String> {
-    database_entry(file, database)
-        .map(|(_, entry)| entry.dropped)
-        .unwrap_or_default()
-}
-
 /// P and P' for the user's own build flags `flags`: P' is them (with `-ffast-math` added when they have no
 /// fast-math option of their own), P the same without the fast-math options.
 pub fn user_build_pair(flags: &[String]) -> (Vec<String>, Vec<String>) {
@@ -291,86 +264,6 @@ pub fn user_build_pair(flags: &[String]) -> (Vec<String>, Vec<String>) {
         pp.push("-ffast-math".into());
     }
     (without_fast_math(&pp), pp)
-}
-
-/// The database and the sorted flags of `file`'s entry; what was dropped is logged once per entry and process.
-fn database_entry(file: &Path, database: Option<&Path>) -> Option<(PathBuf, flags::EntryFlags)> {
-    let (db, args, directory) = compile_command(file, database)?;
-    let entry = flags::filter(&args, &directory);
-    if !entry.dropped.is_empty() {
-        static WARNED: std::sync::Mutex<Vec<(PathBuf, PathBuf, Vec<String>)>> =
-            std::sync::Mutex::new(Vec::new());
-        let key = (db.clone(), file.to_path_buf(), entry.dropped.clone());
-        let mut warned = WARNED.lock().unwrap_or_else(|p| p.into_inner());
-        if !warned.contains(&key) {
-            tracing::warn!(
-                "{}: the entry of {} has flags foe does not use (only includes, defines, language, target, \
-                 floating-point and optimisation flags are): dropped {}",
-                db.display(),
-                file.display(),
-                entry.dropped.join(", ")
-            );
-            warned.push(key);
-        }
-    }
-    Some((db, entry))
-}
-
-/// The compile command of `file` found as [`flags_from_compile_commands`] describes: the database, the
-/// arguments and the directory of the entry.
-fn compile_command(
-    file: &Path,
-    database: Option<&Path>,
-) -> Option<(PathBuf, Vec<String>, PathBuf)> {
-    let file = std::fs::canonicalize(file)
-        .ok()
-        .unwrap_or_else(|| file.to_path_buf());
-    if let Some(db) = database {
-        let db = if db.is_dir() {
-            db.join("compile_commands.json")
-        } else {
-            db.to_path_buf()
-        };
-        let (args, directory) = entry_args(&db, &file)?;
-        return Some((db, args, directory));
-    }
-    let mut dir = file.parent();
-    while let Some(d) = dir {
-        for candidate in [
-            d.join("compile_commands.json"),
-            d.join("build").join("compile_commands.json"),
-        ] {
-            if let Some((args, directory)) = entry_args(&candidate, &file) {
-                return Some((candidate, args, directory));
-            }
-        }
-        dir = d.parent();
-    }
-    None
-}
-
-fn entry_args(db: &Path, file: &Path) -> Option<(Vec<String>, PathBuf)> {
-    let text = std::fs::read_to_string(db).ok()?;
-    let entries: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
-    for entry in entries {
-        let directory = PathBuf::from(entry.get("directory")?.as_str()?);
-        let entry_file = directory.join(entry.get("file")?.as_str()?);
-        let same = std::fs::canonicalize(&entry_file)
-            .map(|p| p == file)
-            .unwrap_or(entry_file == file);
-        if !same {
-            continue;
-        }
-        let args: Vec<String> = if let Some(a) = entry.get("arguments").and_then(|a| a.as_array()) {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        } else {
-            split_command(entry.get("command")?.as_str()?)
-        };
-        return Some((args, directory));
-    }
-    None
 }
 
 /// Splits a shell-style command line (double and single quotes, backslash escapes).
@@ -463,7 +356,8 @@ mod tests {
             dir.path().display()
         );
         std::fs::write(dir.path().join("compile_commands.json"), db).unwrap();
-        let flags = build_flags_from_compile_commands(&src, None).unwrap();
+        let db = CompileDb::find(&src, None).unwrap();
+        let flags = db.entry(&src).unwrap().flags.build.clone();
         assert_eq!(flags, vec!["-O2", "-march=haswell"]);
         let (p, pp) = user_build_pair(&flags);
         assert_eq!(p, vec!["-O2", "-march=haswell"]);
@@ -519,11 +413,9 @@ mod tests {
         let read = |entry: serde_json::Value| {
             let db = dir.path().join("compile_commands.json");
             std::fs::write(&db, serde_json::json!([entry]).to_string()).unwrap();
-            (
-                flags_from_compile_commands(&src, Some(&db)).unwrap().1,
-                build_flags_from_compile_commands(&src, Some(&db)).unwrap(),
-                dropped_flags_from_compile_commands(&src, Some(&db)),
-            )
+            let db = CompileDb::find(&src, Some(&db)).unwrap();
+            let flags = db.entry(&src).unwrap().flags.clone();
+            (flags.meaning, flags.build, flags.dropped)
         };
         let from_arguments = read(serde_json::json!({
             "directory": dir.path(), "file": "a.c", "arguments": arguments,
@@ -556,7 +448,12 @@ mod tests {
             dir.path().display()
         );
         std::fs::write(dir.path().join("build/compile_commands.json"), db).unwrap();
-        let (_, flags) = flags_from_compile_commands(&src, None).unwrap();
+        let db = CompileDb::find(&src, None).unwrap();
+        assert_eq!(
+            std::fs::canonicalize(db.path()).unwrap(),
+            std::fs::canonicalize(dir.path().join("build/compile_commands.json")).unwrap()
+        );
+        let flags = db.entry(&src).unwrap().flags.meaning.clone();
         assert_eq!(
             flags,
             vec![

@@ -5,7 +5,7 @@
 //! This is the engine's entry point for the CLI and the language server. It is synchronous and runs on the
 //! caller's thread (LLVM and Z3 contexts stay on the threads that create them); only plain values come out.
 
-use crate::compile::{self, CompileError};
+use crate::compile::{self, CompileDb, CompileError};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::ir::FunctionInfo;
@@ -137,14 +137,21 @@ impl CancelToken {
     }
 }
 
-/// Adds the flags of the file's `compile_commands.json` entry, if any, to the configuration: its include paths
-/// and defines, and (see [`AnalysisConfig::flags_from_database`]) its build flags as P and P'.
-fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
+/// The request's compilation database: the one holding the file's entry ([`CompileDb::find`]), read once.
+fn compile_db(request: &AnalysisRequest<'_>) -> Option<CompileDb> {
+    CompileDb::find(request.path, request.config.compile_commands.as_deref())
+}
+
+/// Adds the flags of the file's entry in `db`, if any, to the configuration: its include paths and defines,
+/// and (see [`AnalysisConfig::flags_from_database`]) its build flags as P and P'.
+fn effective_config(request: &AnalysisRequest<'_>, db: Option<&CompileDb>) -> AnalysisConfig {
     let mut config = request.config.clone();
-    let database = request.config.compile_commands.as_deref();
-    if let Some((_, flags)) = compile::flags_from_compile_commands(request.path, database) {
-        config.extra_flags.extend(flags);
-    }
+    let Some(entry) = db.and_then(|db| db.entry(request.path)) else {
+        return config;
+    };
+    config
+        .extra_flags
+        .extend(entry.flags.meaning.iter().cloned());
     let defaults = AnalysisConfig::default();
     if config.flags_from_database
         && config.flags_p == defaults.flags_p
@@ -152,24 +159,25 @@ fn effective_config(request: &AnalysisRequest<'_>) -> AnalysisConfig {
     {
         // An entry without an optimisation level or fast-math option describes no shipped build (databases
         // written for tools, debug builds): the defaults stay.
-        if let Some(flags) = compile::build_flags_from_compile_commands(request.path, database)
-            .filter(|f| {
-                f.iter()
-                    .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
-            })
+        let flags = &entry.flags.build;
+        if flags
+            .iter()
+            .any(|f| f.starts_with("-O") || compile::is_fast_math_option(f))
         {
-            (config.flags_p, config.flags_p_prime) = compile::user_build_pair(&flags);
+            (config.flags_p, config.flags_p_prime) = compile::user_build_pair(flags);
         }
     }
     config
 }
 
-/// The files the request's file includes (its database entry's flags applied), absolute, as clang lists them:
-/// with the file's text, its entry and [`FileReport::linked_units`], what its report depends on.
+/// The files the request's file includes (its entry's flags in `db`, the project's database, applied),
+/// absolute, as clang lists them: with the file's text, its entry and [`FileReport::linked_units`], what its
+/// report depends on.
 pub fn included_files(
     request: &AnalysisRequest<'_>,
+    db: Option<&CompileDb>,
 ) -> Result<Vec<std::path::PathBuf>, AnalysisError> {
-    compile::included_files(&effective_config(request), request.path, request.text)
+    compile::included_files(&effective_config(request, db), request.path, request.text)
         .map_err(compile_error)
 }
 
@@ -218,14 +226,16 @@ pub fn analyse(
     cancel: &CancelToken,
 ) -> Result<FileReport, AnalysisError> {
     let total = Instant::now();
-    let config = effective_config(request);
+    let db = compile_db(request);
+    let config = effective_config(request, db.as_ref());
     let mut timings = BTreeMap::new();
 
     progress.phase(Phase::Compile, "compiling P and P'");
     let started = Instant::now();
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
     // Functions and globals of other units of the compilation database, linked in as the program links them.
-    let (pair, linked) = crate::project::link_units(pair, request.path, request.config);
+    let (pair, linked) =
+        crate::project::link_units(pair, request.path, request.config, db.as_ref());
     timings.insert("compile".to_string(), ms(started));
     cancel.check()?;
 
@@ -258,8 +268,11 @@ pub fn analyse(
         pending.iter().map(|p| p.info.signature.clone()).collect();
     let mut shipped = (!signatures.is_empty()).then(|| {
         confirm::EarlyHarness::start(|| {
-            confirm::Harness::new(&config, request.path, request.text, &signatures)
-                .with_units(&linked, &request.config.extra_flags)
+            confirm::Harness::new(&config, request.path, request.text, &signatures).with_units(
+                &linked,
+                db.as_ref(),
+                &request.config.extra_flags,
+            )
         })
     });
     let (solved, runner) = solving::solve_while_building_the_runner(
@@ -302,9 +315,10 @@ pub fn analyse(
             .iter()
             .map(|u| u.display().to_string())
             .collect(),
-        dropped_flags: compile::dropped_flags_from_compile_commands(
-            request.path,
-            request.config.compile_commands.as_deref(),
-        ),
+        dropped_flags: db
+            .as_ref()
+            .and_then(|db| db.entry(request.path))
+            .map(|entry| entry.flags.dropped.clone())
+            .unwrap_or_default(),
     })
 }

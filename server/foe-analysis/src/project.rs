@@ -13,7 +13,7 @@
 //! other file keeps the C library's. Such definitions are marked ([`crate::model::REPLACES_C_LIBRARY`]): the
 //! builds run them, the model reads their calls as the C library function's.
 
-use crate::compile::{self, CompiledPair};
+use crate::compile::{self, CompileDb, CompiledPair};
 use crate::config::AnalysisConfig;
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
@@ -39,32 +39,6 @@ pub struct Linked {
     /// Symbols left unresolved only because [`MAX_UNITS`] units were linked already: a unit of the database may
     /// define them, so a binary whose run stops at one is not the program.
     pub beyond_cap: BTreeSet<String>,
-}
-
-/// The units of the database `db` other than `file`, canonical.
-fn database_entries(file: &Path, db: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(db) else {
-        return vec![];
-    };
-    let Ok(entries) = serde_json::from_str::<Vec<serde_json::Value>>(&text) else {
-        return vec![];
-    };
-    let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let mut units = Vec::new();
-    for entry in entries {
-        let (Some(dir), Some(f)) = (
-            entry.get("directory").and_then(|d| d.as_str()),
-            entry.get("file").and_then(|f| f.as_str()),
-        ) else {
-            continue;
-        };
-        let path = Path::new(dir).join(f);
-        let path = std::fs::canonicalize(&path).unwrap_or(path);
-        if path != this && !units.contains(&path) {
-            units.push(path);
-        }
-    }
-    units
 }
 
 /// Whether the C library (libc or libm) defines `name`.
@@ -147,16 +121,16 @@ fn defines(ll: &str, name: &str) -> bool {
     })
 }
 
-/// A unit compiled to P and P' with its entry's flags, from the disk cache when its contents, flags and
+/// A unit compiled to P and P' with its entry's flags in `db`, from the disk cache when its contents, flags and
 /// compiler did not change.
-fn compile_unit(unit: &Path, base: &AnalysisConfig) -> Option<CompiledPair> {
+fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<CompiledPair> {
     let text = std::fs::read(unit).ok()?;
     let text = String::from_utf8_lossy(&text).into_owned();
     let mut config = base.clone();
-    if let Some((_, flags)) =
-        compile::flags_from_compile_commands(unit, base.compile_commands.as_deref())
-    {
-        config.extra_flags.extend(flags);
+    if let Some(entry) = db.entry(unit) {
+        config
+            .extra_flags
+            .extend(entry.flags.meaning.iter().cloned());
     }
     let (p_flags, pp_flags) = compile::build_flags(&config, unit);
     let key = {
@@ -253,13 +227,15 @@ fn internalize_except(module: &Module<'_>, keep: &HashSet<String>) {
     }
 }
 
-/// Links into `pair` the units of `file`'s compilation database that define what it uses (transitively, at
-/// most [`MAX_UNITS`]). `base` is the configuration without the file's own database flags. Without a
-/// database, or when nothing resolves, `pair` is returned as it is.
+/// Links into `pair` the units of `file`'s compilation database `db` that define what it uses (transitively, at
+/// most [`MAX_UNITS`]), each compiled with its entry in `db`. `base` is the configuration without the file's own
+/// database flags. Without a database, or an entry of the file in it, or when nothing resolves, `pair` is
+/// returned as it is.
 pub fn link_units(
     pair: CompiledPair,
     file: &Path,
     base: &AnalysisConfig,
+    db: Option<&CompileDb>,
 ) -> (CompiledPair, Linked) {
     let mut linked = Linked::default();
     let context = Context::create();
@@ -273,16 +249,14 @@ pub fn link_units(
     if queue.is_empty() {
         return (pair, linked);
     }
-    let Some((db, _)) =
-        compile::flags_from_compile_commands(file, base.compile_commands.as_deref())
-    else {
+    let Some(db) = db.filter(|db| db.entry(file).is_some()) else {
         return (pair, linked);
     };
-    let units = database_entries(file, &db);
+    let units = db.units_besides(file);
     if units.is_empty() {
         return (pair, linked);
     }
-    let mut candidates = Candidates::new(file, &db, units, base);
+    let mut candidates = Candidates::new(file, db, units, base);
     let own: HashSet<String> = p
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
@@ -371,6 +345,8 @@ struct Candidates<'a> {
     db_dir: PathBuf,
     units: Vec<PathBuf>,
     base: &'a AnalysisConfig,
+    /// The database the units' entries are taken from.
+    db: &'a CompileDb,
     texts: Vec<Option<String>>,
     compiled: Vec<Option<Option<CompiledPair>>>,
     used: Vec<bool>,
@@ -379,19 +355,20 @@ struct Candidates<'a> {
 impl<'a> Candidates<'a> {
     fn new(
         file: &Path,
-        db: &Path,
+        db: &'a CompileDb,
         units: Vec<PathBuf>,
         base: &'a AnalysisConfig,
     ) -> Candidates<'a> {
         let this = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-        let db_dir = std::fs::canonicalize(db.parent().unwrap_or(Path::new("/")))
-            .unwrap_or_else(|_| db.parent().unwrap_or(Path::new("/")).to_path_buf());
+        let dir = db.path().parent().unwrap_or(Path::new("/"));
+        let db_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         let n = units.len();
         Candidates {
             this,
             db_dir,
             units,
             base,
+            db,
             texts: vec![None; n],
             compiled: vec![None; n],
             used: vec![false; n],
@@ -419,8 +396,8 @@ impl<'a> Candidates<'a> {
             if !may_define(text, symbol) {
                 continue;
             }
-            let base = self.base;
-            let unit_pair = self.compiled[i].get_or_insert_with(|| compile_unit(unit, base));
+            let (base, db) = (self.base, self.db);
+            let unit_pair = self.compiled[i].get_or_insert_with(|| compile_unit(unit, base, db));
             if unit_pair.as_ref().is_some_and(|u| defines(&u.p_ll, symbol)) {
                 return Some(i);
             }

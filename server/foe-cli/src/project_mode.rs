@@ -6,6 +6,7 @@ use crate::project_report::{self, FileResult, Outcome};
 use crate::result_cache::{self, Dependency, Manifest, ResultCache};
 use crate::runner::{self, DatabaseEntry};
 use crate::Format;
+use foe_analysis::compile::CompileDb;
 use foe_analysis::pipeline::{self, AnalysisRequest};
 use foe_analysis::AnalysisConfig;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -76,6 +77,8 @@ struct Context<'a> {
     cache: Option<&'a ResultCache>,
     /// The hash of each database entry, by file.
     entry_hashes: HashMap<PathBuf, String>,
+    /// The database, read once (when results are cached) for the headers of every stored file and unit.
+    db: Option<CompileDb>,
 }
 
 pub fn run(options: ProjectOptions) -> anyhow::Result<ExitCode> {
@@ -109,6 +112,7 @@ pub fn run(options: ProjectOptions) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|e| (e.file.clone(), entry_hash(&e.entry)))
             .collect(),
+        db: cache.as_ref().and_then(|_| CompileDb::load(&db)),
         cwd,
     };
     let results = run_all(&selected, options.jobs.max(1), &context);
@@ -276,7 +280,7 @@ fn manifest(
             config: &context.config,
             only_function: None,
         };
-        for header in pipeline::included_files(&request).ok()? {
+        for header in pipeline::included_files(&request, context.db.as_ref()).ok()? {
             let hash = result_cache::content_hash(&header)?;
             files.push(Dependency { path: header, hash });
         }

@@ -206,9 +206,15 @@ impl Harness {
     }
 
     /// Links the project's units (as [`crate::project::Linked`] lists them) into every binary, each compiled with
-    /// its own compilation-database entry's preprocessor flags and `base_flags` (the user's extra flags, without
-    /// the analysed file's entry); its unresolved data make a binary that links a stub for them not the program.
-    pub fn with_units(mut self, linked: &crate::project::Linked, base_flags: &[String]) -> Harness {
+    /// its own entry's preprocessor flags in `db` (the request's compilation database) and `base_flags` (the
+    /// user's extra flags, without the analysed file's entry); its unresolved data make a binary that links a stub
+    /// for them not the program.
+    pub fn with_units(
+        mut self,
+        linked: &crate::project::Linked,
+        db: Option<&compile::CompileDb>,
+        base_flags: &[String],
+    ) -> Harness {
         self.unresolved_data = linked.unresolved_data.clone();
         self.beyond_cap = linked.beyond_cap.clone();
         self.expected_stubs = linked
@@ -222,11 +228,8 @@ impl Harness {
             .iter()
             .map(|unit| {
                 let mut flags = base_flags.to_vec();
-                if let Some((_, own)) = compile::flags_from_compile_commands(
-                    unit,
-                    self.config.compile_commands.as_deref(),
-                ) {
-                    flags.extend(own);
+                if let Some(entry) = db.and_then(|db| db.entry(unit)) {
+                    flags.extend(entry.flags.meaning.iter().cloned());
                 }
                 (unit.clone(), flags)
             })

@@ -253,12 +253,17 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
         compile_commands: Some(db),
         ..AnalysisConfig::default()
     };
+    let db = crate::compile::CompileDb::find(
+        &dir.path().join("a.c"),
+        config.compile_commands.as_deref(),
+    );
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
     let mut h = Harness::new(&config, &dir.path().join("a.c"), a, &[s]).with_units(
         &crate::project::Linked {
             units: vec![dir.path().join("b.c")],
             ..Default::default()
         },
+        db.as_ref(),
         &[],
     );
     let inputs = vec![
@@ -299,6 +304,7 @@ fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
                 units: vec![dir.path().join("b.c")],
                 ..Default::default()
             },
+            None,
             &[],
         );
     let inputs = vec![
@@ -338,6 +344,7 @@ fn a_value_no_file_defines_is_never_read_as_garbage() {
                 unresolved_data: ["PREC".to_string()].into(),
                 ..Default::default()
             },
+            None,
             &[],
         );
     let inputs = vec![

@@ -1,6 +1,6 @@
 //! `foe replay`: both builds run on exactly one user-given input.
 
-use super::{compile_error, effective_config, AnalysisError, AnalysisRequest};
+use super::{compile_db, compile_error, effective_config, AnalysisError, AnalysisRequest};
 use crate::config::AnalysisConfig;
 use crate::confirm::{self, Probe, ShippedEnd};
 use crate::fpfmt;
@@ -58,9 +58,11 @@ pub fn replay(
     function: &str,
     assignments: &[(String, String)],
 ) -> Result<ReplayReport, AnalysisError> {
-    let config = effective_config(request);
+    let db = compile_db(request);
+    let config = effective_config(request, db.as_ref());
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
-    let (pair, linked) = crate::project::link_units(pair, request.path, request.config);
+    let (pair, linked) =
+        crate::project::link_units(pair, request.path, request.config, db.as_ref());
     let context = Context::create();
     let p_module = ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
     let sig = ir::describe_functions(&p_module, &pair.p_ll)
@@ -100,7 +102,7 @@ pub fn replay(
         request.text,
         std::slice::from_ref(&sig),
     )
-    .with_units(&linked, &request.config.extra_flags);
+    .with_units(&linked, db.as_ref(), &request.config.extra_flags);
     let shipped = shipped_replay(harness, &runner, &sig, &input, &config);
     Ok(ReplayReport {
         function: sig.name.clone(),

@@ -315,10 +315,13 @@ pub fn analyse(
             .iter()
             .map(|u| u.display().to_string())
             .collect(),
-        dropped_flags: db
-            .as_ref()
-            .and_then(|db| db.entry(request.path))
-            .map(|entry| entry.flags.dropped.clone())
-            .unwrap_or_default(),
+        dropped_flags: dropped_flags(request, db.as_ref()),
     })
+}
+
+/// The flags of the file's database entry that foe does not use (said in the report).
+fn dropped_flags(request: &AnalysisRequest<'_>, db: Option<&compile::CompileDb>) -> Vec<String> {
+    db.and_then(|db| db.entry(request.path))
+        .map(|entry| entry.flags.dropped.clone())
+        .unwrap_or_default()
 }

@@ -313,9 +313,24 @@ fn two_hundred_analyses_leave_nothing_behind() {
     assert!(stats.is_object());
     // Between analyses nothing of them remains: no worker, no solver, no temporary directory. The quick fix of
     // the last version is verified in the background after its diagnostics: wait for that to end first.
+    // Settled: the server says no job or verification runs, and only it is left, for a second on end (a
+    // verification spawns clang and the worker one after another: a single look can fall between two).
     let marker = format!("HOME={}", s.home.path().display());
     let settle = Instant::now();
-    while processes_with(&marker).len() > 1 && settle.elapsed() < Duration::from_secs(60) {
+    let mut quiet_since: Option<Instant> = None;
+    while settle.elapsed() < Duration::from_secs(60) {
+        let idle = s
+            .client
+            .request("foe/stats", None, REQUEST)
+            .is_ok_and(|v| v["jobsRunning"] == 0);
+        if idle && processes_with(&marker).len() <= 1 {
+            let since = *quiet_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= Duration::from_secs(1) {
+                break;
+            }
+        } else {
+            quiet_since = None;
+        }
         std::thread::sleep(Duration::from_millis(200));
     }
     let me_and_server: Vec<_> = processes_with(&marker);

@@ -388,9 +388,12 @@ impl Scheduler {
                 fixes.insert(function.to_string(), rx.clone());
                 let this = self.clone();
                 let (analysis, function) = (analysis.clone(), function.to_string());
+                // Counted from here, so that no gap between its scopes' engine runs looks idle.
+                VERIFYING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(async move {
                     let check = this.verify(&analysis, &function).await;
                     let _ = tx.send(Some(check));
+                    VERIFYING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 });
                 rx
             }
@@ -560,9 +563,13 @@ impl Progress for ChannelProgress {
 /// Engine runs in progress on the blocking pool (waited for when the session ends, so they can clean up).
 static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How many engine runs are in progress.
+/// Fix verifications in progress (each may run the engine several times, one scope after another).
+static VERIFYING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many engine runs and fix verifications are in progress.
 pub fn jobs_running() -> usize {
     RUNNING.load(std::sync::atomic::Ordering::SeqCst)
+        + VERIFYING.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Runs `f` on the blocking pool; a panic becomes an error message instead of taking the server down.

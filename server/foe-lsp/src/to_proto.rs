@@ -452,6 +452,7 @@ pub fn stats(state: &State) -> Value {
     documents.sort_by(|a, b| a["uri"].as_str().cmp(&b["uri"].as_str()));
     json!({
         "analyses": state.analyses.load(Ordering::Relaxed),
+        "jobsRunning": crate::scheduler::jobs_running(),
         "cache": {
             "hits": state.cache.hits.load(Ordering::Relaxed),
             "misses": state.cache.misses.load(Ordering::Relaxed),

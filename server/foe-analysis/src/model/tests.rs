@@ -515,13 +515,30 @@ fn a_call_foe_does_not_run_stops_the_path_not_the_function() {
             .any(|q| q.operation == "fmul" && q.loc.map(|l| l.line) == Some(4)),
         "nothing after the call is modelled"
     );
+    // A function-pointer parameter: refused before modelling (the worker has no function to pass), in C words.
     let src = "double ind(double (*f)(double), double x) { return f(x) * 2.0; }";
     let built = build(src);
-    let err = model_build(&built, "ind", Build::P, &AnalysisConfig::default())
-        .expect_err("must be skipped");
+    let ctx = Context::create();
+    let module = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
+    let refused = describe_functions(&module, &built.ll_p)
+        .into_iter()
+        .find_map(|d| d.err().filter(|u| u.name == "ind"))
+        .expect("ind is refused");
     assert!(
-        matches!(&err, ModelError::Unsupported(what) if what.contains("indirect call")),
-        "{err}"
+        refused.reason.contains("`f` is a function pointer"),
+        "{}",
+        refused.reason
+    );
+    // A call through a pointer the path does not know (loaded from memory the model cannot see) ends the path.
+    let src = "typedef double (*unary)(double);\n\
+               double through(unary *table, double x) { return table[0](x) * 2.0; }";
+    let m = model_both(&build(src), "through", &AnalysisConfig::default()).expect("model");
+    assert!(
+        m.path_stops
+            .keys()
+            .any(|k| k.contains("indirect call through a pointer foe cannot follow")),
+        "{:?}",
+        m.path_stops
     );
 }
 

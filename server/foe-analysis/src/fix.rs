@@ -159,18 +159,18 @@ pub struct Added {
 }
 
 pub fn added_findings(
-    before: (&FileReport, &str),
+    before: (&[crate::findings::Finding], &str),
     edited: (&[FileReport], &str),
     target: &FixTarget,
     options: &crate::findings::FindingOptions,
 ) -> Added {
-    use crate::findings::Severity;
+    use crate::findings::{Finding, Severity};
     use std::collections::BTreeMap;
     type Key = (String, String, String);
-    let keys = |report: &FileReport, text: &str, into: &mut BTreeMap<Key, Severity>| {
+    let keys = |shown: &[Finding], text: &str, into: &mut BTreeMap<Key, Severity>| {
         let lines: Vec<&str> = text.lines().collect();
-        let shown = crate::findings::findings(report, text, options)
-            .into_iter()
+        let shown = shown
+            .iter()
             .filter(|x| x.code.is_divergence())
             .filter(|x| {
                 x.severity <= Severity::Warning
@@ -183,7 +183,7 @@ pub fn added_findings(
             });
         for x in shown {
             let line = lines.get(x.line as usize - 1).map_or("", |l| l.trim());
-            let cause = x.cause.map(|c| c.id).unwrap_or_default();
+            let cause = x.cause.as_ref().map(|c| c.id.clone()).unwrap_or_default();
             let key = (x.code.as_string(), cause, line.to_string());
             let severity = into.entry(key).or_insert(x.severity);
             *severity = (*severity).min(x.severity);
@@ -193,7 +193,8 @@ pub fn added_findings(
     keys(before.0, before.1, &mut was);
     let mut now = BTreeMap::new();
     for report in edited.0 {
-        keys(report, edited.1, &mut now);
+        let shown = crate::findings::findings(report, edited.1, options);
+        keys(&shown, edited.1, &mut now);
     }
     let mut added = Added::default();
     for (key, severity) in now {
@@ -635,9 +636,10 @@ mod tests {
             vec![div(3, Cause::Reassociation)],
         )]);
         let options = FindingOptions::default();
+        let shown = crate::findings::findings(&before, text, &options);
         let added = |after: &FileReport| {
             added_findings(
-                (&before, text),
+                (&shown, text),
                 (std::slice::from_ref(after), edited),
                 &target,
                 &options,

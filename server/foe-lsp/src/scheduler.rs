@@ -496,46 +496,52 @@ impl Scheduler {
                 why,
             }
         };
-        let added = |reports: &[foe_analysis::report::FileReport]| {
-            let Some(before) = analysis.report() else {
-                return fix::Added::default();
-            };
-            let options = analysis.config.findings();
-            fix::added_findings(
-                (before, &analysis.text),
-                (reports, &edited),
-                target,
-                options,
-            )
-        };
         match result {
-            Ok(Ok(reports)) if added(&reports).warnings > 0 => {
-                let added = added(&reports);
-                tracing::info!(function = %target.function, scope = fix.scope.what(), added = added.warnings,
-                    "the quick fix would add warnings, not offered: {}", added.examples.join("; "));
-                FixCheck::Worse {
-                    fix: fix.clone(),
-                    added: added.warnings,
-                }
+            Ok(Ok(reports)) => {
+                // Against what the session shows now, with the same options.
+                let added = fix::added_findings(
+                    (&analysis.shown.findings, &analysis.text),
+                    (&reports, &edited),
+                    target,
+                    analysis.config.findings(),
+                );
+                self.judge_edit(fix.clone(), target, &reports, added, unchecked)
             }
-            Ok(Ok(reports)) => match fix::judge_target(&reports, target) {
-                Ok(fix::FixVerdict::Verified { build_only }) => FixCheck::Verified {
-                    fix: fix.clone(),
-                    build_only,
-                    added: added(&reports).others,
-                },
-                Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains {
-                    fix: fix.clone(),
-                    remaining,
-                },
-                Err(why) => unchecked(why),
-            },
             Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,
             Ok(Err(AnalysisError::Compile { message, .. })) => {
                 unchecked(format!("the edited file does not compile: {message}"))
             }
             Ok(Err(e)) => unchecked(e.to_string()),
             Err(panic) => unchecked(format!("the re-analysis crashed: {panic}")),
+        }
+    }
+
+    /// The verdict on an edit whose re-analysis gave `reports` and `added` new findings: withheld when it adds a
+    /// warning, else as [`fix::judge_target`] says.
+    fn judge_edit(
+        &self,
+        fix: Fix,
+        target: &fix::FixTarget,
+        reports: &[foe_analysis::report::FileReport],
+        added: fix::Added,
+        unchecked: impl Fn(String) -> FixCheck,
+    ) -> FixCheck {
+        if added.warnings > 0 {
+            tracing::info!(function = %target.function, scope = fix.scope.what(), added = added.warnings,
+                "the quick fix would add warnings, not offered: {}", added.examples.join("; "));
+            return FixCheck::Worse {
+                fix,
+                added: added.warnings,
+            };
+        }
+        match fix::judge_target(reports, target) {
+            Ok(fix::FixVerdict::Verified { build_only }) => FixCheck::Verified {
+                fix,
+                build_only,
+                added: added.others,
+            },
+            Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains { fix, remaining },
+            Err(why) => unchecked(why),
         }
     }
 

@@ -394,15 +394,15 @@ fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
             message,
         ))
     };
-    if f.status == FunctionStatus::Failed && !f.runs.mostly_incomplete() {
+    if !unchecked(f) {
+        return None;
+    }
+    if !f.runs.mostly_incomplete() {
         // Attempted, and nothing to show for it (a solver crash, no run at all).
         return incomplete(format!(
             "foe could not compare the builds of `{}`: {}",
             f.name, f.reason
         ));
-    }
-    if !f.runs.mostly_incomplete() || f.status == FunctionStatus::Skipped {
-        return None;
     }
     let t = &f.runs;
     let how_many = if t.incomplete == t.runs {
@@ -535,12 +535,14 @@ pub fn hardly_compared(report: &FileReport) -> usize {
 /// Whether an analysis left a function without evidence: one that failed, or whose runs mostly did not
 /// complete. Front ends must not show such a file as all clear.
 pub fn left_unchecked(report: &FileReport) -> usize {
-    hardly_compared(report)
-        + report
-            .functions
-            .iter()
-            .filter(|f| f.status == FunctionStatus::Failed && !f.runs.mostly_incomplete())
-            .count()
+    report.functions.iter().filter(|f| unchecked(f)).count()
+}
+
+/// The one decision behind the `runs-incomplete` note and [`left_unchecked`]: a function that failed, or one
+/// that was not skipped and whose runs mostly did not complete.
+fn unchecked(f: &FunctionReport) -> bool {
+    f.status == FunctionStatus::Failed
+        || f.status != FunctionStatus::Skipped && f.runs.mostly_incomplete()
 }
 
 /// Where a group's best divergence places its finding: where its input lies relative to the declared domain, its

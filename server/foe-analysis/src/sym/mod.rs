@@ -508,24 +508,14 @@ mod tests {
 
     #[test]
     fn thresholds_are_the_rounding_ties() {
-        assert_eq!(
-            round_rational(
-                &overflow_threshold(FloatFormat::Double),
-                FloatFormat::Double
-            ),
-            f64::INFINITY
-        );
-        let below = overflow_threshold(FloatFormat::Double) - pow2(-1);
-        assert_eq!(round_rational(&below, FloatFormat::Double), f64::MAX);
-        assert_eq!(
-            round_rational(
-                &overflow_threshold(FloatFormat::Single),
-                FloatFormat::Single
-            ),
-            f64::INFINITY
-        );
-        let below = overflow_threshold(FloatFormat::Single) - pow2(-1);
-        assert_eq!(round_rational(&below, FloatFormat::Single), f32::MAX as f64);
+        for (fmt, max) in [
+            (FloatFormat::Double, f64::MAX),
+            (FloatFormat::Single, f32::MAX as f64),
+        ] {
+            assert_eq!(round_rational(&overflow_threshold(fmt), fmt), f64::INFINITY);
+            let below = overflow_threshold(fmt) - pow2(-1);
+            assert_eq!(round_rational(&below, fmt), max);
+        }
     }
 
     #[test]

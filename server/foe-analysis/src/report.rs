@@ -135,9 +135,13 @@ pub enum Reference {
     None { why: String },
 }
 
+/// Bits of error of the plain build against the real-number result past which the reference does not judge
+/// which build is right ([`Reference::plain_far`]).
+pub const PLAIN_FAR_BITS: f64 = 16.0;
+
 impl Reference {
     /// Bits the fast-math build loses beyond the plain build's (negative when it is the more accurate); `None`
-    /// without a reference, and for an exact value of 0: a compensation term (TwoSum's `err`) is 0 over the reals,
+    /// without a reference, where the plain build is far from it ([`Reference::plain_far`]), and for an exact value of 0: a compensation term (TwoSum's `err`) is 0 over the reals,
     /// so Herbie's bits would call the plain build's correct error term wrong (seeds 001 and 002 never measure it).
     pub fn bits_lost(&self) -> Option<f64> {
         match self {
@@ -146,14 +150,23 @@ impl Reference {
                 bits_fast_math,
                 zero: false,
                 ..
-            } => Some(bits_fast_math - bits_plain),
+            } if !self.plain_far() => Some(bits_fast_math - bits_plain),
             _ => None,
         }
     }
 
-    /// Whether the fast-math build is measurably the closer to the real-number result.
+    /// Whether the fast-math build is measurably the closer to the real-number result, while the plain build is
+    /// close to it too (contraction's extra bits). A plain build [`Reference::plain_far`] from the real numbers
+    /// relies on rounding or cancels: the reals are no judge of which build is right there.
     pub fn fast_math_more_accurate(&self) -> bool {
-        self.bits_lost().is_some_and(|lost| lost < 0.0)
+        !self.plain_far() && self.bits_lost().is_some_and(|lost| lost < 0.0)
+    }
+
+    /// Whether the plain build itself is [`PLAIN_FAR_BITS`] or more from a non-zero real-number result: the code
+    /// relies on how its operations round (the shift trick `(x + 0x1.8p52) - 0x1.8p52` rounds `x` to an integer,
+    /// which over the reals is `x` itself) or cancels catastrophically.
+    pub fn plain_far(&self) -> bool {
+        matches!(self, Reference::Exact { bits_plain, zero: false, .. } if *bits_plain >= PLAIN_FAR_BITS)
     }
 }
 

@@ -15,6 +15,7 @@ use crate::report::{Divergence, DivergenceClass, NamedValue, PlainException};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::{HashMap, HashSet};
 
+mod aimed;
 mod explain;
 mod neighbourhood;
 pub mod results;
@@ -199,6 +200,7 @@ fn run_search(
     // candidates, each run once: where finite-math and flush-to-zero change what the function computes.
     if special_inputs {
         run_special_inputs(runner, sig, &cands, cfg, &mut state)?;
+        run_aimed_search(runner, sig, &cands, cfg, &mut state)?;
     }
     let stopped_early = state.timed_out >= MAX_TIMEOUTS;
     let diff_producing = state.diff_producing;
@@ -264,6 +266,111 @@ fn run_special_inputs(
     };
     let refs: Vec<&Input> = special.iter().collect();
     search_group(runner, sig, &refs, cands.len(), &single, true, state)
+}
+
+/// The search aimed at results ([`aimed`]): sampled inputs, then a local search towards the inputs whose outputs
+/// lie the most bits apart; the furthest apart are judged like special inputs (reported when they differ by the
+/// accuracy threshold or in category, else run on the shipped binaries with the other agreed inputs).
+fn run_aimed_search(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    cands: &[&Input],
+    cfg: &AnalysisConfig,
+    state: &mut SearchState<'_>,
+) -> Result<(), ExecError> {
+    if state.timed_out >= MAX_TIMEOUTS || aimed::float_inputs(sig).is_empty() {
+        return Ok(());
+    }
+    let Some(base) = cands.first() else {
+        return Ok(());
+    };
+    let mut tried: HashSet<Vec<u64>> = HashSet::new();
+    let mut scored: Vec<(Input, f64)> = vec![];
+    let samples = aimed::sampled_inputs(sig, base, aimed::seed_of(&sig.name));
+    let mut batch: Vec<Input> = samples
+        .into_iter()
+        .filter(|i| tried.insert(i.key()))
+        .collect();
+    for _ in 0..=aimed::CLIMB_ROUNDS {
+        if batch.is_empty() || state.past_deadline() || state.timed_out >= MAX_TIMEOUTS {
+            break;
+        }
+        let before = best_score(&scored);
+        scored.extend(run_scored(runner, sig, batch, state)?);
+        if best_score(&scored) <= before && before > 0.0 {
+            break;
+        }
+        batch = climb_from(sig, &scored, state, &mut tried);
+    }
+    // The furthest apart (inside the domain first), judged as findings.
+    scored.retain(|(_, bits)| *bits > 0.0);
+    scored.sort_by(|a, b| {
+        (!state.in_domain(&a.0))
+            .cmp(&!state.in_domain(&b.0))
+            .then(b.1.total_cmp(&a.1))
+    });
+    let judged: Vec<&Input> = scored.iter().take(aimed::JUDGED).map(|(i, _)| i).collect();
+    if judged.is_empty() {
+        return Ok(());
+    }
+    let single = AnalysisConfig {
+        radius: 0,
+        neighbourhood_budget: 1,
+        ..cfg.clone()
+    };
+    search_group(runner, sig, &judged, cands.len(), &single, true, state)
+}
+
+/// The largest finite score so far (an infinite one is a finding already: nothing to climb towards).
+fn best_score(scored: &[(Input, f64)]) -> f64 {
+    scored
+        .iter()
+        .map(|(_, b)| *b)
+        .filter(|b| b.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// The next round of the local search: the neighbours of the [`aimed::CLIMBERS`] inputs whose outputs lie the
+/// most (finite, non-zero) bits apart, not tried before, at most [`aimed::CLIMB_POINTS`].
+fn climb_from(
+    sig: &FunctionSignature,
+    scored: &[(Input, f64)],
+    state: &SearchState<'_>,
+    tried: &mut HashSet<Vec<u64>>,
+) -> Vec<Input> {
+    let mut climbers: Vec<&(Input, f64)> = scored
+        .iter()
+        .filter(|(i, b)| b.is_finite() && *b > 0.0 && state.in_domain(i))
+        .collect();
+    climbers.sort_by(|a, b| b.1.total_cmp(&a.1));
+    climbers
+        .iter()
+        .take(aimed::CLIMBERS)
+        .flat_map(|(i, _)| aimed::neighbours(sig, i))
+        .filter(|i| tried.insert(i.key()))
+        .take(aimed::CLIMB_POINTS)
+        .collect()
+}
+
+/// Runs `batch` on both builds and scores each input by how many bits apart the outputs are
+/// ([`results::bits_apart`]); inputs whose runs did not complete are left out.
+fn run_scored(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    batch: Vec<Input>,
+    state: &mut SearchState<'_>,
+) -> Result<Vec<(Input, f64)>, ExecError> {
+    let (pairs, ran) = run_in_slices(runner, sig, &batch, state)?;
+    state.executions += pairs.len();
+    Ok(batch
+        .into_iter()
+        .take(ran)
+        .zip(pairs)
+        .filter_map(|(input, pair)| {
+            let (p, pp) = runner.results(sig, &input, &pair);
+            results::bits_apart(&p, &pp).map(|bits| (input, bits))
+        })
+        .collect())
 }
 
 /// Inputs sent to the worker at once within a round: the first slice, and the most.
@@ -395,7 +502,7 @@ impl GroupSearch<'_> {
         mut batch: Vec<Input>,
         state: &mut SearchState<'_>,
     ) -> Result<bool, ExecError> {
-        let (results, stop_after) = self.run_in_slices(&batch, state)?;
+        let (results, stop_after) = run_in_slices(self.runner, self.sig, &batch, state)?;
         let cut = stop_after < batch.len();
         batch.truncate(stop_after);
         if !batch.is_empty() {
@@ -405,40 +512,6 @@ impl GroupSearch<'_> {
             }
         }
         Ok(cut)
-    }
-
-    /// Runs `batch` in slices; the runs, and how many inputs of `batch` they cover.
-    fn run_in_slices(
-        &mut self,
-        batch: &[Input],
-        state: &mut SearchState<'_>,
-    ) -> Result<(Vec<RawPair>, usize), ExecError> {
-        // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
-        // budget stop it after the first slice rather than after thousands of inputs.
-        // Slices start small and double, so a function whose runs hang stops after a few of them.
-        let mut stop_after = batch.len();
-        let mut results = Vec::with_capacity(batch.len());
-        let mut start = 0;
-        let mut slice_len = FIRST_SLICE;
-        while start < batch.len() {
-            if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
-                state.out_of_time |= state.past_deadline();
-                stop_after = start;
-                break;
-            }
-            let end = (start + slice_len).min(batch.len());
-            let slice = &batch[start..end];
-            start = end;
-            slice_len = (slice_len * 2).min(RUN_SLICE);
-            let ran = self.runner.run_raw(&self.sig.name, slice)?;
-            state.timed_out += ran
-                .iter()
-                .flat_map(|pair| [&pair.p, &pair.pp])
-                .filter(|run| matches!(run.end, crate::exec::RawEnd::TimedOut))
-                .count();
-            results.extend(ran);
-        }
-        Ok((results, stop_after))
     }
 
     /// Counts how the runs of `input` ended, collects the plain build's exceptions inside the domain, and keeps
@@ -625,6 +698,41 @@ impl GroupSearch<'_> {
         }
         d
     }
+}
+
+/// Runs `batch` in slices; the runs, and how many inputs of `batch` they cover.
+fn run_in_slices(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    batch: &[Input],
+    state: &mut SearchState<'_>,
+) -> Result<(Vec<RawPair>, usize), ExecError> {
+    // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
+    // budget stop it after the first slice rather than after thousands of inputs.
+    // Slices start small and double, so a function whose runs hang stops after a few of them.
+    let mut stop_after = batch.len();
+    let mut results = Vec::with_capacity(batch.len());
+    let mut start = 0;
+    let mut slice_len = FIRST_SLICE;
+    while start < batch.len() {
+        if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
+            state.out_of_time |= state.past_deadline();
+            stop_after = start;
+            break;
+        }
+        let end = (start + slice_len).min(batch.len());
+        let slice = &batch[start..end];
+        start = end;
+        slice_len = (slice_len * 2).min(RUN_SLICE);
+        let ran = runner.run_raw(&sig.name, slice)?;
+        state.timed_out += ran
+            .iter()
+            .flat_map(|pair| [&pair.p, &pair.pp])
+            .filter(|run| matches!(run.end, crate::exec::RawEnd::TimedOut))
+            .count();
+        results.extend(ran);
+    }
+    Ok((results, stop_after))
 }
 
 struct CandidateState {

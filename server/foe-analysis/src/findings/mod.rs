@@ -461,13 +461,19 @@ fn divergence_findings(
         line: f.span.as_ref().map_or(1, |s| s.line),
         column: 0,
     };
-    let mut groups: BTreeMap<(SourceLoc, Option<Cause>), Vec<usize>> = BTreeMap::new();
+    // A site's exception divergences and its result-only ones (what the function returns, not what it raises)
+    // are findings of their own: an overflow at an extreme input must not hide the wrong result at an ordinary one.
+    let mut groups: BTreeMap<(SourceLoc, Option<Cause>, bool), Vec<usize>> = BTreeMap::new();
     for (i, d) in f.divergences.iter().enumerate() {
         let loc = code::flagged_location(d).unwrap_or(decl);
-        groups.entry((loc, cause_of(d))).or_default().push(i);
+        let result_only = !d.class.is_exception();
+        groups
+            .entry((loc, cause_of(d), result_only))
+            .or_default()
+            .push(i);
     }
     let mut out = vec![];
-    for ((loc, cause), mut members) in groups {
+    for ((loc, cause, _), mut members) in groups {
         // Best first: inside the declared domain, then ordinary magnitudes, then one that changes what the caller
         // gets, then the engine's order.
         let extreme = |d: &Divergence| message::is_extreme(f, d);

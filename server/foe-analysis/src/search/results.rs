@@ -65,6 +65,22 @@ pub fn compare(p: &RunEnd, pp: &RunEnd, accuracy_bits: u32) -> Option<ResultDiff
     best.map(|(_, _, d)| d)
 }
 
+/// How far apart two builds' results are, in bits (log2 of one plus the floats between the outputs that differ
+/// most): infinite when an output changes category, an integer differs or the runs end differently, 0 when they
+/// agree, `None` when a run did not complete. What the search aimed at results maximises.
+pub fn bits_apart(p: &RunEnd, pp: &RunEnd) -> Option<f64> {
+    match (p, pp) {
+        (RunEnd::Returned { .. }, RunEnd::Returned { .. }) => Some(match compare(p, pp, 0) {
+            None => 0.0,
+            Some(d) if d.class == DivergenceClass::Accuracy => d.ulps.map_or(0.0, bits),
+            Some(_) => f64::INFINITY,
+        }),
+        _ if endings_differ(p, pp) => Some(f64::INFINITY),
+        (RunEnd::Stopped { .. }, RunEnd::Stopped { .. }) => Some(0.0),
+        _ => None,
+    }
+}
+
 /// Whether two runs end differently: one stops at a call foe does not run where the other returns, or they stop
 /// at different calls ([`DivergenceClass::Ending`]). Runs that crashed or timed out are not compared.
 pub fn endings_differ(p: &RunEnd, pp: &RunEnd) -> bool {
@@ -426,6 +442,16 @@ mod tests {
         let far = compare(&ret(1.0), &ret(1.0 + 1e-6), 20).expect("20 bits apart");
         assert_eq!(far.class, DivergenceClass::Accuracy);
         assert!(far.bits().unwrap() >= 20.0);
+    }
+
+    #[test]
+    fn bits_apart_is_what_the_aimed_search_climbs() {
+        assert_eq!(bits_apart(&ret(1.0), &ret(1.0)), Some(0.0));
+        assert_eq!(bits_apart(&ret(1.0), &ret(1.0 + f64::EPSILON)), Some(1.0));
+        let far = bits_apart(&ret(1.0), &ret(1.0 + 1e-6)).expect("both returned");
+        assert!((32.0..34.0).contains(&far), "{far}");
+        assert_eq!(bits_apart(&ret(1.0), &ret(f64::NAN)), Some(f64::INFINITY));
+        assert_eq!(bits_apart(&ret(1.0), &RunEnd::TimedOut { limit_ms: 1 }), None);
     }
 
     #[test]

@@ -175,3 +175,39 @@ entry:
         assert_eq!(map["g"], BTreeSet::from(["f".to_string()]));
     }
 }
+
+/// For each function `ll` defines with internal linkage (C's `static`), the functions of `ll` that call it
+/// directly; a static function nobody calls directly (reached through a table only) is left out.
+pub fn static_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
+    static INTERNAL: OnceLock<Regex> = OnceLock::new();
+    let internal = INTERNAL.get_or_init(|| {
+        Regex::new(r#"^define (?:[\w]+ )*?internal [^@]*@"?([\w.$]+)"?\("#).expect("valid regex")
+    });
+    let statics: BTreeSet<&str> = ll
+        .lines()
+        .filter_map(|line| internal.captures(line))
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    direct_callers(ll)
+        .into_iter()
+        .filter(|(callee, _)| statics.contains(callee.as_str()))
+        .collect()
+}
+
+#[cfg(test)]
+mod static_tests {
+    #[test]
+    fn static_functions_and_their_direct_callers() {
+        let ll = "define internal double @helper(double %x) #0 {\n  ret double %x\n}\n\
+                  define dso_local double @api(double %x) #0 {\n  %r = call double @helper(double %x)\n  ret double %r\n}\n\
+                  define internal fastcc double @unused(double %x) {\n  ret double %x\n}\n\
+                  define dso_local double @other(double %x) {\n  %r = call double @api(double %x)\n  ret double %r\n}\n";
+        let callers = super::static_callers(ll);
+        assert_eq!(callers.len(), 1, "{callers:?}");
+        assert_eq!(
+            callers["helper"].iter().collect::<Vec<_>>(),
+            vec!["api"],
+            "external `api` and the uncalled static are left out"
+        );
+    }
+}

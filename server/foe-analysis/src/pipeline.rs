@@ -32,7 +32,7 @@ mod solving;
 
 use budget::Budget;
 pub use replay::{parse_assignments, replay, ReplayReport, ShippedReplay};
-use settle::settle_inlined;
+use settle::{note_static_callers, settle_inlined};
 
 /// What to analyse.
 #[derive(Debug, Clone)]
@@ -298,6 +298,7 @@ pub fn analyse(
     let executions =
         searching::search_functions(&solved, runner, &mut context, &mut reports, &mut timings)?;
     settle_inlined(&mut reports, inlined_away, &pair.p_ll, &pair.pp_ll);
+    note_static_callers(&mut reports, &pair.p_ll);
     timings.insert("executions".to_string(), executions as u64);
     timings.insert("total".to_string(), ms(total));
     tracing::debug!(?timings, "analysis finished");

@@ -503,6 +503,10 @@ pub struct FunctionReport {
     /// The header that defines the function, when it is not the analysed file (a `static inline` helper).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
+    /// For a `static` function, the functions of the file that call it: only the inputs they pass reach it, so
+    /// what its own analysis finds at inputs no caller's analysis reached is shown as a hint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_callers: Vec<String>,
 }
 
 /// How the runs of a function's search ended.
@@ -551,6 +555,7 @@ impl FunctionReport {
             verdict: None,
             runs: RunTally::default(),
             header: None,
+            static_callers: vec![],
         }
     }
 

@@ -370,3 +370,42 @@ fn a_function_without_evidence_is_never_shown_clean() {
     assert_eq!(left_unchecked(&r), 2);
     assert!(summary(&r, &all).contains("1 whose runs mostly crashed or timed out, 1 failed"));
 }
+
+#[test]
+fn a_static_function_flagged_where_no_caller_reaches_is_a_hint() {
+    use ExceptionKind::*;
+    let helper = |static_callers: Vec<String>| FunctionReport {
+        static_callers,
+        ..function(
+            vec![div(2.0, vec![ev(Invalid, 3, 13)], vec![], false)],
+            vec![],
+        )
+    };
+    let caller = |divergences| FunctionReport {
+        name: "api".into(),
+        span: Some(FunctionSpan {
+            line: 8,
+            body_line: 8,
+            end_line: 10,
+        }),
+        ..function(divergences, vec![])
+    };
+    // No caller's analysis reached the site: a hint that says why.
+    let r = report(vec![helper(vec!["api".into()]), caller(vec![])]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].severity, Severity::Hint);
+    assert!(
+        all[0].message.contains("`mean` is static and the analysis of its callers (`api`)"),
+        "{}",
+        all[0].message
+    );
+    // The caller reached it: a warning, as for any function.
+    let reached = caller(vec![div(2.0, vec![ev(Invalid, 3, 13)], vec![], false)]);
+    let r = report(vec![helper(vec!["api".into()]), reached]);
+    let all = findings(&r, SOURCE, &FindingOptions::default());
+    assert_eq!(all[0].severity, Severity::Warning, "{all:#?}");
+    // An external function (no static callers) is judged on its own inputs.
+    let r = report(vec![helper(vec![]), caller(vec![])]);
+    assert_eq!(findings(&r, SOURCE, &FindingOptions::default())[0].severity, Severity::Warning);
+}

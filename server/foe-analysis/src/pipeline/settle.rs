@@ -169,3 +169,23 @@ pub(super) fn base_report(
     r.tests_special_values = item.info.tests_special_values;
     r
 }
+
+/// Names the direct callers of each `static` function in its report (from the plain build, which inlines
+/// nothing), keeping only callers whose own analysis ran: they are the ones whose inputs tell what reaches it.
+pub(super) fn note_static_callers(reports: &mut [Option<FunctionReport>], p_ll: &str) {
+    let callers = crate::inlining::static_callers(p_ll);
+    let ran: BTreeMap<String, bool> = reports
+        .iter()
+        .flatten()
+        .map(|r| (r.name.clone(), r.status.ran()))
+        .collect();
+    for r in reports.iter_mut().flatten() {
+        if let Some(of) = callers.get(&r.name) {
+            r.static_callers = of
+                .iter()
+                .filter(|c| ran.get(*c).copied().unwrap_or(false))
+                .cloned()
+                .collect();
+        }
+    }
+}

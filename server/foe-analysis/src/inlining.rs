@@ -194,6 +194,60 @@ pub fn static_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
         .collect()
 }
 
+/// Function name → the functions defined in `ll` that may call it through a table: they read a global whose
+/// initializer holds the function's address (`@table = internal constant [2 x ptr] [ptr @f, ptr @g]`). A
+/// may-call relation: a function that reads the table is taken to call every function in it.
+pub fn table_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
+    static GLOBAL: OnceLock<Regex> = OnceLock::new();
+    static REF: OnceLock<Regex> = OnceLock::new();
+    static DEFINE: OnceLock<Regex> = OnceLock::new();
+    let global = GLOBAL
+        .get_or_init(|| Regex::new(r#"^@"?([\w.$]+)"? = "#).expect("valid regex"));
+    let reference =
+        REF.get_or_init(|| Regex::new(r#"@"?([\w.$]+)"?"#).expect("valid regex"));
+    let define =
+        DEFINE.get_or_init(|| Regex::new(r#"^define [^@]*@"?([\w.$]+)"?\("#).expect("valid regex"));
+    let defined: BTreeSet<&str> = ll
+        .lines()
+        .filter_map(|l| define.captures(l))
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    // Global → the defined functions its initializer names.
+    let mut tables: HashMap<&str, Vec<&str>> = HashMap::new();
+    for line in ll.lines() {
+        let Some(name) = global.captures(line).and_then(|c| c.get(1)) else {
+            continue;
+        };
+        let rest = &line[name.end()..];
+        let named: Vec<&str> = reference
+            .captures_iter(rest)
+            .filter_map(|c| c.get(1).map(|m| m.as_str()))
+            .filter(|f| defined.contains(f))
+            .collect();
+        if !named.is_empty() {
+            tables.insert(name.as_str(), named);
+        }
+    }
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<&str> = None;
+    for line in ll.lines() {
+        if line == "}" {
+            current = None;
+        } else if let Some(caller) = current {
+            for c in reference.captures_iter(line) {
+                for f in tables.get(&c[1]).into_iter().flatten() {
+                    if *f != caller {
+                        out.entry(f.to_string()).or_default().insert(caller.to_string());
+                    }
+                }
+            }
+        } else if let Some(c) = define.captures(line) {
+            current = c.get(1).map(|m| m.as_str());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod static_tests {
     #[test]
@@ -209,5 +263,17 @@ mod static_tests {
             vec!["api"],
             "external `api` and the uncalled static are left out"
         );
+    }
+
+    #[test]
+    fn functions_named_in_a_table_are_called_by_those_that_read_it() {
+        let ll = "@table = internal constant [2 x ptr] [ptr @scale_up, ptr @halve], align 16\n\
+                  define dso_local double @through(double %0) #0 {\n  %3 = load ptr, ptr @table, align 16\n  \
+                  %5 = call double %3(double %0)\n  ret double %5\n}\n\
+                  define internal double @scale_up(double %0) #0 {\n  ret double %0\n}\n\
+                  define internal double @halve(double %0) #0 {\n  ret double %0\n}\n";
+        let callers = super::table_callers(ll);
+        assert_eq!(callers.len(), 2, "{callers:?}");
+        assert!(callers["scale_up"].contains("through") && callers["halve"].contains("through"));
     }
 }

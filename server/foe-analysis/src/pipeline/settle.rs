@@ -60,7 +60,8 @@ pub(super) fn settle_inlined(
     }
     let mut holders = crate::inlining::inlined_helpers(pp_ll);
     for ll in [p_ll, pp_ll] {
-        for (callee, callers) in crate::inlining::direct_callers(ll) {
+        let calls = crate::inlining::direct_callers(ll);
+        for (callee, callers) in calls.into_iter().chain(crate::inlining::table_callers(ll)) {
             holders.entry(callee).or_default().extend(callers);
         }
     }

@@ -152,8 +152,9 @@ impl AnalysisConfig {
 
     /// Settings that change how fast results come or when they are cut short, not what they are: left out of cache
     /// keys (a result cut short by a budget is not cached).
+    /// Keys as serialised (camelCase).
     pub const NOT_IN_FINGERPRINT: [&'static str; 3] =
-        ["threads", "function_budget_ms", "file_budget_ms"];
+        ["threads", "functionBudgetMs", "fileBudgetMs"];
 
     /// A stable hash of every setting that changes results, for cache keys.
     pub fn fingerprint(&self) -> String {
@@ -212,13 +213,15 @@ mod tests {
     }
 
     #[test]
-    fn the_thread_count_does_not_change_cache_keys() {
+    fn the_thread_count_and_budgets_do_not_change_cache_keys() {
         let a = AnalysisConfig::default();
         let b = AnalysisConfig {
             threads: a.threads + 3,
+            function_budget_ms: 1,
+            file_budget_ms: 2,
             ..a.clone()
         };
-        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.fingerprint(), b.fingerprint(), "threads and budgets are left out");
         let c = AnalysisConfig {
             radius: a.radius + 1,
             ..a.clone()

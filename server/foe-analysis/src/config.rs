@@ -74,6 +74,12 @@ pub struct AnalysisConfig {
     /// not part of the fingerprint (what it changes, the flags, is in every cache key); default none.
     #[serde(skip)]
     pub compile_commands: Option<PathBuf>,
+    /// A first look (`foe check --quick`; the editors show one while a long analysis runs): modelling only long
+    /// enough to know the inputs, no solver, no confirmation on the shipped binaries; each function runs on
+    /// ordinary, special and sampled inputs. Its results are never cached (cached full results are used). Not an
+    /// editor setting, not in the fingerprint; default false.
+    #[serde(skip)]
+    pub quick: bool,
 }
 
 impl Default for AnalysisConfig {
@@ -102,6 +108,7 @@ impl Default for AnalysisConfig {
             file_budget_ms: 30_000,
             flags_from_database: true,
             compile_commands: None,
+            quick: false,
         }
     }
 }
@@ -221,7 +228,11 @@ mod tests {
             file_budget_ms: 2,
             ..a.clone()
         };
-        assert_eq!(a.fingerprint(), b.fingerprint(), "threads and budgets are left out");
+        assert_eq!(
+            a.fingerprint(),
+            b.fingerprint(),
+            "threads and budgets are left out"
+        );
         let c = AnalysisConfig {
             radius: a.radius + 1,
             ..a.clone()

@@ -448,6 +448,7 @@ mod tests {
             ftz_p_prime: false,
             linked_units: vec![],
             dropped_flags: vec![],
+            first_look: false,
         }
     }
 

@@ -201,10 +201,8 @@ pub fn table_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
     static GLOBAL: OnceLock<Regex> = OnceLock::new();
     static REF: OnceLock<Regex> = OnceLock::new();
     static DEFINE: OnceLock<Regex> = OnceLock::new();
-    let global = GLOBAL
-        .get_or_init(|| Regex::new(r#"^@"?([\w.$]+)"? = "#).expect("valid regex"));
-    let reference =
-        REF.get_or_init(|| Regex::new(r#"@"?([\w.$]+)"?"#).expect("valid regex"));
+    let global = GLOBAL.get_or_init(|| Regex::new(r#"^@"?([\w.$]+)"? = "#).expect("valid regex"));
+    let reference = REF.get_or_init(|| Regex::new(r#"@"?([\w.$]+)"?"#).expect("valid regex"));
     let define =
         DEFINE.get_or_init(|| Regex::new(r#"^define [^@]*@"?([\w.$]+)"?\("#).expect("valid regex"));
     let defined: BTreeSet<&str> = ll
@@ -237,7 +235,9 @@ pub fn table_callers(ll: &str) -> BTreeMap<String, BTreeSet<String>> {
             for c in reference.captures_iter(line) {
                 for f in tables.get(&c[1]).into_iter().flatten() {
                     if *f != caller {
-                        out.entry(f.to_string()).or_default().insert(caller.to_string());
+                        out.entry(f.to_string())
+                            .or_default()
+                            .insert(caller.to_string());
                     }
                 }
             }

@@ -266,7 +266,8 @@ pub fn analyse(
     // The first shipped binaries are built at the lowest priority while the functions are solved.
     let signatures: Vec<FunctionSignature> =
         pending.iter().map(|p| p.info.signature.clone()).collect();
-    let mut shipped = (!signatures.is_empty()).then(|| {
+    // A first look confirms nothing: the shipped binaries are not built.
+    let mut shipped = (!signatures.is_empty() && !config.quick).then(|| {
         confirm::EarlyHarness::start(|| {
             confirm::Harness::new(&config, request.path, request.text, &signatures).with_units(
                 &linked,
@@ -317,6 +318,7 @@ pub fn analyse(
             .map(|u| u.display().to_string())
             .collect(),
         dropped_flags: dropped_flags(request, db.as_ref()),
+        first_look: config.quick,
     })
 }
 

@@ -436,6 +436,9 @@ pub enum ReasonCode {
     PathsStopped,
     /// Some executions crashed or timed out.
     RunsIncomplete,
+    /// A first look ([`crate::config::AnalysisConfig::quick`]): ordinary, special and sampled inputs only, no
+    /// solver, nothing confirmed on the shipped binaries.
+    FirstLook,
 }
 
 /// Where a function sits in the source, for fixes and diagnostics.
@@ -743,6 +746,10 @@ pub struct FileReport {
     /// Flags of the file's `compile_commands.json` entry foe did not use (`compile::flags`), as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_flags: Vec<String>,
+    /// A first look ([`crate::config::AnalysisConfig::quick`]): no solver, nothing confirmed on the shipped
+    /// binaries yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub first_look: bool,
 }
 
 impl FileReport {

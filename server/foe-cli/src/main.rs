@@ -166,6 +166,10 @@ struct Settings {
     /// Also report the exceptions the plain build itself raises.
     #[arg(long)]
     plain_exceptions: bool,
+    /// A first look, in about a second per file: ordinary, special and sampled inputs only, no solver, nothing
+    /// confirmed on the shipped binaries (what the editors show while the analysis runs).
+    #[arg(long)]
+    quick: bool,
     /// Wall-clock budget of one function (model, solve, search) in ms (default 10000).
     #[arg(long)]
     function_budget_ms: Option<u64>,
@@ -236,7 +240,9 @@ impl Settings {
     }
 
     fn config(&self) -> anyhow::Result<AnalysisConfig> {
-        Ok(self.resolve()?.analysis)
+        let mut config = self.resolve()?.analysis;
+        config.quick = self.quick;
+        Ok(config)
     }
 
     fn finding_options(&self) -> anyhow::Result<FindingOptions> {
@@ -245,11 +251,15 @@ impl Settings {
 
     /// These settings as `--set KEY=VALUE` arguments, for a child `foe check`.
     fn as_set_args(&self) -> anyhow::Result<Vec<String>> {
-        Ok(self
+        let mut args: Vec<String> = self
             .pairs()?
             .into_iter()
             .flat_map(|(k, v)| ["--set".to_string(), format!("{k}={v}")])
-            .collect())
+            .collect();
+        if self.quick {
+            args.push("--quick".to_string());
+        }
+        Ok(args)
     }
 }
 
@@ -568,6 +578,9 @@ fn bench_corpus(
     }
     if settings.plain_exceptions {
         args.push("--plain-exceptions".to_string());
+    }
+    if settings.quick {
+        args.push("--quick".to_string());
     }
     for pair in &settings.set {
         args.extend(["--set".to_string(), pair.clone()]);

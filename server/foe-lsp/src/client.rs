@@ -247,6 +247,20 @@ impl LspClient {
         timeout: Duration,
     ) -> Option<Received> {
         self.wait_for("textDocument/publishDiagnostics", timeout, |p| {
+            p["uri"] == uri
+                && (version.is_none() || p["version"].as_i64() == version)
+                && !is_first_look(p)
+        })
+    }
+
+    /// The first diagnostics of a document's version, a first look included (`foe.firstLook`).
+    pub fn wait_first_diagnostics(
+        &mut self,
+        uri: &str,
+        version: Option<i64>,
+        timeout: Duration,
+    ) -> Option<Received> {
+        self.wait_for("textDocument/publishDiagnostics", timeout, |p| {
             p["uri"] == uri && (version.is_none() || p["version"].as_i64() == version)
         })
     }
@@ -409,4 +423,12 @@ mod tests {
         ];
         assert_eq!(apply_text_edits("a\né{b\n", &edits), "a\né{Xb\n");
     }
+}
+
+/// Whether a `publishDiagnostics` is a first look (its diagnostics marked `firstLook`): the analysis's own
+/// findings follow.
+pub fn is_first_look(params: &Value) -> bool {
+    params["diagnostics"]
+        .as_array()
+        .is_some_and(|ds| ds.iter().any(|d| d["data"]["firstLook"] == true))
 }

@@ -25,6 +25,9 @@ pub struct Settings {
     pub enable: bool,
     /// Delay between the last edit and the analysis of a changed document, in ms; default 150.
     pub debounce_ms: u64,
+    /// Show a first look at a file (ordinary, special and sampled inputs, no solver, nothing confirmed yet) while
+    /// its analysis runs, when the analysis takes longer; default true.
+    pub first_look: bool,
     /// Base of the diagnostics' `codeDescription.href` (the code's anchor is appended); default null: a
     /// `file://` URL of `docs/diagnostics.md` in the source tree the server was built from.
     pub docs_url: Option<String>,
@@ -39,6 +42,7 @@ impl Default for Settings {
         Settings {
             enable: true,
             debounce_ms: 150,
+            first_look: true,
             docs_url: None,
             findings: FindingOptions::default(),
             analysis: AnalysisConfig::default(),

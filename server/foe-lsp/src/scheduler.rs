@@ -9,9 +9,13 @@
 use crate::engine::Engine;
 use crate::state::{Analysis, Fix, FixCheck, Job, Outcome, Shown, State};
 use crate::to_proto;
+use foe_analysis::config::AnalysisConfig;
 use foe_analysis::findings::{self, Finding};
 use foe_analysis::fix;
-use foe_analysis::pipeline::{AnalysisError, AnalysisRequest, NoProgress, Phase, Progress};
+use foe_analysis::pipeline::{
+    AnalysisError, AnalysisRequest, CancelToken, NoProgress, Phase, Progress,
+};
+use foe_analysis::report::FileReport;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -110,7 +114,11 @@ impl Scheduler {
             return;
         }
         let started = Instant::now();
+        let first_look = self.start_first_look(&job, started);
         let result = self.analyse(&job).await;
+        if let Some(look) = first_look {
+            look.end().await;
+        }
         // A job stopped by a newer edit, a restart or shutdown may end in any error (its worker was killed):
         // that is the normal end of a cancelled job, not a failure to report.
         if job.cancel.is_cancelled() || inner.state.shutting_down.load(Ordering::SeqCst) {
@@ -138,6 +146,97 @@ impl Scheduler {
         if inner.state.finish(&job.uri, analysis.clone()) {
             self.publish(&job, &analysis).await;
         }
+    }
+
+    /// Starts a first look at the job's text beside its analysis (`foe.firstLook`): published if it ends first
+    /// with something to show, with the status still `analysing`; the analysis's findings replace it.
+    fn start_first_look(&self, job: &Job, started: Instant) -> Option<FirstLook> {
+        if !job.config.settings.first_look {
+            return None;
+        }
+        let look = FirstLook {
+            cancel: CancelToken::default(),
+            analysis_ended: Arc::new(tokio::sync::Mutex::new(false)),
+        };
+        let (this, job, cancel, ended) = (
+            self.clone(),
+            job.clone(),
+            look.cancel.clone(),
+            look.analysis_ended.clone(),
+        );
+        tokio::spawn(async move {
+            let config = AnalysisConfig {
+                quick: true,
+                ..job.config.analysis().clone()
+            };
+            let (state, engine, j) = (
+                this.inner.state.clone(),
+                this.inner.engine.clone(),
+                job.clone(),
+            );
+            let result = blocking(move || {
+                let request = AnalysisRequest {
+                    path: &j.path,
+                    text: &j.text,
+                    config: &config,
+                    only_function: None,
+                };
+                engine.analyse(&request, &*state.cache, &NoProgress, &cancel)
+            })
+            .await;
+            let Ok(Ok(report)) = result else { return };
+            // Held while publishing, so that the analysis's own publication cannot come in between.
+            let ended = ended.lock().await;
+            if *ended || job.cancel.is_cancelled() || !this.inner.state.is_current(&job) {
+                return;
+            }
+            this.publish_first_look(&job, report, started).await;
+        });
+        Some(look)
+    }
+
+    /// Sends a first look's diagnostics (each marked `firstLook` in its data) and an `analysing` status that says
+    /// the analysis goes on; nothing when it found nothing (an empty list would read as a clean file).
+    async fn publish_first_look(&self, job: &Job, report: FileReport, started: Instant) {
+        let outcome = Outcome::Report(Arc::new(report));
+        let shown = self.shown(job, &outcome);
+        if shown.findings.is_empty() {
+            return;
+        }
+        let analysis = Analysis {
+            version: job.version,
+            generation: job.generation,
+            text: job.text.clone(),
+            path: job.path.clone(),
+            config: job.config.clone(),
+            cancel: job.cancel.clone(),
+            outcome,
+            elapsed: started.elapsed(),
+            shown,
+            fixes: Mutex::new(Default::default()),
+        };
+        let mut diagnostics = to_proto::diagnostics(&analysis, &job.uri);
+        for d in &mut diagnostics {
+            if let Some(data) = d.data.as_mut() {
+                data["firstLook"] = serde_json::Value::Bool(true);
+            }
+        }
+        self.inner
+            .client
+            .publish_diagnostics(job.uri.clone(), diagnostics, Some(job.version))
+            .await;
+        let message = format!(
+            "first look at {} shown; analysing (solver and confirmation)",
+            file_name(job)
+        );
+        self.status(to_proto::status(
+            &job.uri,
+            job.version,
+            "analysing",
+            &message,
+            Some(&analysis),
+        ))
+        .await;
     }
 
     /// Runs the engine on the job's text on a blocking thread, with `analysing` status and `$/progress`.
@@ -548,6 +647,21 @@ impl Scheduler {
     /// Stops every running job (shutdown).
     pub fn cancel_all(&self) {
         self.inner.state.cancel_all();
+    }
+}
+
+/// A first look running beside an analysis.
+struct FirstLook {
+    cancel: CancelToken,
+    /// Set once the analysis has ended: a first look that ends later is not shown.
+    analysis_ended: Arc<tokio::sync::Mutex<bool>>,
+}
+
+impl FirstLook {
+    /// The analysis ended: stop the first look, and wait for a publication in progress to finish.
+    async fn end(self) {
+        self.cancel.cancel();
+        *self.analysis_ended.lock().await = true;
     }
 }
 

@@ -34,6 +34,9 @@ struct Scripted {
     /// Re-analyses of one function with the quick fix applied (the server verifies fixes in the background
     /// after each published analysis): the function's name.
     verifications: Mutex<Vec<String>>,
+    /// Answer first looks (`AnalysisConfig::quick`) at once; otherwise they are refused as cancelled, so that
+    /// the other tests see the analyses alone.
+    first_looks: bool,
 }
 
 impl Engine for Scripted {
@@ -44,8 +47,15 @@ impl Engine for Scripted {
         _: &dyn Progress,
         cancel: &CancelToken,
     ) -> Result<FileReport, AnalysisError> {
-        self.started.fetch_add(1, Ordering::SeqCst);
+        if request.config.quick && !self.first_looks {
+            return Err(AnalysisError::Cancelled);
+        }
+        let quick = request.config.quick;
+        if !quick {
+            self.started.fetch_add(1, Ordering::SeqCst);
+        }
         match request.only_function {
+            _ if quick => {}
             Some(f) => self.verifications.lock().unwrap().push(f.to_string()),
             None => self
                 .seen
@@ -64,7 +74,7 @@ impl Engine for Scripted {
                 stderr: String::new(),
             });
         }
-        let until = Instant::now() + self.work;
+        let until = Instant::now() + if quick { Duration::ZERO } else { self.work };
         while Instant::now() < until {
             if cancel.is_cancelled() {
                 self.cancelled.fetch_add(1, Ordering::SeqCst);
@@ -101,6 +111,7 @@ impl Engine for Scripted {
             ftz_p_prime: false,
             linked_units: vec![],
             dropped_flags: vec![],
+            first_look: quick,
         })
     }
 }
@@ -460,4 +471,76 @@ fn exit_without_shutdown_is_reported() {
         !server.join().unwrap(),
         "exit without shutdown is not a clean end"
     );
+}
+
+#[test]
+fn a_first_look_is_shown_while_a_long_analysis_runs_then_replaced() {
+    let engine = Arc::new(Scripted {
+        work: Duration::from_millis(1500),
+        first_looks: true,
+        ..Scripted::default()
+    });
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 0 }));
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
+    let first = client
+        .wait_first_diagnostics(URI, Some(1), WAIT)
+        .expect("a first look");
+    assert!(
+        foe_lsp::client::is_first_look(first.params()),
+        "{:?}",
+        first.params()
+    );
+    let status = client
+        .wait_for("foe/status", WAIT, |p| {
+            p["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("first look"))
+        })
+        .expect("the status says a first look is shown");
+    assert_eq!(status.params()["state"], "analysing");
+    let last = client
+        .wait_diagnostics(URI, Some(1), WAIT)
+        .expect("the analysis");
+    assert!(!foe_lsp::client::is_first_look(last.params()));
+    assert_eq!(
+        engine.started.load(Ordering::SeqCst),
+        1,
+        "one analysis, the first look aside"
+    );
+    // Once the analysis is shown, no first look comes after it.
+    client.drain(Duration::from_millis(300));
+    let after: Vec<bool> = client
+        .history
+        .iter()
+        .filter(|r| r.method() == Some("textDocument/publishDiagnostics"))
+        .map(|r| foe_lsp::client::is_first_look(r.params()))
+        .collect();
+    assert_eq!(
+        after,
+        vec![true, false],
+        "the first look, then the analysis"
+    );
+    finish(client, server);
+}
+
+#[test]
+fn no_first_look_when_it_is_turned_off() {
+    let engine = Arc::new(Scripted {
+        work: Duration::from_millis(500),
+        first_looks: true,
+        ..Scripted::default()
+    });
+    let (mut client, server) = start(engine.clone());
+    init(&mut client, json!({ "debounceMs": 0, "firstLook": false }));
+    client
+        .did_open(URI, 1, "double f(double x) { return x * 2; }\n")
+        .unwrap();
+    let got = client
+        .wait_first_diagnostics(URI, Some(1), WAIT)
+        .expect("the analysis");
+    assert!(!foe_lsp::client::is_first_look(got.params()));
+    finish(client, server);
 }

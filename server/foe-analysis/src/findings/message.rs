@@ -94,7 +94,14 @@ fn result_what(d: &Divergence) -> String {
         ) if r.output.is_some() => {
             s.push_str(&format!(" (exact: {value}): the compensation is lost"));
         }
-        (Some(reference @ Reference::Exact { value, bits_plain, .. }), _) if reference.plain_far() => {
+        (
+            Some(
+                reference @ Reference::Exact {
+                    value, bits_plain, ..
+                },
+            ),
+            _,
+        ) if reference.plain_far() => {
             s.push_str(&format!(
                 " (the real-number result of these operations is {value}, {bits_plain:.0} bits from the plain \
                  build's: the code relies on how they round, or cancels)"

@@ -196,7 +196,10 @@ pub fn findings(report: &FileReport, source: &str, options: &FindingOptions) -> 
     for f in &report.functions {
         divergent.extend(divergence_findings(report, f, options));
     }
-    out.extend(unreached_by_callers(report, one_per_site(report, divergent)));
+    out.extend(unreached_by_callers(
+        report,
+        one_per_site(report, divergent),
+    ));
     let mut from_headers = vec![];
     for f in &report.functions {
         for e in &f.plain_exceptions {

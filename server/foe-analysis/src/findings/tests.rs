@@ -52,6 +52,7 @@ fn report(functions: Vec<FunctionReport>) -> FileReport {
         ftz_p_prime: true,
         linked_units: vec![],
         dropped_flags: vec![],
+        first_look: false,
     }
 }
 
@@ -396,7 +397,9 @@ fn a_static_function_flagged_where_no_caller_reaches_is_a_hint() {
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0].severity, Severity::Hint);
     assert!(
-        all[0].message.contains("`mean` is static and the analysis of its callers (`api`)"),
+        all[0]
+            .message
+            .contains("`mean` is static and the analysis of its callers (`api`)"),
         "{}",
         all[0].message
     );
@@ -407,5 +410,8 @@ fn a_static_function_flagged_where_no_caller_reaches_is_a_hint() {
     assert_eq!(all[0].severity, Severity::Warning, "{all:#?}");
     // An external function (no static callers) is judged on its own inputs.
     let r = report(vec![helper(vec![]), caller(vec![])]);
-    assert_eq!(findings(&r, SOURCE, &FindingOptions::default())[0].severity, Severity::Warning);
+    assert_eq!(
+        findings(&r, SOURCE, &FindingOptions::default())[0].severity,
+        Severity::Warning
+    );
 }

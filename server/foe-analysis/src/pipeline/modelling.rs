@@ -37,21 +37,33 @@ pub(super) fn model_functions<'ctx>(
     for (i, item) in to_model.into_iter().enumerate() {
         cancel.check()?;
         let began = Instant::now();
-        let deadline = budget.deadline(MODEL_SHARE, Duration::ZERO, waiting - i);
+        let deadline = match config.quick {
+            // A first look models only to learn the inputs (the values read through pointers).
+            true => Instant::now() + QUICK_MODEL,
+            false => budget.deadline(MODEL_SHARE, Duration::ZERO, waiting - i),
+        };
         let sig = &item.info.signature;
         match model::model_pair(p_module, pp_module, sig, config, Some(deadline)) {
             Ok(modelled) => {
-                let notes = modelling_notes(&modelled);
+                // A first look's notes would describe the cut it makes on purpose.
+                let notes = match config.quick {
+                    true => vec![],
+                    false => modelling_notes(&modelled),
+                };
                 let mut info = item.info;
                 info.signature = modelled.signature;
                 crate::ir::name_fields(&mut info.signature, &info.pointee_fields);
+                let (queries_p, queries_pp) = match config.quick {
+                    true => (vec![], vec![]),
+                    false => (modelled.p, modelled.pp),
+                };
                 pending.push(Pending {
                     index: item.index,
                     info,
                     key: item.key,
                     domain: item.domain,
-                    queries_p: modelled.p,
-                    queries_pp: modelled.pp,
+                    queries_p,
+                    queries_pp,
                     p_outputs: modelled.p_outputs,
                     notes,
                     spent: began.elapsed(),
@@ -72,6 +84,9 @@ pub(super) fn model_functions<'ctx>(
     }
     Ok(pending)
 }
+
+/// How long a first look models a function.
+const QUICK_MODEL: Duration = Duration::from_millis(20);
 
 /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
 fn modelling_notes(modelled: &ModelledPair) -> Vec<(Option<ReasonCode>, String)> {

@@ -94,12 +94,25 @@ fn search_one(
     };
     let domain = (!item.domain.is_empty()).then_some(&item.domain);
     let deadline = cx.budget.deadline(1.0, item.spent, waiting);
+    // A first look runs the ordinary inputs themselves, not their neighbourhoods.
+    let first_look;
+    let config = match cx.config.quick {
+        true => {
+            first_look = AnalysisConfig {
+                radius: 0,
+                neighbourhood_budget: 1,
+                ..cx.config.clone()
+            };
+            &first_look
+        }
+        false => cx.config,
+    };
     let found = search::search_with_special_inputs(
         runner,
         &item.info.signature,
         candidates,
         domain,
-        cx.config,
+        config,
         Some(deadline),
         &item.p_outputs,
     );
@@ -144,11 +157,19 @@ fn search_one(
     let confirm_ms = ms(confirming);
     note_search(&mut report, &found, cx.config);
     report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
-    let proved = no_exception_possible(item, solution);
+    // A first look asked the solver nothing: it proves nothing.
+    let proved = !cx.config.quick && no_exception_possible(item, solution);
     report.settle_status(proved);
     report.verdict = Some(crate::report::Verdict::of(&report, proved));
-    // A result cut short by a budget depends on the machine's load: it is not kept.
-    if !report.reason_codes.contains(&ReasonCode::Budget) {
+    if cx.config.quick {
+        report.note(
+            ReasonCode::FirstLook,
+            "a first look: ordinary, special and sampled inputs only, no solver, nothing confirmed yet",
+        );
+    }
+    // A result cut short by a budget depends on the machine's load, and a first look is not the analysis: neither
+    // is kept.
+    if !report.reason_codes.contains(&ReasonCode::Budget) && !cx.config.quick {
         cx.cache.put(item.key.clone(), report.clone());
     }
     (report, found.executions, confirm_ms)

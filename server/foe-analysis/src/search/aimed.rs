@@ -55,7 +55,10 @@ pub fn sampled_inputs(sig: &FunctionSignature, base: &Input, seed: u64) -> Vec<I
                     0 => by_bit_pattern(&mut rng),
                     1 => ordinary(&mut rng),
                     // Close to one another: a difference of two of them cancels.
-                    _ => centre * (1.0 + (rng.unit() - 0.5) * (2f64).powi(-(rng.range(4, 40) as i32))),
+                    _ => {
+                        centre
+                            * (1.0 + (rng.unit() - 0.5) * (2f64).powi(-(rng.range(4, 40) as i32)))
+                    }
                 };
                 values[i] = as_type(sig.params[i].ty, x);
             }
@@ -145,7 +148,11 @@ mod tests {
             },
             ParamType::F32,
         ]);
-        let base = Input(vec![ArgValue::F64(1.0), ArgValue::Int(7), ArgValue::F32(1.0)]);
+        let base = Input(vec![
+            ArgValue::F64(1.0),
+            ArgValue::Int(7),
+            ArgValue::F32(1.0),
+        ]);
         let a = sampled_inputs(&s, &base, seed_of("f"));
         assert_eq!(a.len(), SAMPLES);
         assert_eq!(a, sampled_inputs(&s, &base, seed_of("f")));
@@ -180,7 +187,10 @@ mod tests {
         let n = neighbours(&s, &input);
         assert_eq!(n.len(), 2 * STEPS.len() * 2);
         for m in &n {
-            let moved = m.0.iter().zip(&input.0).filter(|(a, b)| a.bits() != b.bits());
+            let moved =
+                m.0.iter()
+                    .zip(&input.0)
+                    .filter(|(a, b)| a.bits() != b.bits());
             assert_eq!(moved.count(), 1);
         }
         assert!(n.iter().any(|m| m.0[0] == ArgValue::F64(3.0)));

@@ -451,7 +451,10 @@ mod tests {
         let far = bits_apart(&ret(1.0), &ret(1.0 + 1e-6)).expect("both returned");
         assert!((32.0..34.0).contains(&far), "{far}");
         assert_eq!(bits_apart(&ret(1.0), &ret(f64::NAN)), Some(f64::INFINITY));
-        assert_eq!(bits_apart(&ret(1.0), &RunEnd::TimedOut { limit_ms: 1 }), None);
+        assert_eq!(
+            bits_apart(&ret(1.0), &RunEnd::TimedOut { limit_ms: 1 }),
+            None
+        );
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub(super) fn model_functions<'ctx>(
 }
 
 /// How long a first look models a function.
-const QUICK_MODEL: Duration = Duration::from_millis(20);
+const QUICK_MODEL: Duration = Duration::from_millis(2);
 
 /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
 fn modelling_notes(modelled: &ModelledPair) -> Vec<(Option<ReasonCode>, String)> {

@@ -122,7 +122,10 @@ def main():
     first = c.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
     c.kept.append(first)
     status, diags = c.analysed(uri, 1)
-    print(f"{a.file}: first diagnostics after {first['_at'] - t0:.1f} s; at rest: {counts(diags)}")
+    look = any(d.get("data", {}).get("firstLook") for d in first["params"]["diagnostics"])
+    kind = "a first look" if look else "the analysis"
+    print(f"{a.file}: first diagnostics ({kind}) after {first['_at'] - t0:.1f} s, at rest after "
+          f"{time.time() - 0.5 - t0:.1f} s: {counts(diags)}")
     print(f"  status: {status['state']}: {status['message']}")
     for d in diags:
         for pattern in BUGLIKE:

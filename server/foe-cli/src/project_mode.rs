@@ -97,8 +97,10 @@ pub fn run(options: ProjectOptions) -> anyhow::Result<ExitCode> {
     let mut config = options.config;
     config.compile_commands = Some(db.clone());
     let settings_key = format!("{}\0{}", config.fingerprint(), options.findings_key);
+    // A first look is never cached: it is not the analysis a cached result stands for.
     let cache = options
         .cache_dir
+        .filter(|_| !config.quick)
         .map(|dir| ResultCache::open(dir, &config.clang, &settings_key))
         .transpose()?;
     let mut child_args = options.child_args;

@@ -10,7 +10,6 @@ use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::ir::FunctionInfo;
 use crate::model::Query;
-use crate::report::ReasonCode;
 use crate::report::{FileReport, FunctionReport};
 use crate::types::FunctionSignature;
 use crate::{confirm, ir};
@@ -213,7 +212,7 @@ struct Pending {
     /// P's explored paths with their outputs: the real-number reference of result divergences.
     p_outputs: Vec<crate::accuracy::PathOutputs>,
     /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
-    notes: Vec<(Option<ReasonCode>, String)>,
+    notes: Vec<crate::report::Note>,
     /// Wall time spent on this function so far.
     spent: Duration,
 }

@@ -441,6 +441,32 @@ pub enum ReasonCode {
     FirstLook,
 }
 
+/// What a phase has to say about a function: text for its report's reason, with the category of what it cut
+/// short (`None`: an assumption or a remark, which cuts nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub code: Option<ReasonCode>,
+    pub text: String,
+}
+
+impl Note {
+    /// Something cut short, in the category `code`.
+    pub fn cut(code: ReasonCode, text: impl Into<String>) -> Note {
+        Note {
+            code: Some(code),
+            text: text.into(),
+        }
+    }
+
+    /// A remark that cuts nothing (an assumption, where paths end by design).
+    pub fn remark(text: impl Into<String>) -> Note {
+        Note {
+            code: None,
+            text: text.into(),
+        }
+    }
+}
+
 /// Where a function sits in the source, for fixes and diagnostics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionSpan {
@@ -571,6 +597,17 @@ impl FunctionReport {
         let mut r = FunctionReport::skipped(name, reason);
         r.reason_codes = vec![code];
         r
+    }
+
+    /// Adds what a phase had to say: its text to `reason`, its category (if it cut something short) to
+    /// `reason_codes`.
+    pub fn add(&mut self, note: &Note) {
+        match note.code {
+            Some(code) => self.note(code, &note.text),
+            None if note.text.is_empty() => {}
+            None if self.reason.is_empty() => self.reason = note.text.clone(),
+            None => self.reason = format!("{}; {}", self.reason, note.text),
+        }
     }
 
     /// Adds a note to `reason` and its category to `reason_codes`.

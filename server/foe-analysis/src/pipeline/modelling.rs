@@ -8,7 +8,7 @@ use super::settle::path_stops_note;
 use super::{AnalysisError, CancelToken, Pending};
 use crate::config::AnalysisConfig;
 use crate::model::{self, ModelledPair};
-use crate::report::{FunctionReport, ReasonCode};
+use crate::report::{FunctionReport, Note, ReasonCode};
 use crate::types::Build;
 use inkwell::module::Module;
 use std::time::{Duration, Instant};
@@ -89,11 +89,10 @@ pub(super) fn model_functions<'ctx>(
 const QUICK_MODEL: Duration = Duration::from_millis(2);
 
 /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).
-fn modelling_notes(modelled: &ModelledPair) -> Vec<(Option<ReasonCode>, String)> {
+fn modelling_notes(modelled: &ModelledPair) -> Vec<Note> {
     let mut notes = Vec::new();
     if !modelled.unmodelled_reads.is_empty() {
-        notes.push((
-            None,
+        notes.push(Note::remark(
             format!(
                 "reads {} through a pointer where no input can stand for the value (a pointer, a boolean, or too \
                  many values): taken as zeros",
@@ -102,8 +101,8 @@ fn modelling_notes(modelled: &ModelledPair) -> Vec<(Option<ReasonCode>, String)>
         ));
     }
     if modelled.symbolic_index_stops > 0 {
-        notes.push((
-            Some(ReasonCode::PathsStopped),
+        notes.push(Note::cut(
+            ReasonCode::PathsStopped,
             format!(
                 "{} paths stop at a memory access with a symbolic index and are not followed further",
                 modelled.symbolic_index_stops
@@ -111,19 +110,19 @@ fn modelling_notes(modelled: &ModelledPair) -> Vec<(Option<ReasonCode>, String)>
         ));
     }
     if modelled.out_of_time {
-        notes.push((
-            Some(ReasonCode::Budget),
+        notes.push(Note::cut(
+            ReasonCode::Budget,
             "modelling ran out of its time budget; later paths are not modelled".to_string(),
         ));
     } else if modelled.cut_short {
-        notes.push((
-            Some(ReasonCode::PathsStopped),
+        notes.push(Note::cut(
+            ReasonCode::PathsStopped,
             "exploration reached its path or step bound; later paths are not modelled".to_string(),
         ));
     }
     // Paths that end at a call foe does not run are analysed up to the call by design: a note, not a cut.
     if !modelled.path_stops.is_empty() {
-        notes.push((None, path_stops_note(&modelled.path_stops)));
+        notes.push(Note::remark(path_stops_note(&modelled.path_stops)));
     }
     notes
 }

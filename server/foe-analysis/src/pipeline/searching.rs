@@ -3,12 +3,12 @@
 //! entry.
 
 use super::budget::{ordinary_inputs, Budget};
-use super::settle::{base_report, join_reason, no_exception_possible};
+use super::settle::{base_report, no_exception_possible};
 use super::{ms, AnalysisError, CancelToken, FunctionCache, Pending, Phase, Progress};
 use crate::config::AnalysisConfig;
 use crate::confirm::{self, EarlyHarness};
 use crate::exec::{ExecError, Runner};
-use crate::report::{FunctionReport, FunctionStatus, ReasonCode};
+use crate::report::{FunctionReport, FunctionStatus, Note, ReasonCode};
 use crate::search::{self, SearchOutcome};
 use crate::solve::child::Solution;
 use std::collections::BTreeMap;
@@ -185,45 +185,51 @@ fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &Anal
                 .then(|| format!("did not return within {} ms", config.exec_timeout_ms))
         }),
     };
+    for note in search_notes(found, config) {
+        report.add(&note);
+    }
+}
+
+/// The notes of [`note_search`], in the order they read.
+fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
+    let mut notes = vec![];
     if found.crashed > 0 {
         let first = found.first_crash.as_deref().unwrap_or("crashed");
-        let note = format!(
+        let text = format!(
             "{} executions did not return normally (first: {first})",
             found.crashed
         );
         // A run that read data no file defines computed nothing of the program: not compared.
-        if found.unknown_data > 0 {
-            report.note(ReasonCode::RunsIncomplete, &note);
-        } else {
-            report.reason = join_reason(&report.reason, &note);
-        }
+        notes.push(match found.unknown_data > 0 {
+            true => Note::cut(ReasonCode::RunsIncomplete, text),
+            false => Note::remark(text),
+        });
     }
     if found.stopped > 0 {
         let first = found.first_stop.as_deref().unwrap_or("stopped");
-        let note = format!(
+        notes.push(Note::remark(format!(
             "{} executions stopped at a call foe does not run (first: {first})",
             found.stopped
-        );
-        report.reason = join_reason(&report.reason, &note);
+        )));
     }
     if found.timed_out > 0 {
-        let note = format!(
+        let text = format!(
             "{} executions did not return within {} ms",
             found.timed_out, config.exec_timeout_ms
         );
-        if found.stopped_early {
-            report.note(
+        notes.push(match found.stopped_early {
+            true => Note::cut(
                 ReasonCode::RunsIncomplete,
-                &format!("{note}; search stopped early"),
-            );
-        } else {
-            report.reason = join_reason(&report.reason, &note);
-        }
+                format!("{text}; search stopped early"),
+            ),
+            false => Note::remark(text),
+        });
     }
     if found.out_of_time {
-        report.note(
+        notes.push(Note::cut(
             ReasonCode::Budget,
             "the search ran out of its time budget before every neighbourhood was explored",
-        );
+        ));
     }
+    notes
 }

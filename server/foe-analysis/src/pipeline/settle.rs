@@ -4,7 +4,7 @@
 
 use super::Pending;
 use crate::ir::FunctionInfo;
-use crate::report::{FunctionReport, FunctionStatus, ReasonCode};
+use crate::report::{FunctionReport, FunctionStatus, Note, ReasonCode};
 use crate::solve;
 use std::collections::BTreeMap;
 
@@ -19,21 +19,13 @@ pub(super) fn path_stops_note(stops: &BTreeMap<String, usize>) -> String {
     format!("paths not followed further: {}", list.join(", "))
 }
 
-pub(super) fn join_reason(a: &str, b: &str) -> String {
-    if a.is_empty() {
-        b.to_string()
-    } else {
-        format!("{a}; {b}")
-    }
-}
-
 /// Whether the solver showed that neither build raises an exception on any input: no exception condition, or
 /// every one unsatisfiable (none given up on).
 pub(super) fn no_exception_possible(item: &Pending, solved: &solve::child::Solution) -> bool {
     let solver_failed = item
         .notes
         .iter()
-        .any(|(code, _)| *code == Some(ReasonCode::SolverFailed));
+        .any(|note| note.code == Some(ReasonCode::SolverFailed));
     (item.queries_p.is_empty() && item.queries_pp.is_empty())
         || (!solver_failed && solved.satisfiable == 0 && solved.timeouts == 0)
 }
@@ -136,11 +128,8 @@ pub(super) fn base_report(
     r.satisfiable = solved.satisfiable;
     r.candidates = solved.candidates.len();
     r.solver_timeouts = timeouts;
-    for (code, note) in &item.notes {
-        match code {
-            Some(code) => r.note(*code, note),
-            None => r.reason = join_reason(&r.reason, note),
-        }
+    for note in &item.notes {
+        r.add(note);
     }
     if timeouts > 0 {
         let note = format!(
@@ -154,7 +143,7 @@ pub(super) fn base_report(
             "{} solver verdicts taken over from functions solved before it in the file (the same formulae)",
             solved.known
         );
-        r.reason = join_reason(&r.reason, &note);
+        r.add(&Note::remark(note));
     }
     if solved.capped > 0 {
         let note = format!(

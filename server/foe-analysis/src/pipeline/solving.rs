@@ -6,7 +6,7 @@ use super::budget::Budget;
 use super::{ms, AnalysisError, CancelToken, Pending, Phase, Progress};
 use crate::config::AnalysisConfig;
 use crate::exec::{ExecError, Runner};
-use crate::report::ReasonCode;
+use crate::report::{Note, ReasonCode};
 use crate::solve::{self, child::Solution};
 use crate::types::FunctionSignature;
 use std::collections::BTreeMap;
@@ -93,8 +93,8 @@ fn solve_functions(
         cancel.check()?;
         let mut solution = solution.unwrap_or_else(|e| {
             tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
-            item.notes.push((
-                Some(ReasonCode::SolverFailed),
+            item.notes.push(Note::cut(
+                ReasonCode::SolverFailed,
                 format!("no solver candidates: {e}"),
             ));
             Solution::default()
@@ -103,9 +103,9 @@ fn solve_functions(
         solve::remember(&mut known, std::mem::take(&mut solution.learned));
         let past_safety_net = limits.deadline.is_some_and(|d| Instant::now() > d);
         if solution.work_exhausted || (past_safety_net && solution.timeouts > 0) {
-            item.notes.push((
-                Some(ReasonCode::Budget),
-                "solving ran out of its time budget".to_string(),
+            item.notes.push(Note::cut(
+                ReasonCode::Budget,
+                "solving ran out of its time budget",
             ));
         }
         item.spent += began.elapsed();

@@ -382,12 +382,16 @@ def check_file(db_dir, entry, report, archives, work, out):
 
 
 def main():
+    global ACCURACY_BITS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True, type=Path, help="directory of compile_commands.json")
     ap.add_argument("--reports", required=True, type=Path, help="directory of `foe check --format json` reports")
     ap.add_argument("--run", action="store_true", help="run foe first on files without a report")
     ap.add_argument("--foe", default="foe")
+    ap.add_argument("--accuracy-bits", type=int, default=ACCURACY_BITS,
+                    help="the accuracyBits the reports were made with (default 20)")
     args = ap.parse_args()
+    ACCURACY_BITS = args.accuracy_bits
     entries = json.loads((args.db / "compile_commands.json").read_text())
     selected = args.db / "files.txt"
     if selected.is_file():

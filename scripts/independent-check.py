@@ -221,7 +221,7 @@ def link(work, flags, inputs, exe):
     stubs = work / "stubs.c"
     stubs.write_text("#include <fenv.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <math.h>\n" + "".join(
         CLASSIFICATION[m] if m in CLASSIFICATION and m not in data else
-        f"__attribute__((aligned(4096), section(\"harness_guard\"))) char {m}[65536];\n" if m in data else
+        f"#undef {m}\n__attribute__((aligned(4096), section(\"harness_guard\"))) char {m}[65536];\n" if m in data else
         f"void {m}(void) {{ printf(\"%d\\n\", fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | "
         f"FE_UNDERFLOW)); fflush(stdout); _exit(0); }}\n" for m in missing))
     subprocess.run([CLANG, "-O0", "-w", "-c", str(stubs), "-o", str(work / "stubs.o")], check=True)

@@ -156,6 +156,9 @@ pub struct Added {
     pub others: usize,
     /// The first new warnings, for the log (`fast-math-overflow-appears (reassociation) on `x = a * b;``).
     pub examples: Vec<String>,
+    /// The functions whose bodies hold the new warnings, in the edited text (where the edit moved the
+    /// difference: a wider fix turns fast-math off there too).
+    pub in_functions: Vec<String>,
 }
 
 pub fn added_findings(
@@ -192,9 +195,20 @@ pub fn added_findings(
     let mut was = BTreeMap::new();
     keys(before.0, before.1, &mut was);
     let mut now = BTreeMap::new();
+    // Which function's body holds each finding's line, by its key.
+    let mut held: BTreeMap<Key, String> = BTreeMap::new();
     for report in edited.0 {
         let shown = crate::findings::findings(report, edited.1, options);
         keys(&shown, edited.1, &mut now);
+        let lines: Vec<&str> = edited.1.lines().collect();
+        for x in &shown {
+            let line = lines.get(x.line as usize - 1).map_or("", |l| l.trim());
+            let cause = x.cause.as_ref().map(|c| c.id.clone()).unwrap_or_default();
+            if let Some((h, _)) = holder(report, &x.function, Some(x.line)) {
+                held.entry((x.code.as_string(), cause, line.to_string()))
+                    .or_insert_with(|| h.name.clone());
+            }
+        }
     }
     let mut added = Added::default();
     for (key, severity) in now {
@@ -202,6 +216,9 @@ pub fn added_findings(
             Some(_) => {}
             None if severity <= Severity::Warning => {
                 added.warnings += 1;
+                if let Some(h) = held.get(&key).filter(|h| !added.in_functions.contains(h)) {
+                    added.in_functions.push(h.clone());
+                }
                 if added.examples.len() < 3 {
                     let (code, cause, line) = key;
                     added.examples.push(format!("{code} ({cause}) on `{line}`"));

@@ -475,10 +475,7 @@ impl Scheduler {
         let Some(edit) = fix::fast_math_off_edit(&analysis.text, &target.span) else {
             return FixCheck::Unavailable;
         };
-        let pending = Fix {
-            scope: fix::FixScope::FastMath,
-            edit,
-        };
+        let pending = Fix::one(fix::FixScope::FastMath, edit);
         let mut fixes = analysis.fixes.lock().unwrap_or_else(|e| e.into_inner());
         let rx = match fixes.get(function) {
             Some(rx) => rx.clone(),
@@ -542,23 +539,50 @@ impl Scheduler {
                 continue;
             };
             check = self
-                .verify_edit(analysis, &target, Fix { scope, edit })
+                .verify_edit(
+                    analysis,
+                    std::slice::from_ref(&target),
+                    Fix::one(scope, edit),
+                )
                 .await;
             if matches!(check, FixCheck::Verified { .. } | FixCheck::Unavailable) {
                 break;
             }
         }
+        // Exact in the target, the difference moved into other functions (a caller computing on the helper's
+        // result): fast-math off in those too, verified the same way.
+        if let FixCheck::Worse { moved_to, .. } = &check {
+            if let Some((targets, fix)) = wider_fix(analysis, report, &target, moved_to) {
+                let wider = self.verify_edit(analysis, &targets, fix).await;
+                if matches!(wider, FixCheck::Verified { .. }) {
+                    check = wider;
+                }
+            }
+        }
         check
     }
 
-    /// Re-analyses the target's reporters on the text `fix` makes and judges it.
+    /// Re-analyses the reporters of `targets` (the functions `fix` edits, its target first) on the text `fix`
+    /// makes and judges it.
     async fn verify_edit(
         &self,
         analysis: &Arc<Analysis>,
-        target: &fix::FixTarget,
+        targets: &[fix::FixTarget],
         fix: Fix,
     ) -> FixCheck {
-        let fixed = fix::apply_edits(&analysis.text, std::slice::from_ref(&fix.edit));
+        let Some(target) = targets.first() else {
+            return FixCheck::Unavailable;
+        };
+        // What the added findings are looked for in: every reporter of every edited function.
+        let mut all = target.clone();
+        for t in &targets[1..] {
+            for r in &t.reporters {
+                if !all.reporters.contains(r) {
+                    all.reporters.push(r.clone());
+                }
+            }
+        }
+        let fixed = fix::apply_edits(&analysis.text, &fix.edits);
         let Ok(_permit) = self.inner.permit.acquire().await else {
             return FixCheck::Unavailable;
         };
@@ -569,7 +593,7 @@ impl Scheduler {
             analysis.clone(),
             self.inner.engine.clone(),
             self.inner.state.cache.clone(),
-            target.reporters.clone(),
+            all.reporters.clone(),
             fixed.clone(),
         );
         // One run per reporter (usually one), in one blocking task under the permit.
@@ -601,10 +625,10 @@ impl Scheduler {
                 let added = fix::added_findings(
                     (&analysis.shown.findings, &analysis.text),
                     (&reports, &edited),
-                    target,
+                    &all,
                     analysis.config.findings(),
                 );
-                self.judge_edit(fix.clone(), target, &reports, added, unchecked)
+                self.judge_edit(fix.clone(), targets, &reports, added, unchecked)
             }
             Ok(Err(AnalysisError::Cancelled)) => FixCheck::Unavailable,
             Ok(Err(AnalysisError::Compile { message, .. })) => {
@@ -616,31 +640,40 @@ impl Scheduler {
     }
 
     /// The verdict on an edit whose re-analysis gave `reports` and `added` new findings: withheld when it adds a
-    /// warning, else as [`fix::judge_target`] says.
+    /// warning, else as [`fix::judge_target`] says of every edited function together.
     fn judge_edit(
         &self,
         fix: Fix,
-        target: &fix::FixTarget,
+        targets: &[fix::FixTarget],
         reports: &[foe_analysis::report::FileReport],
         added: fix::Added,
         unchecked: impl Fn(String) -> FixCheck,
     ) -> FixCheck {
+        let function = targets.first().map_or("", |t| t.function.as_str());
         if added.warnings > 0 {
-            tracing::info!(function = %target.function, scope = fix.scope.what(), added = added.warnings,
+            tracing::info!(%function, scope = fix.scope.what(), added = added.warnings,
                 "the quick fix would add warnings, not offered: {}", added.examples.join("; "));
             return FixCheck::Worse {
                 fix,
                 added: added.warnings,
+                moved_to: added.in_functions,
             };
         }
-        match fix::judge_target(reports, target) {
-            Ok(fix::FixVerdict::Verified { build_only }) => FixCheck::Verified {
+        let (mut build_only, mut remaining) = (0, 0);
+        for target in targets {
+            match fix::judge_target(reports, target) {
+                Ok(fix::FixVerdict::Verified { build_only: b }) => build_only += b,
+                Ok(fix::FixVerdict::Remains { remaining: r }) => remaining += r,
+                Err(why) => return unchecked(why),
+            }
+        }
+        match remaining {
+            0 => FixCheck::Verified {
                 fix,
                 build_only,
                 added: added.others,
             },
-            Ok(fix::FixVerdict::Remains { remaining }) => FixCheck::Remains { fix, remaining },
-            Err(why) => unchecked(why),
+            remaining => FixCheck::Remains { fix, remaining },
         }
     }
 
@@ -648,6 +681,43 @@ impl Scheduler {
     pub fn cancel_all(&self) {
         self.inner.state.cancel_all();
     }
+}
+
+/// Fast-math off in the target and in `moved_to` (the functions whose bodies hold the warnings the target's own
+/// fix would add), with the targets to re-analyse; None when there is nothing other than the target to add, or
+/// a body's brace is not found.
+fn wider_fix(
+    analysis: &Analysis,
+    report: &foe_analysis::report::FileReport,
+    target: &fix::FixTarget,
+    moved_to: &[String],
+) -> Option<(Vec<fix::FixTarget>, Fix)> {
+    // A function's own target (an inlined helper is re-analysed through the callers that hold it).
+    let all = fix::targets(report);
+    let others: Vec<fix::FixTarget> = moved_to
+        .iter()
+        .filter(|f| **f != target.function)
+        .filter_map(|f| {
+            all.iter()
+                .find(|t| t.function == *f)
+                .cloned()
+                .or_else(|| fix::target(report, f, None))
+        })
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let mut edits = vec![];
+    for t in std::iter::once(target).chain(&others) {
+        edits.push(fix::fast_math_off_edit(&analysis.text, &t.span)?);
+    }
+    let fix = Fix {
+        scope: fix::FixScope::FastMath,
+        edits,
+        also: others.iter().map(|t| t.function.clone()).collect(),
+    };
+    let targets = std::iter::once(target.clone()).chain(others).collect();
+    Some((targets, fix))
 }
 
 /// A first look running beside an analysis.

@@ -126,8 +126,13 @@ pub enum FixCheck {
     },
     /// `remaining` divergences the edit aims at are still there on the edited text.
     Remains { fix: Fix, remaining: usize },
-    /// The edited text shows `added` warnings the original did not: the fix is not offered.
-    Worse { fix: Fix, added: usize },
+    /// The edited text shows `added` warnings the original did not, in the bodies of `moved_to`: the fix is not
+    /// offered.
+    Worse {
+        fix: Fix,
+        added: usize,
+        moved_to: Vec<String>,
+    },
     /// The edit could not be checked (the edited file failed to analyse, or a function to re-analyse was skipped).
     Unchecked { fix: Fix, why: String },
     /// The check is still running in the background.
@@ -140,7 +145,22 @@ pub enum FixCheck {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fix {
     pub scope: fix::FixScope,
-    pub edit: SourceEdit,
+    /// The pragmas' insertion, in the target's body first, then in the bodies of `also`.
+    pub edits: Vec<SourceEdit>,
+    /// Other functions the fix turns fast-math off in: where turning it off in the target alone moves the
+    /// difference (a caller that computes on the helper's now exact result).
+    pub also: Vec<String>,
+}
+
+impl Fix {
+    /// A fix with one edit, in the target's body.
+    pub fn one(scope: fix::FixScope, edit: SourceEdit) -> Fix {
+        Fix {
+            scope,
+            edits: vec![edit],
+            also: vec![],
+        }
+    }
 }
 
 /// Per-function results shared by every document and job, with hit and miss counters.

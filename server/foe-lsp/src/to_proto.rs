@@ -261,7 +261,11 @@ pub fn code_action(
 ) -> Option<CodeActionOrCommand> {
     // Short titles: what it turns off, where, and the verdict in a few words (the hover has the rest).
     let title = |fix: &Fix, verdict: String| {
-        format!("Turn off {} in `{function}` ({verdict})", fix.scope.what())
+        let also: String = fix.also.iter().map(|f| format!(" and `{f}`")).collect();
+        format!(
+            "Turn off {} in `{function}`{also} ({verdict})",
+            fix.scope.what()
+        )
     };
     let (fix, title, preferred) = match check {
         FixCheck::Verified {
@@ -291,8 +295,8 @@ pub fn code_action(
         // A fix that adds findings is never offered.
         FixCheck::Worse { .. } | FixCheck::Unavailable => return None,
     };
-    let edit = &fix.edit;
-    let text_edit = text_edit(&LineIndex::new(&analysis.text), edit);
+    let idx = LineIndex::new(&analysis.text);
+    let text_edits: Vec<TextEdit> = fix.edits.iter().map(|e| text_edit(&idx, e)).collect();
     let workspace_edit = if document_changes {
         WorkspaceEdit {
             document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
@@ -300,13 +304,13 @@ pub fn code_action(
                     uri: uri.clone(),
                     version: Some(analysis.version),
                 },
-                edits: vec![OneOf::Left(text_edit)],
+                edits: text_edits.into_iter().map(OneOf::Left).collect(),
             }])),
             ..Default::default()
         }
     } else {
         WorkspaceEdit {
-            changes: Some(HashMap::from([(uri.clone(), vec![text_edit])])),
+            changes: Some(HashMap::from([(uri.clone(), text_edits)])),
             ..Default::default()
         }
     };

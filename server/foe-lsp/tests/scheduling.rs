@@ -544,3 +544,140 @@ fn no_first_look_when_it_is_turned_off() {
     assert!(!foe_lsp::client::is_first_look(got.params()));
     finish(client, server);
 }
+
+/// An engine whose helper's difference moves into its caller once the helper alone gets the fix: the caller's
+/// analysis flags the helper's line (inlined there) until the helper's body has a pragma, then a line of the
+/// caller's own body until the caller's has one too.
+struct Moving;
+
+const MOVING: &str = "double helper(double x) {\n  return x * 3.0 / 3.0;\n}\n\ndouble caller(double x) {\n  double y = helper(x);\n  return y * 2.0 - 1.0;\n}\n";
+
+impl Engine for Moving {
+    fn analyse(
+        &self,
+        request: &AnalysisRequest<'_>,
+        _: &dyn FunctionCache,
+        _: &dyn Progress,
+        _: &CancelToken,
+    ) -> Result<FileReport, AnalysisError> {
+        if request.config.quick {
+            return Err(AnalysisError::Cancelled);
+        }
+        let text = request.text;
+        let line_of = |needle: &str| {
+            text.lines()
+                .position(|l| l.contains(needle))
+                .map_or(1, |i| i as u32 + 1)
+        };
+        let (helper_at, caller_at) = (line_of("double helper"), line_of("double caller"));
+        let (helper_body, caller_body) = text.split_at(text.find("double caller").unwrap_or(0));
+        let (helper_fixed, caller_fixed) = (
+            helper_body.contains("#pragma"),
+            caller_body.contains("#pragma"),
+        );
+        let function = |name: &str, line: u32, end: u32| {
+            let mut f = FunctionReport::skipped(name, "");
+            f.status = FunctionStatus::Analysed;
+            f.executions = 1;
+            f.span = Some(FunctionSpan {
+                line,
+                body_line: line,
+                end_line: end,
+            });
+            f
+        };
+        let mut helper = function("helper", helper_at, line_of("return x"));
+        helper.status = FunctionStatus::ThroughCallers;
+        helper.through = vec!["caller".into()];
+        let mut caller = function("caller", caller_at, line_of("return y"));
+        let flagged = match (helper_fixed, caller_fixed) {
+            (false, _) => Some(line_of("return x")),
+            (true, false) => Some(line_of("return y")),
+            (true, true) => None,
+        };
+        if let Some(line) = flagged {
+            caller.divergences.push(Divergence {
+                trace_p_prime: vec![TraceEvent {
+                    kind: ExceptionKind::Overflow,
+                    line: Some(line),
+                    column: Some(3),
+                    operation: "fmul".into(),
+                }],
+                end_p: RunEnd::returned(Some(Scalar::F64(1.0))),
+                end_p_prime: RunEnd::returned(Some(Scalar::F64(f64::INFINITY))),
+                location: Some(SourceLoc { line, column: 3 }),
+                ..Divergence::default()
+            });
+        }
+        Ok(FileReport {
+            file: request.path.display().to_string(),
+            functions: vec![helper, caller],
+            timings_ms: Default::default(),
+            flags_p: request.config.flags_p.clone(),
+            flags_p_prime: request.config.flags_p_prime.clone(),
+            ftz_p_prime: false,
+            linked_units: vec![],
+            dropped_flags: vec![],
+            first_look: false,
+        })
+    }
+}
+
+#[test]
+fn a_fix_that_moves_the_difference_into_the_caller_is_widened_to_it() {
+    let (client_end, server_end) = UnixStream::pair().unwrap();
+    let server = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            server_end.set_nonblocking(true).unwrap();
+            let (r, w) = tokio::net::UnixStream::from_std(server_end)
+                .unwrap()
+                .into_split();
+            foe_lsp::serve(Arc::new(Moving), r, w).await
+        })
+    });
+    let reader = client_end.try_clone().unwrap();
+    let mut client = LspClient::connect(reader, client_end);
+    init(&mut client, json!({ "debounceMs": 0 }));
+    client.did_open(URI, 1, MOVING).unwrap();
+    let published = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
+    let diagnostic = published.params()["diagnostics"][0].clone();
+    assert_eq!(diagnostic["range"]["start"]["line"], 1, "{diagnostic:#}");
+    let deadline = Instant::now() + WAIT;
+    let actions = loop {
+        let actions = client
+            .request(
+                "textDocument/codeAction",
+                Some(
+                    json!({ "textDocument": { "uri": URI }, "range": diagnostic["range"],
+                             "context": { "diagnostics": [diagnostic] } }),
+                ),
+                WAIT,
+            )
+            .unwrap();
+        let verifying = actions[0]["title"]
+            .as_str()
+            .is_some_and(|t| t.contains("verifying"));
+        if !verifying {
+            break actions;
+        }
+        assert!(Instant::now() < deadline, "the verification never ended");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let title = actions[0]["title"].as_str().unwrap_or_default();
+    assert_eq!(
+        title, "Turn off fast-math in `helper` and `caller` (verified)",
+        "{actions:#}"
+    );
+    let edits = actions[0]["edit"]["documentChanges"][0]["edits"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(edits.len(), 2, "a pragma in each body: {actions:#}");
+    client.shutdown(WAIT).unwrap();
+    assert!(server.join().unwrap());
+}

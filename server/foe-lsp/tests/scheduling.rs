@@ -506,9 +506,9 @@ fn a_first_look_is_shown_while_a_long_analysis_runs_then_replaced() {
         .expect("the analysis");
     assert!(!foe_lsp::client::is_first_look(last.params()));
     assert_eq!(
-        engine.started.load(Ordering::SeqCst),
+        engine.seen.lock().unwrap().len(),
         1,
-        "one analysis, the first look aside"
+        "one analysis of the file, the first look aside"
     );
     // Once the analysis is shown, no first look comes after it.
     client.drain(Duration::from_millis(300));

@@ -63,6 +63,11 @@ pub struct SearchOutcome {
 /// Executions that may time out in one function's search before it stops: each costs the whole time limit.
 pub const MAX_TIMEOUTS: usize = 2;
 
+/// Runs that may crash in one function's search, while hardly any completes, before it stops: each costs a
+/// new worker (tens of milliseconds). Code that dereferences what a zeroed buffer cannot give (Box2D's world and
+/// context pointers) crashes on every input.
+pub const MAX_CRASHES: usize = 24;
+
 /// For each candidate (distinct inputs from the solver), runs P and P' on it and its nextafter neighbourhood.
 ///
 /// The neighbourhood of a candidate is every input whose searchable arguments are within `cfg.radius` steps
@@ -183,11 +188,13 @@ fn run_search(
         out_of_time: false,
         stopped: 0,
         first_stop: None,
+        runs_crashed: 0,
+        runs_completed: 0,
         agreed: vec![],
         agreed_seen: HashSet::new(),
     };
     for (g, chunk) in cands.chunks(group).enumerate() {
-        if state.timed_out >= MAX_TIMEOUTS {
+        if state.hopeless() {
             break;
         }
         if state.past_deadline() {
@@ -202,7 +209,7 @@ fn run_search(
         run_special_inputs(runner, sig, &cands, cfg, &mut state)?;
         run_aimed_search(runner, sig, &cands, cfg, &mut state)?;
     }
-    let stopped_early = state.timed_out >= MAX_TIMEOUTS;
+    let stopped_early = state.hopeless();
     let diff_producing = state.diff_producing;
     state.found.sort_by_key(|f| f.0);
     // Candidates that found the same input share one report, which counts them all.
@@ -250,7 +257,7 @@ fn run_special_inputs(
     cfg: &AnalysisConfig,
     state: &mut SearchState<'_>,
 ) -> Result<(), ExecError> {
-    if state.timed_out >= MAX_TIMEOUTS {
+    if state.hopeless() {
         return Ok(());
     }
     if state.past_deadline() {
@@ -278,7 +285,7 @@ fn run_aimed_search(
     cfg: &AnalysisConfig,
     state: &mut SearchState<'_>,
 ) -> Result<(), ExecError> {
-    if state.timed_out >= MAX_TIMEOUTS || aimed::float_inputs(sig).is_empty() {
+    if state.hopeless() || aimed::float_inputs(sig).is_empty() {
         return Ok(());
     }
     let Some(base) = cands.first() else {
@@ -292,7 +299,7 @@ fn run_aimed_search(
         .filter(|i| tried.insert(i.key()))
         .collect();
     for _ in 0..=aimed::CLIMB_ROUNDS {
-        if batch.is_empty() || state.past_deadline() || state.timed_out >= MAX_TIMEOUTS {
+        if batch.is_empty() || state.past_deadline() || state.hopeless() {
             break;
         }
         let before = best_score(&scored);
@@ -402,6 +409,9 @@ struct SearchState<'a> {
     out_of_time: bool,
     stopped: usize,
     first_stop: Option<String>,
+    /// Runs (of either build) that crashed, and that completed, counted as each slice returns.
+    runs_crashed: usize,
+    runs_completed: usize,
     /// Inputs (special ones and candidates themselves) on which the instrumented builds agree.
     agreed: Vec<Input>,
     agreed_seen: HashSet<Vec<u64>>,
@@ -411,6 +421,13 @@ impl SearchState<'_> {
     fn past_deadline(&self) -> bool {
         self.deadline
             .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+
+    /// Whether running more inputs is pointless: too many time-outs, or runs that crash far more often than they
+    /// complete ([`MAX_CRASHES`]). Counts of what the runs did, not of time: the same on any machine.
+    fn hopeless(&self) -> bool {
+        self.timed_out >= MAX_TIMEOUTS
+            || (self.runs_crashed >= MAX_CRASHES && self.runs_completed * 4 < self.runs_crashed)
     }
 
     fn in_domain(&self, input: &Input) -> bool {
@@ -457,7 +474,7 @@ fn search_group(
         let batch = search.round_inputs(&cands, round_end);
         let cut = search.run_round(batch, state)?;
         let active = search.judge_round(&mut cands, round_end, state);
-        if !active || cut || state.timed_out >= MAX_TIMEOUTS {
+        if !active || cut || state.hopeless() {
             break;
         }
         round_end = round_end.saturating_mul(8);
@@ -715,7 +732,7 @@ fn run_in_slices(
     let mut start = 0;
     let mut slice_len = FIRST_SLICE;
     while start < batch.len() {
-        if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
+        if start > 0 && (state.hopeless() || state.past_deadline()) {
             state.out_of_time |= state.past_deadline();
             stop_after = start;
             break;
@@ -725,11 +742,13 @@ fn run_in_slices(
         start = end;
         slice_len = (slice_len * 2).min(RUN_SLICE);
         let ran = runner.run_raw(&sig.name, slice)?;
-        state.timed_out += ran
-            .iter()
-            .flat_map(|pair| [&pair.p, &pair.pp])
-            .filter(|run| matches!(run.end, crate::exec::RawEnd::TimedOut))
-            .count();
+        for run in ran.iter().flat_map(|pair| [&pair.p, &pair.pp]) {
+            match run.end {
+                crate::exec::RawEnd::TimedOut => state.timed_out += 1,
+                _ if run.completed() => state.runs_completed += 1,
+                _ => state.runs_crashed += 1,
+            }
+        }
         results.extend(ran);
     }
     Ok((results, stop_after))

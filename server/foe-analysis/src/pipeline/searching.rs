@@ -193,14 +193,19 @@ fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &Anal
 /// The notes of [`note_search`], in the order they read.
 fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
     let mut notes = vec![];
+    // The search stops early on time-outs or on runs that crash far more often than they complete.
+    let crashes_stopped = found.stopped_early && found.timed_out < search::MAX_TIMEOUTS;
     if found.crashed > 0 {
         let first = found.first_crash.as_deref().unwrap_or("crashed");
-        let text = format!(
+        let mut text = format!(
             "{} executions did not return normally (first: {first})",
             found.crashed
         );
+        if crashes_stopped {
+            text.push_str("; search stopped early");
+        }
         // A run that read data no file defines computed nothing of the program: not compared.
-        notes.push(match found.unknown_data > 0 {
+        notes.push(match found.unknown_data > 0 || crashes_stopped {
             true => Note::cut(ReasonCode::RunsIncomplete, text),
             false => Note::remark(text),
         });
@@ -217,7 +222,7 @@ fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
             "{} executions did not return within {} ms",
             found.timed_out, config.exec_timeout_ms
         );
-        notes.push(match found.stopped_early {
+        notes.push(match found.stopped_early && !crashes_stopped {
             true => Note::cut(
                 ReasonCode::RunsIncomplete,
                 format!("{text}; search stopped early"),

@@ -102,6 +102,8 @@ def c_type(ty):
     t = ty["type"]
     if t in C_TYPES:
         return C_TYPES[t]
+    if t == "int" and ty["bits"] == 1:
+        return "_Bool"
     if t == "int":
         return ("" if ty.get("signed", True) else "u") + f"int{ty['bits']}_t"
     if t == "out_ptr":

@@ -201,6 +201,26 @@ fn ms(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
+/// Starts building the first shipped binaries, at the lowest priority while the functions are solved; none for
+/// a first look, which confirms nothing.
+fn start_shipped<'h>(
+    request: &'h AnalysisRequest<'_>,
+    config: &'h AnalysisConfig,
+    signatures: &'h [FunctionSignature],
+    linked: &'h crate::project::Linked,
+    db: Option<&'h CompileDb>,
+) -> Option<confirm::EarlyHarness<'h>> {
+    (!signatures.is_empty() && !config.quick).then(move || {
+        confirm::EarlyHarness::start(move || {
+            confirm::Harness::new(config, request.path, request.text, signatures).with_units(
+                linked,
+                db,
+                &request.config.extra_flags,
+            )
+        })
+    })
+}
+
 /// What the model phase found for one function that still needs solving and searching.
 struct Pending {
     index: usize,
@@ -262,19 +282,9 @@ pub fn analyse(
     };
     timings.insert("model".to_string(), ms(started));
 
-    // The first shipped binaries are built at the lowest priority while the functions are solved.
     let signatures: Vec<FunctionSignature> =
         pending.iter().map(|p| p.info.signature.clone()).collect();
-    // A first look confirms nothing: the shipped binaries are not built.
-    let mut shipped = (!signatures.is_empty() && !config.quick).then(|| {
-        confirm::EarlyHarness::start(|| {
-            confirm::Harness::new(&config, request.path, request.text, &signatures).with_units(
-                &linked,
-                db.as_ref(),
-                &request.config.extra_flags,
-            )
-        })
-    });
+    let mut shipped = start_shipped(request, &config, &signatures, &linked, db.as_ref());
     let (solved, runner) = solving::solve_while_building_the_runner(
         pending,
         (&pair.p_ll, &pair.pp_ll),

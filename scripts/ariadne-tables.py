@@ -2,8 +2,8 @@
 """Ariadne's evaluation (thesis, tables 5.3 and 5.4) from foe's reports of a corpus run with the plain build's
 exceptions (`foe bench --corpus DB --reports DIR --plain-exceptions`):
 
-- exceptions by kind: unique exception locations (file, line, column) and input-location pairs (foe keeps one
-  witness input per location and kind, so the pairs are the locations' witnesses; Ariadne counts every input);
+- exceptions by kind: unique exception locations (file, line, column) and input-location pairs (every input foe
+  ran that raised there, `inputs_raising`, as Ariadne counts them; reports older than it count one per location);
 - functions: analysed (both builds ran), exception-free as proved (every exception condition of the explored
   paths refuted: foe's verdict `proved_impossible`), exception-free as sampled (none found, not proved);
 - potentially avoidable overflows and underflows: the real-number result of the witness input's path is a
@@ -49,7 +49,7 @@ def main():
                 if key not in seen:
                     seen.add(key)
                     locations[e["kind"]] += 1
-                pairs[e["kind"]] += 1
+                pairs[e["kind"]] += e.get("inputs_raising") or 1
                 if e["kind"] in avoid:
                     a = e.get("avoidable")
                     avoid[e["kind"]]["total"] += 1

@@ -339,6 +339,9 @@ pub struct PlainException {
     pub line: Option<u32>,
     pub column: Option<u32>,
     pub inputs: Vec<NamedValue>,
+    /// How many of the inputs run raised it here (Ariadne's input-location pairs); `inputs` is the first.
+    #[serde(default)]
+    pub inputs_raising: usize,
     /// Ariadne's classification of an overflow or underflow: whether the function's real-number result on this
     /// input is representable (then the exception is an artefact of the evaluation order, avoidable).
     #[serde(default, skip_serializing_if = "Option::is_none")]

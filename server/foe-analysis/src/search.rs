@@ -177,7 +177,7 @@ fn run_search(
         domain,
         diff_producing: 0,
         plain: vec![],
-        plain_seen: HashSet::new(),
+        plain_seen: HashMap::new(),
         found: vec![],
         executions: 0,
         timed_out: 0,
@@ -393,7 +393,8 @@ type Found = ((bool, u8, usize), Vec<u64>, Divergence);
 struct SearchState<'a> {
     domain: Option<&'a Domain>,
     plain: Vec<PlainException>,
-    plain_seen: HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
+    /// Index into `plain` of each (kind, line, column) seen.
+    plain_seen: HashMap<(ExceptionKind, Option<u32>, Option<u32>), usize>,
     /// Per diff-producing candidate: its rank, input key and report (its best exception divergence, and its best
     /// result divergence on another input).
     found: Vec<Found>,
@@ -828,20 +829,31 @@ fn collect_plain(
     input: &Input,
     pair: &RawPair,
     plain: &mut Vec<PlainException>,
-    seen: &mut HashSet<(ExceptionKind, Option<u32>, Option<u32>)>,
+    seen: &mut HashMap<(ExceptionKind, Option<u32>, Option<u32>), usize>,
 ) {
+    // Each location counts an input once, however often the run raised there.
+    let mut here = HashSet::new();
     for &word in &pair.p.events {
         let Some(e) = runner.event(word) else {
             continue;
         };
-        if seen.insert((e.kind, e.line, e.column)) {
-            plain.push(PlainException {
-                kind: e.kind,
-                line: e.line,
-                column: e.column,
-                inputs: named_inputs(sig, input),
-                avoidable: None,
-            });
+        let key = (e.kind, e.line, e.column);
+        if !here.insert(key) {
+            continue;
+        }
+        match seen.get(&key) {
+            Some(&at) => plain[at].inputs_raising += 1,
+            None => {
+                seen.insert(key, plain.len());
+                plain.push(PlainException {
+                    kind: e.kind,
+                    line: e.line,
+                    column: e.column,
+                    inputs: named_inputs(sig, input),
+                    inputs_raising: 1,
+                    avoidable: None,
+                });
+            }
         }
     }
 }

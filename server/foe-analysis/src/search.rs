@@ -266,11 +266,7 @@ fn run_special_inputs(
     }
     let bases: Vec<&Input> = cands.iter().take(2).copied().collect();
     let special = results::special_inputs(sig, &bases);
-    let single = AnalysisConfig {
-        radius: 0,
-        neighbourhood_budget: 1,
-        ..cfg.clone()
-    };
+    let single = each_once(cfg);
     let refs: Vec<&Input> = special.iter().collect();
     search_group(runner, sig, &refs, cands.len(), &single, true, state)
 }
@@ -320,11 +316,7 @@ fn run_aimed_search(
     if judged.is_empty() {
         return Ok(());
     }
-    let single = AnalysisConfig {
-        radius: 0,
-        neighbourhood_budget: 1,
-        ..cfg.clone()
-    };
+    let single = each_once(cfg);
     search_group(runner, sig, &judged, cands.len(), &single, true, state)
 }
 
@@ -378,6 +370,15 @@ fn run_scored(
             results::bits_apart(&p, &pp).map(|bits| (input, bits))
         })
         .collect())
+}
+
+/// `cfg` with no neighbourhood: each input run once (special inputs, the aimed search's judged inputs).
+pub(crate) fn each_once(cfg: &AnalysisConfig) -> AnalysisConfig {
+    AnalysisConfig {
+        radius: 0,
+        neighbourhood_budget: 1,
+        ..cfg.clone()
+    }
 }
 
 /// Inputs sent to the worker at once within a round: the first slice, and the most.

@@ -17,7 +17,7 @@ use foe_analysis::pipeline::{
 };
 use foe_analysis::report::FileReport;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tower_lsp::lsp_types::notification::Progress as ProgressNotification;
@@ -131,18 +131,7 @@ impl Scheduler {
             return;
         };
         let shown = self.shown(&job, &outcome);
-        let analysis = Arc::new(Analysis {
-            version: job.version,
-            generation: job.generation,
-            text: job.text.clone(),
-            path: job.path.clone(),
-            config: job.config.clone(),
-            cancel: job.cancel.clone(),
-            outcome,
-            elapsed: started.elapsed(),
-            shown,
-            fixes: Mutex::new(Default::default()),
-        });
+        let analysis = Arc::new(Analysis::of(&job, outcome, shown, started.elapsed()));
         if inner.state.finish(&job.uri, analysis.clone()) {
             self.publish(&job, &analysis).await;
         }
@@ -203,18 +192,7 @@ impl Scheduler {
         if shown.findings.is_empty() {
             return;
         }
-        let analysis = Analysis {
-            version: job.version,
-            generation: job.generation,
-            text: job.text.clone(),
-            path: job.path.clone(),
-            config: job.config.clone(),
-            cancel: job.cancel.clone(),
-            outcome,
-            elapsed: started.elapsed(),
-            shown,
-            fixes: Mutex::new(Default::default()),
-        };
+        let analysis = Analysis::of(job, outcome, shown, started.elapsed());
         let mut diagnostics = to_proto::diagnostics(&analysis, &job.uri);
         for d in &mut diagnostics {
             if let Some(data) = d.data.as_mut() {

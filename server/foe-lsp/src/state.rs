@@ -83,6 +83,24 @@ pub struct Analysis {
     pub fixes: Mutex<HashMap<String, watch::Receiver<Option<FixCheck>>>>,
 }
 
+impl Analysis {
+    /// The analysis of `job`'s text that ended in `outcome`, showing `shown`, `elapsed` after the job started.
+    pub fn of(job: &Job, outcome: Outcome, shown: Shown, elapsed: std::time::Duration) -> Analysis {
+        Analysis {
+            version: job.version,
+            generation: job.generation,
+            text: job.text.clone(),
+            path: job.path.clone(),
+            config: job.config.clone(),
+            cancel: job.cancel.clone(),
+            outcome,
+            elapsed,
+            shown,
+            fixes: Mutex::new(Default::default()),
+        }
+    }
+}
+
 /// The findings published for an analysis, with the text and report their positions and inputs refer to.
 #[derive(Clone)]
 pub struct Shown {

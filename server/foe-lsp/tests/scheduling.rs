@@ -116,8 +116,22 @@ impl Engine for Scripted {
     }
 }
 
+/// The code actions offered for `diagnostic` of the test document.
+fn code_actions(client: &mut LspClient, diagnostic: &Value) -> Value {
+    client
+        .request(
+            "textDocument/codeAction",
+            Some(
+                json!({ "textDocument": { "uri": URI }, "range": diagnostic["range"],
+                         "context": { "diagnostics": [diagnostic] } }),
+            ),
+            WAIT,
+        )
+        .unwrap()
+}
+
 /// Serves one session in a thread; the handle yields whether it ended after `shutdown`.
-fn start(engine: Arc<Scripted>) -> (LspClient, JoinHandle<bool>) {
+fn start(engine: Arc<dyn Engine>) -> (LspClient, JoinHandle<bool>) {
     let (client_end, server_end) = UnixStream::pair().unwrap();
     let server = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -423,16 +437,7 @@ fn code_actions_answer_at_once_while_the_fix_is_verified_in_the_background() {
     let diagnostic = published.params()["diagnostics"][0].clone();
     let ask = |client: &mut LspClient| {
         let sent = Instant::now();
-        let actions = client
-            .request(
-                "textDocument/codeAction",
-                Some(
-                    json!({ "textDocument": { "uri": URI }, "range": diagnostic["range"],
-                             "context": { "diagnostics": [diagnostic] } }),
-                ),
-                WAIT,
-            )
-            .unwrap();
+        let actions = code_actions(client, &diagnostic);
         (sent.elapsed(), actions)
     };
     let (first_latency, actions) = ask(&mut client);
@@ -625,23 +630,7 @@ impl Engine for Moving {
 
 #[test]
 fn a_fix_that_moves_the_difference_into_the_caller_is_widened_to_it() {
-    let (client_end, server_end) = UnixStream::pair().unwrap();
-    let server = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            server_end.set_nonblocking(true).unwrap();
-            let (r, w) = tokio::net::UnixStream::from_std(server_end)
-                .unwrap()
-                .into_split();
-            foe_lsp::serve(Arc::new(Moving), r, w).await
-        })
-    });
-    let reader = client_end.try_clone().unwrap();
-    let mut client = LspClient::connect(reader, client_end);
+    let (mut client, server) = start(Arc::new(Moving));
     init(&mut client, json!({ "debounceMs": 0 }));
     client.did_open(URI, 1, MOVING).unwrap();
     let published = client.wait_diagnostics(URI, Some(1), WAIT).unwrap();
@@ -649,16 +638,7 @@ fn a_fix_that_moves_the_difference_into_the_caller_is_widened_to_it() {
     assert_eq!(diagnostic["range"]["start"]["line"], 1, "{diagnostic:#}");
     let deadline = Instant::now() + WAIT;
     let actions = loop {
-        let actions = client
-            .request(
-                "textDocument/codeAction",
-                Some(
-                    json!({ "textDocument": { "uri": URI }, "range": diagnostic["range"],
-                             "context": { "diagnostics": [diagnostic] } }),
-                ),
-                WAIT,
-            )
-            .unwrap();
+        let actions = code_actions(&mut client, &diagnostic);
         let verifying = actions[0]["title"]
             .as_str()
             .is_some_and(|t| t.contains("verifying"));
@@ -678,6 +658,5 @@ fn a_fix_that_moves_the_difference_into_the_caller_is_widened_to_it() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(edits.len(), 2, "a pragma in each body: {actions:#}");
-    client.shutdown(WAIT).unwrap();
-    assert!(server.join().unwrap());
+    finish(client, server);
 }

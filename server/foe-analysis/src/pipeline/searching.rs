@@ -98,11 +98,7 @@ fn search_one(
     let first_look;
     let config = match cx.config.quick {
         true => {
-            first_look = AnalysisConfig {
-                radius: 0,
-                neighbourhood_budget: 1,
-                ..cx.config.clone()
-            };
+            first_look = search::each_once(cx.config);
             &first_look
         }
         false => cx.config,

@@ -123,20 +123,8 @@ pub fn neighbours(sig: &FunctionSignature, input: &Input) -> Vec<Input> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::sig;
     use super::*;
-    use crate::types::{Param, ReturnType};
-
-    fn sig(params: Vec<ParamType>) -> FunctionSignature {
-        FunctionSignature {
-            name: "f".into(),
-            params: params
-                .into_iter()
-                .enumerate()
-                .map(|(i, t)| Param::new(format!("a{i}"), t))
-                .collect(),
-            ret: ReturnType::F64,
-        }
-    }
 
     #[test]
     fn samples_are_finite_deterministic_and_keep_integers() {

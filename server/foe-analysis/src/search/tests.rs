@@ -58,7 +58,7 @@ fn compare_traces_classes() {
     assert_eq!(compare_traces(&t(&[Overflow]), &moved), None);
 }
 
-fn sig(params: Vec<ParamType>) -> FunctionSignature {
+pub(super) fn sig(params: Vec<ParamType>) -> FunctionSignature {
     FunctionSignature {
         name: "f".into(),
         params: params

@@ -394,7 +394,7 @@ def main():
                     help="the accuracyBits the reports were made with (default 20)")
     args = ap.parse_args()
     ACCURACY_BITS = args.accuracy_bits
-    entries = json.loads((args.db / "compile_commands.json").read_text())
+    entries = all_entries = json.loads((args.db / "compile_commands.json").read_text())
     selected = args.db / "files.txt"
     if selected.is_file():
         wanted = set(selected.read_text().split())
@@ -418,7 +418,8 @@ def main():
     out = []
     with tempfile.TemporaryDirectory(prefix="foe-independent-") as tmp:
         work = Path(tmp)
-        archives = build_archives(args.db, entries, work)
+        # Every file of the database goes into its library's archive, whichever files are checked.
+        archives = build_archives(args.db, all_entries, work)
         for e in entries:
             rp = report_path(e)
             if not rp.exists():

@@ -18,6 +18,7 @@ use std::collections::{HashMap, HashSet};
 mod explain;
 mod neighbourhood;
 pub mod results;
+pub mod work;
 
 pub use explain::{compare_kinds, compare_traces};
 pub(crate) use explain::{explain, result_summary};
@@ -25,6 +26,7 @@ use neighbourhood::neighbourhood_size;
 #[cfg(test)]
 use neighbourhood::shell;
 pub use neighbourhood::{neighbourhood, step_value};
+pub use work::SearchBudget;
 
 /// What the search of one function found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -52,8 +54,12 @@ pub struct SearchOutcome {
     pub first_stop: Option<String>,
     /// Whether the search stopped early because too many executions timed out.
     pub stopped_early: bool,
-    /// Whether the function's time budget ended the search before every neighbourhood was explored.
+    /// Whether the function's work budget ended the search before every neighbourhood was explored.
     pub out_of_time: bool,
+    /// The work the search did ([`work`]), in nanoseconds of an idle machine: the same on any load.
+    pub work_ns: u64,
+    /// Operations its runs checked (runs that timed out included): for calibration and logs.
+    pub ops: u64,
     /// Special inputs and solver candidates on which both instrumented builds returned the same outputs and
     /// exception traces: what [`crate::confirm::shipped_only`] runs again on the binaries clang ships.
     pub agreed: Vec<Input>,
@@ -80,9 +86,9 @@ pub fn search(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
 ) -> Result<SearchOutcome, ExecError> {
-    run_search(runner, sig, candidates, domain, cfg, deadline, false)
+    run_search(runner, sig, candidates, domain, cfg, budget, false)
 }
 
 /// [`search`], then the special-value and ordinary-magnitude inputs of [`results::special_inputs`] around the
@@ -95,10 +101,10 @@ pub fn search_with_special_inputs(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
     paths: &[crate::accuracy::PathOutputs],
 ) -> Result<SearchOutcome, ExecError> {
-    let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
+    let mut out = run_search(runner, sig, candidates, domain, cfg, budget, true)?;
     // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
     for e in out
         .plain_exceptions
@@ -146,7 +152,7 @@ fn run_search(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
     special_inputs: bool,
 ) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
@@ -178,7 +184,10 @@ fn run_search(
         crashed: 0,
         first_crash: None,
         unknown_data: 0,
-        deadline,
+        budget,
+        work_ns: 0,
+        ops: 0,
+        started: std::time::Instant::now(),
         out_of_time: false,
         stopped: 0,
         first_stop: None,
@@ -189,7 +198,7 @@ fn run_search(
         if state.timed_out >= MAX_TIMEOUTS {
             break;
         }
-        if state.past_deadline() {
+        if state.out_of_budget() {
             state.out_of_time = true;
             break;
         }
@@ -219,6 +228,9 @@ fn run_search(
         candidates = cands.len(),
         executions = state.executions,
         diff_producing,
+        work_ms = state.work_ns / 1_000_000,
+        ops = state.ops,
+        wall_ms = state.started.elapsed().as_millis() as u64,
         "search done"
     );
     Ok(SearchOutcome {
@@ -234,6 +246,8 @@ fn run_search(
         first_stop: state.first_stop,
         stopped_early,
         out_of_time: state.out_of_time,
+        work_ns: state.work_ns,
+        ops: state.ops,
         agreed: state.agreed,
     })
 }
@@ -251,7 +265,7 @@ fn run_special_inputs(
     if state.timed_out >= MAX_TIMEOUTS {
         return Ok(());
     }
-    if state.past_deadline() {
+    if state.out_of_budget() {
         state.out_of_time = true;
         return Ok(());
     }
@@ -290,8 +304,12 @@ struct SearchState<'a> {
     crashed: usize,
     first_crash: Option<String>,
     unknown_data: usize,
-    /// When the search must stop (the function's time budget); checked between rounds.
-    deadline: Option<std::time::Instant>,
+    /// When the search must stop (the function's work budget); checked between slices of runs.
+    budget: Option<SearchBudget>,
+    /// The work done so far ([`work`]), and the operations the runs checked (for the log).
+    work_ns: u64,
+    ops: u64,
+    started: std::time::Instant,
     out_of_time: bool,
     stopped: usize,
     first_stop: Option<String>,
@@ -301,9 +319,8 @@ struct SearchState<'a> {
 }
 
 impl SearchState<'_> {
-    fn past_deadline(&self) -> bool {
-        self.deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
+    fn out_of_budget(&self) -> bool {
+        self.budget.is_some_and(|b| b.exhausted(self.work_ns))
     }
 
     fn in_domain(&self, input: &Input) -> bool {
@@ -342,8 +359,8 @@ fn search_group(
     };
     let mut round_end = 1usize;
     loop {
-        // The first round always runs (every candidate itself); later ones only within the time budget.
-        if round_end > 1 && state.past_deadline() {
+        // The first round always runs (every candidate itself); later ones only within the work budget.
+        if round_end > 1 && state.out_of_budget() {
             state.out_of_time = true;
             break;
         }
@@ -389,7 +406,7 @@ impl GroupSearch<'_> {
     }
 
     /// Runs one round's `batch` and records its runs; whether the round was cut short (too many time-outs, or
-    /// the time budget).
+    /// the work budget).
     fn run_round(
         &mut self,
         mut batch: Vec<Input>,
@@ -413,7 +430,7 @@ impl GroupSearch<'_> {
         batch: &[Input],
         state: &mut SearchState<'_>,
     ) -> Result<(Vec<RawPair>, usize), ExecError> {
-        // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
+        // A round runs in slices, so that runs that hang (each costing the execution time limit) or the work
         // budget stop it after the first slice rather than after thousands of inputs.
         // Slices start small and double, so a function whose runs hang stops after a few of them.
         let mut stop_after = batch.len();
@@ -421,8 +438,8 @@ impl GroupSearch<'_> {
         let mut start = 0;
         let mut slice_len = FIRST_SLICE;
         while start < batch.len() {
-            if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.past_deadline()) {
-                state.out_of_time |= state.past_deadline();
+            if start > 0 && (state.timed_out >= MAX_TIMEOUTS || state.out_of_budget()) {
+                state.out_of_time |= state.out_of_budget();
                 stop_after = start;
                 break;
             }
@@ -431,6 +448,8 @@ impl GroupSearch<'_> {
             start = end;
             slice_len = (slice_len * 2).min(RUN_SLICE);
             let ran = self.runner.run_raw(&self.sig.name, slice)?;
+            state.work_ns += work::pairs_work(&ran, self.cfg.exec_timeout_ms);
+            state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
             state.timed_out += ran
                 .iter()
                 .flat_map(|pair| [&pair.p, &pair.pp])

@@ -7,6 +7,10 @@
 //! call foe does not execute (`RunEnd::Stopped`) has a complete trace up to the call and is compared like a
 //! run that returned: two runs stopped at the same call compare the events before it, and a run that stopped
 //! against one that returned diverges only if their exception events differ (see ARCHITECTURE.md).
+//!
+//! The search stops at a work budget ([`SearchBudget`]): its runs are counted in [`work`] units (a constant per
+//! run plus one per operation the runtime checked), which the load does not change, so the same file stops at
+//! the same slice on any machine load; the wall clock is only a safety net.
 
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;

@@ -67,7 +67,8 @@ fn exchange(
     let last_reply_ms = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&last_reply_ms);
     let reader = std::thread::spawn(move || read_all(&mut stdout, started, &seen));
-    let stall = limit_ms.saturating_mul(WALL_FACTOR + 1) + 1000;
+    // (Plus 5 s for starting: loading the binary and its libraries on a loaded machine.)
+    let stall = limit_ms.saturating_mul(WALL_FACTOR + 1) + 5000;
     let backstop = Duration::from_millis(
         limit_ms
             .saturating_mul(WALL_FACTOR)

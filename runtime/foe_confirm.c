@@ -10,8 +10,9 @@
  * pointer parameter's buffer the call changed, hexadecimal; then the trace in order), `s FLAGS NAME EVENT...` when the call
  * reached a function no file of the project defines (the harness links a stub for it that calls
  * foe_confirm_stop: the call is left there, as the instrumented worker stops its run at it, and nothing of the
- * callee runs), or `t` when the call did not return within the time limit (argv[1], milliseconds); the process
- * then exits. A crash ends the process without a reply; the
+ * callee runs), or `t` when the call did not return within the time limit (argv[1], milliseconds of the
+ * process's CPU time, which the load does not change; or FOE_WALL_FACTOR times as long by the wall clock, for a
+ * call that waits without using the CPU); the process then exits. A crash ends the process without a reply; the
  * caller restarts it after that request. An event is `KINDS@OFFSET` (the kinds as FLAGS counts them, the
  * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
  * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
@@ -62,6 +63,7 @@ extern const int foe_confirm_count;
 #define FOE_TRACE_CAP 256
 #define FOE_TRAP_CAP 4096
 #define FOE_FRAMES 64
+#define FOE_WALL_FACTOR 8 /* WALL_FACTOR in exec/worker.rs */
 
 /* MXCSR: status flags (bits 0-5: IE DE ZE OE UE PE) and masks (bits 7-12: IM DM ZM OM UM PM). */
 #define MX_STATUS 0x3fu
@@ -101,6 +103,15 @@ static void on_alarm(int sig) {
     ssize_t n = write(g_reply_fd, reply, sizeof reply - 1);
     (void)n;
     _exit(0);
+}
+
+/* Arms the one-shot timer `which` to fire after `ms` milliseconds of its clock (0 disarms it). */
+static void arm(int which, long ms) {
+    struct itimerval timer;
+    memset(&timer, 0, sizeof timer);
+    timer.it_value.tv_sec = ms / 1000;
+    timer.it_value.tv_usec = (ms % 1000) * 1000;
+    setitimer(which, &timer, NULL);
 }
 
 static int in_exe(uintptr_t a) { return a >= g_exe_lo && a < g_exe_hi; }
@@ -231,6 +242,7 @@ int main(int argc, char **argv) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sigaction(SIGALRM, &sa, NULL);
+    sigaction(SIGPROF, &sa, NULL);
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_fpe;
     sa.sa_flags = SA_SIGINFO;
@@ -278,11 +290,8 @@ int main(int argc, char **argv) {
         /* result[0]: the return value; result[1]: how many (param, offset, word) triples follow. */
         static unsigned long long result[2 + 3 * FOE_SHIPPED_OUTPUTS];
         result[0] = result[1] = 0;
-        struct itimerval timer;
-        memset(&timer, 0, sizeof timer);
-        timer.it_value.tv_sec = limit_ms / 1000;
-        timer.it_value.tv_usec = (limit_ms % 1000) * 1000;
-        setitimer(ITIMER_REAL, &timer, NULL);
+        arm(ITIMER_PROF, limit_ms);
+        arm(ITIMER_REAL, limit_ms * FOE_WALL_FACTOR);
         g_count = g_dropped = g_traps = g_stepping = 0;
         g_known_status = 0;
         feclearexcept(FE_ALL_EXCEPT);
@@ -296,8 +305,8 @@ int main(int argc, char **argv) {
         int raised = fetestexcept(FOE_TRACKED);
         unsigned flags = (raised & FE_INVALID ? 1u : 0u) | (raised & FE_DIVBYZERO ? 2u : 0u) |
                          (raised & FE_OVERFLOW ? 4u : 0u) | (raised & FE_UNDERFLOW ? 8u : 0u);
-        memset(&timer, 0, sizeof timer);
-        setitimer(ITIMER_REAL, &timer, NULL);
+        arm(ITIMER_PROF, 0);
+        arm(ITIMER_REAL, 0);
         if (g_stopped_at)
             fprintf(replies, "s %x %s", flags, g_stopped_at);
         else {

@@ -24,6 +24,8 @@
 static uint32_t g_trace[FOE_TRACE_CAP];
 static volatile uint32_t g_trace_len;
 static volatile uint32_t g_trace_truncated;
+/* Operations the running execution has checked (calls of __foe_check): its work, which the load does not change. */
+static volatile uint64_t g_ops;
 
 static inline void foe_append(uint32_t site, uint32_t kind) {
     uint32_t n = g_trace_len;
@@ -40,6 +42,7 @@ static inline void foe_append(uint32_t site, uint32_t kind) {
 #define FOE_TRACKED 0x1du
 
 void __foe_check(uint32_t site) {
+    g_ops++;
     uint32_t csr;
     uint16_t sw;
     __asm__ volatile("stmxcsr %0" : "=m"(csr));
@@ -64,6 +67,7 @@ static void foe_set_mode(int ftz) {
 }
 #else
 void __foe_check(uint32_t site) {
+    g_ops++;
     int f = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
     if (__builtin_expect(f == 0, 1))
         return;
@@ -185,6 +189,7 @@ static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t d
     rec.ret = ret;
     rec.noutputs = nout;
     rec.nvalues = nval;
+    rec.ops = build == FOE_BUILD_DONE ? 0 : g_ops;
     memcpy(g_out + g_out_len, &rec, sizeof rec);
     memcpy(g_out + g_out_len + sizeof rec, g_trace, (size_t)n * 4u);
     memcpy(g_out + g_out_len + sizeof rec + (size_t)n * 4u, g_outputs, (size_t)nout * sizeof(struct foe_output));
@@ -195,15 +200,22 @@ static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t d
 
 /* ---- what is running, for the signal handlers ---- */
 
+/* An execution times out when it has used its limit of CPU time (ITIMER_PROF: the load does not change it), or
+ * FOE_WALL_FACTOR times the limit of wall-clock time (ITIMER_REAL: a safety net for runs that wait without
+ * using the CPU, in pause() or sleep()). The parent's stall limit (exec/worker.rs) is above the second. */
+#define FOE_WALL_FACTOR 8u
+
 static volatile sig_atomic_t g_running;      /* 1 while a build's code runs */
 static volatile uint32_t g_cur_input;
 static volatile uint32_t g_cur_build;
 static volatile uint32_t g_seq;              /* counts executions */
-static uint32_t g_seen_seq;                  /* the execution the last tick saw */
-static uint32_t g_ticks;                     /* ticks that saw the same execution */
+struct foe_clock {
+    uint32_t seen_seq; /* the execution the last tick saw */
+    uint32_t ticks;    /* ticks that saw the same execution */
+};
+static struct foe_clock g_cpu_clock, g_wall_clock;
 static volatile uint32_t g_ticks_needed = 1;
 static volatile uint32_t g_timeout_ms;
-
 /* Ends the reply with a terminal record for the running execution and exits. */
 static void foe_die(uint32_t status, uint32_t detail, int code) {
     g_running = 0;
@@ -277,19 +289,30 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
     _exit(71); /* the driver itself failed: the parent sees an unexplained death */
 }
 
-static void foe_on_alarm(int sig) {
-    (void)sig;
-    g_flush_requested = 1;
+static void foe_tick(struct foe_clock *clock, uint32_t needed) {
     if (!g_running)
         return;
     uint32_t seq = g_seq;
-    if (seq != g_seen_seq) {
-        g_seen_seq = seq;
-        g_ticks = 0;
+    if (seq != clock->seen_seq) {
+        clock->seen_seq = seq;
+        clock->ticks = 0;
         return;
     }
-    if (++g_ticks >= g_ticks_needed)
+    if (++clock->ticks >= needed)
         foe_die(FOE_STATUS_TIMED_OUT, g_timeout_ms, 72);
+}
+
+/* A tick of the process's CPU time: the limit. */
+static void foe_on_cpu_tick(int sig) {
+    (void)sig;
+    foe_tick(&g_cpu_clock, g_ticks_needed);
+}
+
+/* A tick of the wall clock: flushes the replies, and the safety net. */
+static void foe_on_alarm(int sig) {
+    (void)sig;
+    g_flush_requested = 1;
+    foe_tick(&g_wall_clock, g_ticks_needed * FOE_WALL_FACTOR);
 }
 
 static void foe_on_exit(int status, void *arg) {
@@ -318,10 +341,13 @@ static void foe_install_handlers(void) {
     sa.sa_flags = SA_ONSTACK | SA_RESTART;
     sa.sa_handler = foe_on_alarm;
     sigaction(SIGALRM, &sa, NULL);
+    sa.sa_handler = foe_on_cpu_tick;
+    sigaction(SIGPROF, &sa, NULL);
     on_exit(foe_on_exit, NULL);
 }
 
-/* Ticks every period; an execution that several ticks in a row saw times out. */
+/* Ticks every period of CPU time and of wall-clock time; an execution that several ticks in a row saw times out
+ * (the wall clock's ticks: FOE_WALL_FACTOR times as many). */
 static void foe_arm_timer(uint32_t timeout_ms) {
     if (timeout_ms == 0)
         timeout_ms = 1000;
@@ -334,12 +360,14 @@ static void foe_arm_timer(uint32_t timeout_ms) {
     it.it_interval.tv_sec = period / 1000;
     it.it_interval.tv_usec = (period % 1000) * 1000;
     it.it_value = it.it_interval;
+    setitimer(ITIMER_PROF, &it, NULL);
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
 static void foe_disarm_timer(void) {
     struct itimerval it;
     memset(&it, 0, sizeof it);
+    setitimer(ITIMER_PROF, &it, NULL);
     setitimer(ITIMER_REAL, &it, NULL);
 }
 
@@ -377,6 +405,7 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_watch_count = 0;
     g_output_count = 0;
     g_value_count = 0;
+    g_ops = 0;
     g_cur_input = input;
     g_cur_build = build;
     g_seq++;

@@ -69,7 +69,7 @@ struct foe_batch_header {
     uint32_t ninputs;
     uint32_t first_index; /* label of the first input in reply records */
     uint32_t flags;
-    uint32_t timeout_ms; /* per execution of one build */
+    uint32_t timeout_ms; /* per execution of one build, CPU time */
     uint32_t reserved;
 };
 
@@ -79,11 +79,11 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 3u
+#define FOE_PROTOCOL_VERSION 4u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */
-#define FOE_STATUS_TIMED_OUT 2u /* detail = limit in ms */
+#define FOE_STATUS_TIMED_OUT 2u /* detail = limit in ms (of CPU time; or 8 times as long waiting) */
 #define FOE_STATUS_EXITED 3u    /* the code called exit(); detail = status */
 #define FOE_STATUS_ERROR 4u     /* protocol error; detail = reason code */
 #define FOE_STATUS_UNDEFINED 5u /* the code called a function the file does not define; detail = its stub index */
@@ -103,7 +103,8 @@ struct foe_record {
     uint64_t ret;
     uint32_t noutputs; /* outputs of a run that returned; 0 otherwise */
     uint32_t nvalues;  /* values recorded (FOE_FLAG_VALUES), for a run that returned or stopped */
-}; /* 32 bytes, followed by nevents uint32, then noutputs struct foe_output, then nvalues of them (param = site) */
+    uint64_t ops;      /* operations the run checked (calls of __foe_check): its work, deterministic */
+}; /* 40 bytes, followed by nevents uint32, then noutputs struct foe_output, then nvalues of them (param = site) */
 
 /* One 8-byte word of a pointer parameter's buffer that the run changed, as it left it. */
 struct foe_output {

@@ -43,7 +43,8 @@ pub struct AnalysisConfig {
     /// Try each query in IEEE arithmetic on a fixed ladder of inputs before Z3, and take an input that raises the
     /// exception walked to the edge of where it does instead of asking Z3; default true.
     pub seed_inputs: bool,
-    /// Time limit of one execution of one build on one input, in milliseconds; default 500.
+    /// CPU-time limit of one execution of one build on one input, in milliseconds (a run that waits without using
+    /// the CPU is stopped at [`crate::exec::WALL_FACTOR`] times it by the wall clock); default 500.
     pub exec_timeout_ms: u64,
     /// Address-space limit of the worker process in MiB; default 2048.
     pub memory_limit_mib: u64,

@@ -19,6 +19,7 @@ use inkwell::context::Context;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+pub use worker::WALL_FACTOR;
 use worker::{ExecLimits, Worker};
 
 pub(crate) use toolchain::cache_dir;
@@ -90,6 +91,9 @@ pub struct RawRun {
     /// Each operation's value in execution order (`param` is its site), in runs asked for them
     /// ([`Runner::values`]).
     pub values: Vec<RawOutput>,
+    /// Operations the run checked (floating-point operations and calls, each once as it ran): its work, the
+    /// same on any load (meaningless for a run that timed out).
+    pub ops: u64,
 }
 
 impl RawRun {

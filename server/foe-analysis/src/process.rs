@@ -162,7 +162,7 @@ pub fn wait_with_deadline(
 }
 
 /// [`wait_with_deadline`], also killing `child` as soon as `stop()` says so.
-fn wait_until(
+pub(crate) fn wait_until(
     child: &mut Child,
     timeout: Duration,
     stop: &dyn Fn() -> bool,

@@ -7,6 +7,10 @@
 //! call foe does not execute (`RunEnd::Stopped`) has a complete trace up to the call and is compared like a
 //! run that returned: two runs stopped at the same call compare the events before it, and a run that stopped
 //! against one that returned diverges only if their exception events differ (see ARCHITECTURE.md).
+//!
+//! The search stops at a work budget ([`SearchBudget`]): its runs are counted in [`work`] units (a constant per
+//! run plus one per operation the runtime checked), which the load does not change, so the same file stops at
+//! the same slice on any machine load; the wall clock is only a safety net.
 
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
@@ -19,6 +23,7 @@ mod aimed;
 mod explain;
 mod neighbourhood;
 pub mod results;
+pub mod work;
 
 pub use explain::{compare_kinds, compare_traces};
 pub(crate) use explain::{explain, result_summary};
@@ -26,6 +31,7 @@ use neighbourhood::neighbourhood_size;
 #[cfg(test)]
 use neighbourhood::shell;
 pub use neighbourhood::{neighbourhood, step_value};
+pub use work::SearchBudget;
 
 /// What the search of one function found.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,8 +59,12 @@ pub struct SearchOutcome {
     pub first_stop: Option<String>,
     /// Whether the search stopped early because too many executions timed out.
     pub stopped_early: bool,
-    /// Whether the function's time budget ended the search before every neighbourhood was explored.
+    /// Whether the function's work budget ended the search before every neighbourhood was explored.
     pub out_of_time: bool,
+    /// The work the search did ([`work`]), in nanoseconds of an idle machine: the same on any load.
+    pub work_ns: u64,
+    /// Operations its runs checked (runs that timed out included): for calibration and logs.
+    pub ops: u64,
     /// Special inputs and solver candidates on which both instrumented builds returned the same outputs and
     /// exception traces: what [`crate::confirm::shipped_only`] runs again on the binaries clang ships.
     pub agreed: Vec<Input>,
@@ -86,9 +96,9 @@ pub fn search(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
 ) -> Result<SearchOutcome, ExecError> {
-    run_search(runner, sig, candidates, domain, cfg, deadline, false)
+    run_search(runner, sig, candidates, domain, cfg, budget, false)
 }
 
 /// [`search`], then the special-value and ordinary-magnitude inputs of [`results::special_inputs`] around the
@@ -101,10 +111,10 @@ pub fn search_with_special_inputs(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
     paths: &[crate::accuracy::PathOutputs],
 ) -> Result<SearchOutcome, ExecError> {
-    let mut out = run_search(runner, sig, candidates, domain, cfg, deadline, true)?;
+    let mut out = run_search(runner, sig, candidates, domain, cfg, budget, true)?;
     // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
     for e in out
         .plain_exceptions
@@ -152,7 +162,7 @@ fn run_search(
     candidates: &[Input],
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    budget: Option<SearchBudget>,
     special_inputs: bool,
 ) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
@@ -184,7 +194,11 @@ fn run_search(
         crashed: 0,
         first_crash: None,
         unknown_data: 0,
-        deadline,
+        budget,
+        work_ns: 0,
+        exec_timeout_ms: cfg.exec_timeout_ms,
+        ops: 0,
+        started: std::time::Instant::now(),
         out_of_time: false,
         stopped: 0,
         first_stop: None,
@@ -197,7 +211,7 @@ fn run_search(
         if state.hopeless() {
             break;
         }
-        if state.past_deadline() {
+        if state.out_of_budget() {
             state.out_of_time = true;
             break;
         }
@@ -228,6 +242,9 @@ fn run_search(
         candidates = cands.len(),
         executions = state.executions,
         diff_producing,
+        work_ms = state.work_ns / 1_000_000,
+        ops = state.ops,
+        wall_ms = state.started.elapsed().as_millis() as u64,
         "search done"
     );
     Ok(SearchOutcome {
@@ -243,6 +260,8 @@ fn run_search(
         first_stop: state.first_stop,
         stopped_early,
         out_of_time: state.out_of_time,
+        work_ns: state.work_ns,
+        ops: state.ops,
         agreed: state.agreed,
     })
 }
@@ -260,7 +279,7 @@ fn run_special_inputs(
     if state.hopeless() {
         return Ok(());
     }
-    if state.past_deadline() {
+    if state.out_of_budget() {
         state.out_of_time = true;
         return Ok(());
     }
@@ -295,7 +314,7 @@ fn run_aimed_search(
         .filter(|i| tried.insert(i.key()))
         .collect();
     for _ in 0..=aimed::CLIMB_ROUNDS {
-        if batch.is_empty() || state.past_deadline() || state.hopeless() {
+        if batch.is_empty() || state.out_of_budget() || state.hopeless() {
             break;
         }
         let before = best_score(&scored);
@@ -406,8 +425,14 @@ struct SearchState<'a> {
     crashed: usize,
     first_crash: Option<String>,
     unknown_data: usize,
-    /// When the search must stop (the function's time budget); checked between rounds.
-    deadline: Option<std::time::Instant>,
+    /// When the search must stop (the function's work budget); checked between slices of runs.
+    budget: Option<SearchBudget>,
+    /// The per-run time limit: what a run that timed out cost ([`work::pairs_work`]).
+    exec_timeout_ms: u64,
+    /// The work done so far ([`work`]), and the operations the runs checked (for the log).
+    work_ns: u64,
+    ops: u64,
+    started: std::time::Instant,
     out_of_time: bool,
     stopped: usize,
     first_stop: Option<String>,
@@ -420,9 +445,8 @@ struct SearchState<'a> {
 }
 
 impl SearchState<'_> {
-    fn past_deadline(&self) -> bool {
-        self.deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
+    fn out_of_budget(&self) -> bool {
+        self.budget.is_some_and(|b| b.exhausted(self.work_ns))
     }
 
     /// Whether running more inputs is pointless: too many time-outs, or runs that crash far more often than they
@@ -468,8 +492,8 @@ fn search_group(
     };
     let mut round_end = 1usize;
     loop {
-        // The first round always runs (every candidate itself); later ones only within the time budget.
-        if round_end > 1 && state.past_deadline() {
+        // The first round always runs (every candidate itself); later ones only within the work budget.
+        if round_end > 1 && state.out_of_budget() {
             state.out_of_time = true;
             break;
         }
@@ -515,7 +539,7 @@ impl GroupSearch<'_> {
     }
 
     /// Runs one round's `batch` and records its runs; whether the round was cut short (too many time-outs, or
-    /// the time budget).
+    /// the work budget).
     fn run_round(
         &mut self,
         mut batch: Vec<Input>,
@@ -726,7 +750,7 @@ fn run_in_slices(
     batch: &[Input],
     state: &mut SearchState<'_>,
 ) -> Result<(Vec<RawPair>, usize), ExecError> {
-    // A round runs in slices, so that runs that hang (each costing the execution time limit) or the time
+    // A round runs in slices, so that runs that hang (each costing the execution time limit) or the work
     // budget stop it after the first slice rather than after thousands of inputs.
     // Slices start small and double, so a function whose runs hang stops after a few of them.
     let mut stop_after = batch.len();
@@ -734,8 +758,8 @@ fn run_in_slices(
     let mut start = 0;
     let mut slice_len = FIRST_SLICE;
     while start < batch.len() {
-        if start > 0 && (state.hopeless() || state.past_deadline()) {
-            state.out_of_time |= state.past_deadline();
+        if start > 0 && (state.hopeless() || state.out_of_budget()) {
+            state.out_of_time |= state.out_of_budget();
             stop_after = start;
             break;
         }
@@ -744,6 +768,8 @@ fn run_in_slices(
         start = end;
         slice_len = (slice_len * 2).min(RUN_SLICE);
         let ran = runner.run_raw(&sig.name, slice)?;
+        state.work_ns += work::pairs_work(&ran, state.exec_timeout_ms);
+        state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
         for run in ran.iter().flat_map(|pair| [&pair.p, &pair.pp]) {
             match run.end {
                 crate::exec::RawEnd::TimedOut => state.timed_out += 1,

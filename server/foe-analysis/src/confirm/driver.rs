@@ -4,10 +4,13 @@
 use super::harness::{Produced, ShippedEnd};
 use super::trace::{self, RawEvent};
 use crate::exec::RawOutput;
+use crate::exec::WALL_FACTOR;
 use crate::process::{self, SandboxLimits};
 use std::io::{Read, Write};
 use std::path::Path;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// One reply of the driver: how the call ended, its events, how many it dropped, where it stopped.
 pub(super) type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>, Produced);
@@ -57,17 +60,47 @@ fn exchange(
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(text.as_bytes());
     });
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
-    let deadline = Duration::from_millis(limit_ms.saturating_mul(lines.len() as u64 + 2) + 5000);
-    let waited = process::wait_with_deadline(&mut child, deadline);
+    // The driver replies after each call, within the CPU-time limit or `WALL_FACTOR` times it by the wall clock:
+    // silence longer than that means it is stuck (signals blocked by the user's code). How long a whole batch
+    // takes depends on the load, so it decides nothing but a generous backstop.
+    let started = Instant::now();
+    let last_reply_ms = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&last_reply_ms);
+    let reader = std::thread::spawn(move || read_all(&mut stdout, started, &seen));
+    // (Plus 5 s for starting: loading the binary and its libraries on a loaded machine.)
+    let stall = limit_ms.saturating_mul(WALL_FACTOR + 1) + 5000;
+    let backstop = Duration::from_millis(
+        limit_ms
+            .saturating_mul(WALL_FACTOR)
+            .saturating_mul(lines.len() as u64 + 2)
+            + 5000,
+    );
+    let stuck = || {
+        let since = started.elapsed().as_millis() as u64;
+        since.saturating_sub(last_reply_ms.load(Ordering::Relaxed)) > stall
+    };
+    let waited = process::wait_until(&mut child, backstop, &stuck);
     let _ = writer.join();
     let out = reader.join().unwrap_or_default();
     waited.map_err(|e| format!("cannot wait for the shipped binary: {e}"))?;
     Ok(out)
+}
+
+/// Reads `stdout` to its end, noting in `seen` when each piece arrived (milliseconds after `started`).
+fn read_all(stdout: &mut impl Read, started: Instant, seen: &AtomicU64) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 1 << 14];
+    loop {
+        match stdout.read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                seen.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The driver's replies, one a line, up to the first time-out.

@@ -36,29 +36,37 @@ pub struct Sweep<'a> {
     pub domain: Option<&'a Domain>,
     pub accuracy_bits: u32,
     pub paths: &'a [PathOutputs],
-    /// When the function's time is up (the sweep stops between slices).
-    pub deadline: Option<std::time::Instant>,
+    /// What the search left of the function's work budget (the sweep stops between slices; each shipped run
+    /// costs [`search::work::SHIPPED_RUN_NS`]).
+    pub budget: Option<search::SearchBudget>,
 }
 
-/// The divergences the shipped binaries show on `agreed` (inputs the instrumented builds agree on); empty when
-/// the binaries cannot be built or run.
-pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> Vec<Divergence> {
+/// The divergences the shipped binaries show on `agreed` (inputs the instrumented builds agree on), empty when
+/// the binaries cannot be built or run; and the work the sweep did ([`search::work`]).
+pub fn shipped_only(
+    harness: &mut Harness,
+    agreed: &[Input],
+    cx: Sweep<'_>,
+) -> (Vec<Divergence>, u64) {
     let inputs = &agreed[..agreed.len().min(MAX_INPUTS)];
     if inputs.is_empty() {
-        return vec![];
+        return (vec![], 0);
     }
     let _span = tracing::debug_span!("shipped sweep", function = %cx.sig.name).entered();
     harness.prepare(&[Probe::Reference, Probe::Shipped]);
-    // In slices, so that runs that hang (each costing the execution time limit) or the function's deadline stop
-    // the sweep after a slice rather than after hundreds of inputs.
+    // In slices, so that runs that hang (each costing the execution time limit) or the function's work budget
+    // stop the sweep after a slice rather than after hundreds of inputs.
     let (mut p, mut pp) = (vec![], vec![]);
     let mut timed_out = 0;
+    let mut work_ns = 0u64;
+    let started = std::time::Instant::now();
     for slice in inputs.chunks(SLICE) {
         if timed_out >= crate::search::MAX_TIMEOUTS
-            || cx.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+            || cx.budget.is_some_and(|b| b.exhausted(work_ns))
         {
             break;
         }
+        work_ns += 2 * slice.len() as u64 * search::work::SHIPPED_RUN_NS;
         match (
             harness.run(Probe::Reference, &cx.sig.name, slice),
             harness.run(Probe::Shipped, &cx.sig.name, slice),
@@ -74,7 +82,7 @@ pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> V
             }
             (Err(e), _) | (_, Err(e)) => {
                 tracing::debug!(%e, "shipped sweep not run");
-                return vec![];
+                return (vec![], work_ns);
             }
         }
     }
@@ -103,8 +111,14 @@ pub fn shipped_only(harness: &mut Harness, agreed: &[Input], cx: Sweep<'_>) -> V
             d.location = last_operation(cx.runner, cx.sig, &input);
         }
     }
-    tracing::debug!(inputs = inputs.len(), found = kept.len(), "shipped sweep");
-    kept
+    tracing::debug!(
+        inputs = p.len(),
+        found = kept.len(),
+        work_ms = work_ns / 1_000_000,
+        wall_ms = started.elapsed().as_millis() as u64,
+        "shipped sweep"
+    );
+    (kept, work_ns)
 }
 
 /// The divergence two shipped runs that both returned show on `input`: exception sets that differ, else outputs

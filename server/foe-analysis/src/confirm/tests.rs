@@ -390,6 +390,42 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     );
 }
 
+/// The limit is CPU time: a call that sleeps longer than it returns, one that waits forever times out by the wall
+/// clock's safety net.
+#[test]
+fn the_shipped_limit_counts_cpu_time_and_a_call_that_waits_forever_times_out() {
+    let src = "#include <unistd.h>\nstatic int (*volatile nap)(useconds_t) = usleep;\n\
+               double f(double x) { if (x == 1) nap(300000); if (x == 2) for (;;) nap(20000); return x * 2; }\n";
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
+    let file = dir.path().join("f.c");
+    std::fs::write(&file, src).unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let config = AnalysisConfig {
+        exec_timeout_ms: 100,
+        ..AnalysisConfig::default()
+    };
+    let mut h = Harness::new(&config, &file, src, &[s]);
+    let inputs: Vec<Input> = [1.0, 2.0, 3.0]
+        .iter()
+        .map(|&x| Input(vec![ArgValue::F64(x)]))
+        .collect();
+    let t = std::time::Instant::now();
+    let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
+    assert_eq!(
+        ends,
+        vec![
+            ShippedEnd::Raised(0),
+            ShippedEnd::TimedOut,
+            ShippedEnd::Raised(0)
+        ]
+    );
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
 #[test]
 fn the_cause_is_flush_to_zero_then_plain_optimisation_then_the_first_option_whose_removal_gives_p_s_exceptions(
 ) {

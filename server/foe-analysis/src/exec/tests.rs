@@ -208,6 +208,72 @@ int idiv(int a, int b) { return a / b; }
     assert_eq!(out[1].pp.end, RunEnd::returned(Some(Scalar::Int(2))));
 }
 
+/// The limit is CPU time: a run that waits longer than it returns; one that never stops waiting is stopped by the
+/// wall clock's safety net and reported as timed out, like one that spins (`pause` waits where the sandbox is off;
+/// the seccomp filter refuses it, so in the sandbox that loop spins).
+#[test]
+fn the_time_limit_counts_cpu_time_and_a_run_that_waits_forever_times_out() {
+    let src = r#"
+#include <unistd.h>
+static int (*volatile nap)(useconds_t) = usleep;
+static int (*volatile wait_signal)(void) = pause;
+double dozes(double x) { if (x > 1.0) nap(300000); return x * 2; }
+double sleeps(double x) { if (x > 1.0) for (;;) nap(20000); return x * 2; }
+double waits(double x) { if (x > 1.0) for (;;) wait_signal(); return x * 2; }
+double spins(double x) { volatile double y = x; while (y > 1.0) y += 1.0; return y; }
+"#;
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 100,
+        ..AnalysisConfig::default()
+    };
+    let (mut r, _) = runner(src, &cfg);
+    let ins = [f64s(&[2.0]), f64s(&[0.5])];
+    let out = r.run("dozes", &ins).unwrap();
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::F64(4.0))));
+    assert_eq!(out[0].pp.end, RunEnd::returned(Some(Scalar::F64(4.0))));
+    for function in ["sleeps", "waits", "spins"] {
+        let t = Instant::now();
+        let out = r.run(function, &ins).unwrap();
+        assert_eq!(
+            out[0].p.end,
+            RunEnd::TimedOut { limit_ms: 100 },
+            "{function}"
+        );
+        assert_eq!(
+            out[0].pp.end,
+            RunEnd::TimedOut { limit_ms: 100 },
+            "{function}"
+        );
+        assert!(
+            matches!(out[1].p.end, RunEnd::Returned { .. }),
+            "{function}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{function}: {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+/// A run's work is the operations it checked, counted by the runtime: the same on every run of an input.
+#[test]
+fn a_run_reports_the_operations_it_ran() {
+    let src = "double sum(double x, int n) { double s = 0; for (int i = 0; i < n; i++) s += x * i; return s; }\n";
+    let (mut r, _) = runner(src, &AnalysisConfig::default());
+    let input = |n| Input(vec![ArgValue::F64(1.5), ArgValue::Int(n)]);
+    let ops = |r: &mut Runner, n| {
+        let out = r.run_raw("sum", &[input(n)]).unwrap();
+        (out[0].p.ops, out[0].pp.ops)
+    };
+    let (small, large) = (ops(&mut r, 10), ops(&mut r, 1000));
+    assert!(
+        small.0 >= 10 && large.0 >= 1000 && large.0 > small.0,
+        "{small:?} {large:?}"
+    );
+    assert_eq!(ops(&mut r, 1000), large);
+}
+
 #[test]
 fn hostile_code_cannot_break_the_worker() {
     let src = r#"
@@ -458,16 +524,16 @@ fn forged_and_flooded_replies_are_errors() {
 #include <stdint.h>
 #include <unistd.h>
 struct rec { uint32_t input; uint8_t build, status; uint16_t flags; uint32_t detail, nevents; uint64_t ret;
-             uint32_t noutputs, nvalues; };
+             uint32_t noutputs, nvalues; uint64_t ops; };
 static void put_out(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents, uint32_t noutputs) {
-  struct rec r = {input, build, 0, 0, detail, nevents, 0, noutputs, 0};
+  struct rec r = {input, build, 0, 0, detail, nevents, 0, noutputs, 0, 0};
   write(1, &r, sizeof r);
 }
 static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents) {
   put_out(input, build, detail, nevents, 0);
 }
 int main(void) {
-  put(0xffffffffu, 0xff, 3, 0);
+  put(0xffffffffu, 0xff, 4, 0);
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1

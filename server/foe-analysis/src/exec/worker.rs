@@ -33,8 +33,8 @@ const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 3;
-const RECORD_BYTES: usize = 32;
+const PROTOCOL_VERSION: u32 = 4;
+const RECORD_BYTES: usize = 40;
 const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
 pub const MAX_EVENTS: usize = 4096;
@@ -49,9 +49,14 @@ const MAX_WORKER_AGE: Duration = Duration::from_secs(1200);
 /// CPU-seconds backstop of one worker process.
 const WORKER_CPU_SECONDS: u64 = 3600;
 
+/// How many times an execution's CPU-time limit it may wait without using the CPU (`FOE_WALL_FACTOR` of the
+/// runtime): the wall-clock safety net of a run that sleeps.
+pub const WALL_FACTOR: u64 = 8;
+
 /// How the worker runs each execution.
 #[derive(Debug, Clone, Copy)]
 pub struct ExecLimits {
+    /// CPU time of one execution of one build, in milliseconds; it may wait [`WALL_FACTOR`] times as long.
     pub timeout_ms: u64,
     pub memory_mib: u64,
     pub p_ftz: bool,
@@ -62,10 +67,11 @@ pub struct ExecLimits {
 
 impl ExecLimits {
     /// How long the parent waits for any reply byte before it kills the worker. The worker flushes at least
-    /// every 50 ms while records complete and reports its own time-outs after at most 1.25 × the limit, so
-    /// silence this long means it is stuck (signals blocked by the user's code, say).
+    /// every 50 ms while records complete and reports its own time-outs after at most 1.25 × the limit of CPU
+    /// time or [`WALL_FACTOR`] times that of wall-clock time, so silence this long means it is stuck (signals
+    /// blocked by the user's code, say).
     fn stall_limit(&self) -> Duration {
-        Duration::from_millis(self.timeout_ms.saturating_mul(3) / 2 + 1000)
+        Duration::from_millis(self.timeout_ms.saturating_mul(WALL_FACTOR * 5 + 2) / 4 + 1000)
     }
 }
 
@@ -87,6 +93,8 @@ struct Record {
     flags: u16,
     detail: u32,
     ret: u64,
+    /// Operations the run checked (its work).
+    ops: u64,
     events: Vec<u32>,
     outputs: Vec<RawOutput>,
     values: Vec<RawOutput>,
@@ -235,6 +243,7 @@ impl Worker {
             flags: u16::from_le_bytes([avail[6], avail[7]]),
             detail: u32_at(8),
             ret: u64_at(16),
+            ops: u64_at(32),
             events,
             outputs,
             values,
@@ -520,6 +529,7 @@ impl Batches<'_> {
                 end,
                 outputs: rec.outputs,
                 values: rec.values,
+                ops: rec.ops,
             },
         );
         if terminal {
@@ -610,6 +620,7 @@ fn unexplained_death(
             end,
             outputs: vec![],
             values: vec![],
+            ops: 0,
         },
     );
     // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.

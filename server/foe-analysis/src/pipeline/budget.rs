@@ -1,5 +1,9 @@
 //! The time budgets of one analysis (per function and per file, split between the phases) and the ordinary
 //! inputs a function runs on when the solver finds none.
+//!
+//! The solve phase and the search count work, not time (Z3 resource units; runs weighted by the operations they
+//! ran, [`crate::search::work`]), both in milliseconds of an idle machine, so where they stop does not depend on
+//! the load; their wall-clock deadlines are safety nets at a multiple of the budgets.
 
 use crate::config::AnalysisConfig;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -24,6 +28,9 @@ const PHASE_FLOOR: Duration = Duration::from_millis(100);
 /// The solve phase's wall-clock deadlines are this many times its work budget: a safety net for queries whose
 /// resource units run slower than calibrated, not what decides where a solve stops.
 const SOLVE_SAFETY_FACTOR: f64 = 2.0;
+/// The search's wall-clock safety net is this many times its work budget (runs wait for the CPU on a loaded
+/// machine, and the work does not count a loop without floating-point operations).
+const SEARCH_SAFETY_FACTOR: u32 = 3;
 
 impl Budget {
     pub(super) fn new(config: &AnalysisConfig, start: Instant) -> Budget {
@@ -55,6 +62,24 @@ impl Budget {
         let file = self.file.mul_f64(share).as_millis() as u64;
         let fair = file.saturating_sub(file_spent) / waiting.max(1) as u64;
         own.min(fair).max(PHASE_FLOOR.as_millis() as u64)
+    }
+
+    /// The search's work budget of a function, in milliseconds of an idle machine (deterministic): what its own
+    /// budget leaves after its solver work (`solve_spent`), at most a fair share of what the file's budget leaves
+    /// after `file_spent` (the solver work of every function and the searches before this one), with `waiting`
+    /// functions (itself included) still to search; never less than the phase floor. The safety net is
+    /// [`SEARCH_SAFETY_FACTOR`] times as long.
+    pub(super) fn search_work(
+        &self,
+        solve_spent: u64,
+        file_spent: u64,
+        waiting: usize,
+    ) -> crate::search::SearchBudget {
+        let own = (self.function.as_millis() as u64).saturating_sub(solve_spent);
+        let file = self.file.as_millis() as u64;
+        let fair = file.saturating_sub(file_spent) / waiting.max(1) as u64;
+        let ms = own.min(fair).max(PHASE_FLOOR.as_millis() as u64);
+        crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR)
     }
 
     /// The solve phase's wall-clock safety net for a function: as [`Budget::deadline`] with every budget

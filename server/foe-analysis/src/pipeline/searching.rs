@@ -9,7 +9,7 @@ use crate::config::AnalysisConfig;
 use crate::confirm::{self, EarlyHarness};
 use crate::exec::{ExecError, Runner};
 use crate::report::{FunctionReport, FunctionStatus, Note, ReasonCode};
-use crate::search::{self, SearchOutcome};
+use crate::search::{self, SearchBudget, SearchOutcome};
 use crate::solve::child::Solution;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -60,12 +60,18 @@ pub(super) fn search_functions(
     let mut confirm_ms = 0;
     let mut executions = 0;
     let count = solved.len();
+    // The file's work so far, in milliseconds of an idle machine: every function's solver work, then each search.
+    let mut file_work: u64 = solved.iter().map(|(_, s)| s.work_spent_ms).sum();
     for (i, (item, solution)) in solved.iter().enumerate() {
         cx.cancel.check()?;
         cx.progress.phase(Phase::Execute, &item.info.signature.name);
-        let (report, ran, confirming) = search_one(&mut runner, item, solution, count - i, cx);
-        executions += ran;
-        confirm_ms += confirming;
+        let budget = cx
+            .budget
+            .search_work(solution.work_spent_ms, file_work, count - i);
+        let (report, searched) = search_one(&mut runner, item, solution, budget, cx);
+        executions += searched.executions;
+        confirm_ms += searched.confirm_ms;
+        file_work += searched.work_ns / 1_000_000;
         reports[item.index] = Some(report);
     }
     timings.insert("execute".to_string(), ms(started));
@@ -73,15 +79,22 @@ pub(super) fn search_functions(
     Ok(executions)
 }
 
-/// One function: search, confirm, notes, status, cache. Returns its report, the executions run and the
-/// milliseconds confirmation took.
+/// What searching one function cost.
+struct Searched {
+    executions: usize,
+    /// The search's and the sweep's work ([`crate::search::work`]).
+    work_ns: u64,
+    confirm_ms: u64,
+}
+
+/// One function: search, confirm, notes, status, cache, within `budget`. Returns its report and what it cost.
 fn search_one(
     runner: &mut Runner,
     item: &Pending,
     solution: &Solution,
-    waiting: usize,
+    budget: SearchBudget,
     cx: &mut SearchContext<'_, '_>,
-) -> (FunctionReport, usize, u64) {
+) -> (FunctionReport, Searched) {
     let began = Instant::now();
     let mut report = base_report(item, solution, cx.config.solver_timeout_ms);
     // With no candidate, ordinary inputs give the function's status an execution to rest on.
@@ -93,7 +106,6 @@ fn search_one(
         &solution.candidates
     };
     let domain = (!item.domain.is_empty()).then_some(&item.domain);
-    let deadline = cx.budget.deadline(1.0, item.spent, waiting);
     // A first look runs the ordinary inputs themselves, not their neighbourhoods.
     let first_look;
     let config = match cx.config.quick {
@@ -109,7 +121,7 @@ fn search_one(
         candidates,
         domain,
         config,
-        Some(deadline),
+        Some(budget),
         &item.p_outputs,
     );
     let found = match found {
@@ -121,7 +133,12 @@ fn search_one(
             );
             report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
             report.settle_status(false);
-            return (report, 0, 0);
+            let nothing = Searched {
+                executions: 0,
+                work_ns: 0,
+                confirm_ms: 0,
+            };
+            return (report, nothing);
         }
     };
     report.divergences = found.divergences.clone();
@@ -131,6 +148,7 @@ fn search_one(
         report.plain_exceptions = found.plain_exceptions.clone();
     }
     let confirming = Instant::now();
+    let mut work_ns = found.work_ns;
     if let Some(shipped) = cx.shipped.as_deref_mut() {
         // What only the shipped code generation does, on the inputs the instrumented builds agree on.
         let sweep = confirm::Sweep {
@@ -139,12 +157,13 @@ fn search_one(
             domain,
             accuracy_bits: cx.config.accuracy_bits,
             paths: &item.p_outputs,
-            deadline: Some(deadline),
+            budget: Some(budget.after(found.work_ns)),
         };
         // (Nothing to run: the shipped binaries are not waited for.)
         if !found.agreed.is_empty() {
-            let more = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
+            let (more, swept) = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
             report.divergences.extend(more);
+            work_ns += swept;
         }
         if !report.divergences.is_empty() {
             confirm::confirm_function(shipped.get(), &item.info.signature, &mut report);
@@ -168,7 +187,12 @@ fn search_one(
     if !report.reason_codes.contains(&ReasonCode::Budget) && !cx.config.quick {
         cx.cache.put(item.key.clone(), report.clone());
     }
-    (report, found.executions, confirm_ms)
+    let searched = Searched {
+        executions: found.executions,
+        work_ns,
+        confirm_ms,
+    };
+    (report, searched)
 }
 
 /// What the search has to say in the report's reason: runs that crashed, stopped, timed out, a budget.
@@ -229,7 +253,7 @@ fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
     if found.out_of_time {
         notes.push(Note::cut(
             ReasonCode::Budget,
-            "the search ran out of its time budget before every neighbourhood was explored",
+            "the search ran out of its work budget before every neighbourhood was explored",
         ));
     }
     notes

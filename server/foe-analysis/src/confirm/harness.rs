@@ -512,14 +512,15 @@ impl Harness {
             return Ok(obj);
         }
         let obj = dir.join(format!("{name}.o"));
-        let cwd = self
-            .file
+        // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
+        let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
+        let cwd = file
             .parent()
             .filter(|d| d.is_dir())
             .map(Path::to_path_buf)
             .unwrap_or_else(std::env::temp_dir);
         let mut flags = Vec::new();
-        if let Some(parent) = self.file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
             flags.push("-iquote".to_string());
             flags.push(parent.display().to_string());
         }

@@ -250,8 +250,9 @@ impl Struct<'_, '_> {
         }
     }
 
+    /// Refused in C words already: not replaced by the generic `` `T v` passed by value ``.
     fn refused(&self, why: &str) -> SignatureError {
-        SignatureError::ByValue(format!(
+        SignatureError::Other(format!(
             "`{} {}` passed by value {why}",
             self.layout.c_type, self.c_name
         ))

@@ -1,5 +1,6 @@
 //! The typed entry wrappers the batch driver calls (arguments from words, pointer buffers watched, the result as
-//! bits) and the entry table.
+//! bits; a struct passed by value rebuilt as the ABI passes it, a returned one stored into a watched buffer) and
+//! the entry table.
 
 use super::*;
 use crate::types::{IrArg, RETURN_PARAM};
@@ -11,7 +12,9 @@ pub type Unavailable = String;
 /// Adds `i64 @<entry name>(ptr %args)` to `module` (already prefixed): it reads one 64-bit word per parameter
 /// (double and float bit patterns, integers in the low bits, ignored for out-parameters, which get a zeroed
 /// stack buffer of their size), calls the build's function and returns the result's bits (floats as their bit
-/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types).
+/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types). The
+/// fields of a struct passed by value are put together as the IR argument ([`FunctionSignature::ir_args`]); a
+/// returned struct is stored into a buffer watched as [`RETURN_PARAM`].
 pub fn add_entry<'ctx>(
     module: &Module<'ctx>,
     build: Build,
@@ -75,18 +78,7 @@ pub fn add_entry<'ctx>(
         .builder
         .build_call(target, &call_args, "")
         .map_err(entry.error())?;
-    // `byval` and `sret` are part of how the call passes its arguments: the call site carries them as well.
-    for (i, param) in target.get_param_iter().enumerate() {
-        if !param.is_pointer_value() {
-            continue;
-        }
-        for kind in ["byval", "sret"] {
-            let id = inkwell::attributes::Attribute::get_named_enum_kind_id(kind);
-            if let Some(attr) = target.get_enum_attribute(AttributeLoc::Param(i as u32), id) {
-                call.add_attribute(AttributeLoc::Param(i as u32), attr);
-            }
-        }
-    }
+    copy_abi_attributes(target, call);
     let result = call.try_as_basic_value().basic();
     if let (Some(buffer), ReturnType::Struct { sret: false, .. }, Some(value)) =
         (ret_buffer, sig.ret, result)
@@ -107,6 +99,25 @@ pub fn add_entry<'ctx>(
         .build_return(Some(&bits))
         .map_err(entry.error())?;
     Ok(Ok(wrapper))
+}
+
+/// Puts `target`'s `byval` and `sret` parameter attributes on `call`: they are part of how a call passes its
+/// arguments (a `byval` struct is copied onto the stack), so the call site carries them as well.
+fn copy_abi_attributes<'ctx>(
+    target: FunctionValue<'ctx>,
+    call: inkwell::values::CallSiteValue<'ctx>,
+) {
+    for (i, param) in target.get_param_iter().enumerate() {
+        if !param.is_pointer_value() {
+            continue;
+        }
+        for kind in ["byval", "sret"] {
+            let id = inkwell::attributes::Attribute::get_named_enum_kind_id(kind);
+            if let Some(attr) = target.get_enum_attribute(AttributeLoc::Param(i as u32), id) {
+                call.add_attribute(AttributeLoc::Param(i as u32), attr);
+            }
+        }
+    }
 }
 
 /// The builder of one entry wrapper, positioned in its body.

@@ -300,4 +300,3 @@ pub(super) fn undefined_symbols(stderr: &str) -> Vec<String> {
     out.dedup();
     out
 }
-

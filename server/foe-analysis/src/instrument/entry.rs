@@ -390,9 +390,9 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
                 BasicTypeEnum::VectorType(v) => {
                     v.get_size() as usize == lanes.len()
                         && lanes.iter().all(|&l| {
-                            sig.params.get(l).is_some_and(|p| {
-                                scalar_matches(p.ty, v.get_element_type())
-                            })
+                            sig.params
+                                .get(l)
+                                .is_some_and(|p| scalar_matches(p.ty, v.get_element_type()))
                         })
                 }
                 _ => false,

@@ -171,7 +171,9 @@ impl TypeFacts {
         for c in subroutine.captures_iter(ll) {
             facts.subroutines.insert(num(&c[1]));
             if let Some(types) = c.get(2) {
-                facts.subroutine_types.insert(num(&c[1]), num(types.as_str()));
+                facts
+                    .subroutine_types
+                    .insert(num(&c[1]), num(types.as_str()));
             }
         }
         for c in tuple.captures_iter(ll) {
@@ -243,7 +245,10 @@ impl TypeFacts {
 
     /// The return type of function type `subroutine`, `None` for `void`.
     pub fn return_type(&self, subroutine: u32) -> Option<u32> {
-        (*self.tuple_heads.get(self.subroutine_types.get(&subroutine)?)?).filter(|&t| t != 0)
+        (*self
+            .tuple_heads
+            .get(self.subroutine_types.get(&subroutine)?)?)
+        .filter(|&t| t != 0)
     }
 
     /// Whether a parameter type is a pointer to a function.

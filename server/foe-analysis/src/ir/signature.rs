@@ -6,9 +6,7 @@
 use super::fields::{PointeeField, PointeeFields, StructLayout, TypeFacts};
 use super::{DebugFacts, OUT_BUFFER_BYTES};
 use crate::scalar::ScalarType;
-use crate::types::{
-    ByValue, FunctionSignature, Param, ParamType, ReturnType, RETURN_PARAM,
-};
+use crate::types::{ByValue, FunctionSignature, Param, ParamType, ReturnType, RETURN_PARAM};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::FunctionValue;
 
@@ -156,17 +154,32 @@ impl Struct<'_, '_> {
     /// Appends the struct's pieces from IR argument `at` on to `params`; the first IR argument after them.
     fn pieces(&self, mut at: usize, params: &mut Vec<Param>) -> Result<usize, SignatureError> {
         let layout = self.layout;
-        let first = self.ir.get(at).ok_or_else(|| self.refused("is not passed"))?;
+        let first = self
+            .ir
+            .get(at)
+            .ok_or_else(|| self.refused("is not passed"))?;
         if matches!(first, BasicTypeEnum::PointerType(_))
             && has_attribute(self.function, at, "byval")
         {
             // In memory: a buffer the entry fills with the fields the function reads (inputs behind it).
-            params.push(self.piece(self.c_name.to_string(), ParamType::OutPtr { bytes: layout.bytes }, at, None, 0, true));
+            params.push(self.piece(
+                self.c_name.to_string(),
+                ParamType::OutPtr {
+                    bytes: layout.bytes,
+                },
+                at,
+                None,
+                0,
+                true,
+            ));
             return Ok(at + 1);
         }
         // In registers: one IR argument per eightbyte of the struct.
         for word in 0..layout.bytes.div_ceil(8) {
-            let ty = *self.ir.get(at).ok_or_else(|| self.refused("is not passed whole"))?;
+            let ty = *self
+                .ir
+                .get(at)
+                .ok_or_else(|| self.refused("is not passed whole"))?;
             let lo = 8 * word;
             let inside: Vec<&PointeeField> = layout
                 .fields
@@ -196,12 +209,18 @@ impl Struct<'_, '_> {
         lo: u32,
         inside: &[&'f PointeeField],
     ) -> Option<Vec<(&'f PointeeField, ParamType, Option<u32>)>> {
-        let at = |f: &PointeeField, offset: u32, want: ScalarType| f.offset == offset && f.ty == Some(want);
+        let at = |f: &PointeeField, offset: u32, want: ScalarType| {
+            f.offset == offset && f.ty == Some(want)
+        };
         match (ty, inside) {
-            (BasicTypeEnum::FloatType(t), [f]) if t.get_bit_width() == 64 && at(f, lo, ScalarType::F64) => {
+            (BasicTypeEnum::FloatType(t), [f])
+                if t.get_bit_width() == 64 && at(f, lo, ScalarType::F64) =>
+            {
                 Some(vec![(*f, ParamType::F64, None)])
             }
-            (BasicTypeEnum::FloatType(t), [f]) if t.get_bit_width() == 32 && at(f, lo, ScalarType::F32) => {
+            (BasicTypeEnum::FloatType(t), [f])
+                if t.get_bit_width() == 32 && at(f, lo, ScalarType::F32) =>
+            {
                 Some(vec![(*f, ParamType::F32, None)])
             }
             (BasicTypeEnum::VectorType(v), [f, g])
@@ -210,7 +229,10 @@ impl Struct<'_, '_> {
                     && at(f, lo, ScalarType::F32)
                     && at(g, lo + 4, ScalarType::F32) =>
             {
-                Some(vec![(*f, ParamType::F32, Some(0)), (*g, ParamType::F32, Some(1))])
+                Some(vec![
+                    (*f, ParamType::F32, Some(0)),
+                    (*g, ParamType::F32, Some(1)),
+                ])
             }
             (BasicTypeEnum::IntType(t), [f]) => match f.ty {
                 Some(ScalarType::Int { bits, signed })

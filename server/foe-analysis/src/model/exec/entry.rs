@@ -40,7 +40,9 @@ impl<'m> Executor<'m> {
         let mut env = HashMap::new();
         for (p, arg) in params.iter().zip(declared) {
             let value = match arg {
-                IrArg::Sret => Value::Ptr(state.memory.new_region(Fill::Uninit, "the returned struct")),
+                IrArg::Sret => {
+                    Value::Ptr(state.memory.new_region(Fill::Uninit, "the returned struct"))
+                }
                 IrArg::One(i) => param_value(&mut state, *p, param(sig, i)?, i as u32)?,
                 IrArg::Lanes(lanes) => lanes_value(*p, sig, &lanes)?,
             };

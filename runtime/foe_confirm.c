@@ -58,7 +58,7 @@ extern foe_confirm_thunk const foe_confirm_table[];
 extern const int foe_confirm_count;
 
 #define FOE_MAX_WORDS 256
-#define FOE_SHIPPED_OUTPUTS 256 /* SHIPPED_OUTPUTS in confirm/build.rs */
+#define FOE_SHIPPED_OUTPUTS 256 /* SHIPPED_OUTPUTS in confirm/thunks.rs */
 #define FOE_TRACKED (FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)
 #define FOE_TRACE_CAP 256
 #define FOE_TRAP_CAP 4096

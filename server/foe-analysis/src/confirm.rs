@@ -25,6 +25,7 @@ mod driver;
 mod early;
 mod harness;
 mod sweep;
+mod thunks;
 mod trace;
 
 pub use early::{EarlyHarness, EARLY_PROBES};

@@ -649,7 +649,7 @@ pub fn return_value(ret: ReturnType, bits: u64) -> Option<Scalar> {
         ReturnType::Int { signed: true, .. } => Some(Scalar::Int(bits as i64)),
         ReturnType::Int { bits: width, .. } if width >= 64 => Some(Scalar::UInt(bits)),
         ReturnType::Int { bits: width, .. } => Some(Scalar::UInt(bits & ((1u64 << width) - 1))),
-        ReturnType::Void | ReturnType::Other => None,
+        ReturnType::Void | ReturnType::Struct { .. } | ReturnType::Other => None,
     }
 }
 

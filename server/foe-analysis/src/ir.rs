@@ -2,7 +2,7 @@
 //! C signatures, parameter names and source spans from the debug info.
 
 use crate::report::FunctionSpan;
-use crate::types::{FunctionSignature, Param, ParamType, ReturnType};
+use crate::types::FunctionSignature;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::Module;
@@ -13,7 +13,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 pub mod fields;
+mod signature;
 pub use fields::{name_fields, PointeeField, PointeeFields};
+pub(crate) use signature::has_attribute;
+use signature::{by_value_words, signature_of, SignatureError};
 
 /// Size of the zeroed buffer passed for each pointer (out-)parameter.
 pub const OUT_BUFFER_BYTES: u32 = 4096;
@@ -59,6 +62,8 @@ pub struct DebugFacts {
     files: HashMap<u32, (String, Option<String>)>,
     /// The compile unit's file.
     unit_file: Option<u32>,
+    /// Subprogram id → its function type (`DISubroutineType`).
+    sp_type: HashMap<u32, u32>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -113,6 +118,14 @@ impl DebugFacts {
         facts.unit_file = unit.captures(ll).map(|c| num(&c[1]));
         for c in sp_file.captures_iter(ll) {
             facts.sp_file.insert(num(&c[1]), num(&c[2]));
+        }
+        static SP_TYPE: OnceLock<Regex> = OnceLock::new();
+        let sp_type = re(
+            &SP_TYPE,
+            r#"(?m)^!(\d+) = distinct !DISubprogram\(.*?\btype: !(\d+)"#,
+        );
+        for c in sp_type.captures_iter(ll) {
+            facts.sp_type.insert(num(&c[1]), num(&c[2]));
         }
         for c in define.captures_iter(ll) {
             facts.function_sp.insert(c[1].to_string(), num(&c[2]));
@@ -175,6 +188,11 @@ impl DebugFacts {
         (0..).map_while(|i| self.arg(function, i)).collect()
     }
 
+    /// The function type (`DISubroutineType`) of `function`.
+    fn function_type(&self, function: &str) -> Option<u32> {
+        self.sp_type.get(self.function_sp.get(function)?).copied()
+    }
+
     /// (declaration line, body line) of a function.
     pub fn lines(&self, function: &str) -> Option<(u32, u32)> {
         self.subprograms
@@ -218,7 +236,7 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
         out.push(
             function_pointer
                 .map_or_else(
-                    || signature_of(function, &facts),
+                    || signature_of(function, &facts, &types),
                     |why| Err(SignatureError::Other(why)),
                 )
                 .map_err(|e| match e {
@@ -228,12 +246,7 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
                     SignatureError::Other(reason) => reason,
                 })
                 .map(|signature| {
-                    let pointee_fields = (0..signature.params.len())
-                        .filter_map(|i| {
-                            let ty = facts.arg(&name, i)?.1?;
-                            types.pointee_fields(i as u32, ty)
-                        })
-                        .collect();
+                    let pointee_fields = signature::layouts(&facts, &types, &signature);
                     FunctionInfo {
                         signature,
                         span,
@@ -256,23 +269,14 @@ pub fn describe_functions(module: &Module<'_>, ll: &str) -> Vec<Result<FunctionI
     out
 }
 
-/// What the pointer parameters of each of `functions` point to, from the debug info of `ll` (P's IR): the layouts
-/// the runner reads the values a run wrote through them with.
+/// What the buffers of each of `functions` hold, from the debug info of `ll` (P's IR): what pointer parameters
+/// point to, `byval` copies and returned structs, the layouts the runner reads a run's outputs with.
 pub fn pointee_layouts(ll: &str, functions: &[FunctionSignature]) -> Vec<Vec<PointeeFields>> {
     let facts = DebugFacts::from_ll(ll);
     let types = fields::TypeFacts::from_ll(ll);
     functions
         .iter()
-        .map(|sig| {
-            sig.call_params()
-                .enumerate()
-                .filter(|(_, p)| matches!(p.ty, crate::types::ParamType::OutPtr { .. }))
-                .filter_map(|(i, _)| {
-                    let ty = facts.arg(&sig.name, i)?.1?;
-                    types.pointee_fields(i as u32, ty)
-                })
-                .collect()
-        })
+        .map(|sig| signature::layouts(&facts, &types, sig))
         .collect()
 }
 
@@ -360,118 +364,6 @@ pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
         }
     }
     last
-}
-
-/// Why a signature cannot be driven: a struct or vector passed by value (said in C words where the debug info
-/// names the parameter), or another reason.
-enum SignatureError {
-    ByValue(String),
-    Other(String),
-}
-
-/// The first C parameter of `function` that is a struct passed by value, in C words: `` `b2Vec2 p` passed by
-/// value ``.
-fn by_value_words(facts: &DebugFacts, types: &fields::TypeFacts, function: &str) -> Option<String> {
-    facts.c_params(function).into_iter().find_map(|(name, ty)| {
-        let c_type = types.struct_type_name((*ty)?)?;
-        Some(format!("`{c_type} {name}` passed by value"))
-    })
-}
-
-fn signature_of(
-    function: FunctionValue<'_>,
-    facts: &DebugFacts,
-) -> Result<FunctionSignature, SignatureError> {
-    let name = function.get_name().to_string_lossy().into_owned();
-    let fn_type = function.get_type();
-    if fn_type.is_var_arg() {
-        return Err(SignatureError::Other(
-            "variadic functions cannot be driven".into(),
-        ));
-    }
-    let mut params = Vec::new();
-    for (i, param) in function.get_param_iter().enumerate() {
-        let debug = facts.arg(&name, i);
-        let unsigned = debug
-            .and_then(|(_, ty)| *ty)
-            .map(|t| facts.is_unsigned(t))
-            .unwrap_or(false);
-        let ty = match param.get_type() {
-            BasicTypeEnum::FloatType(t) => match t.get_bit_width() {
-                64 => ParamType::F64,
-                32 => ParamType::F32,
-                bits => {
-                    return Err(SignatureError::Other(format!(
-                        "parameter {} has a {bits}-bit floating type",
-                        i + 1
-                    )))
-                }
-            },
-            BasicTypeEnum::IntType(t) => match t.get_bit_width() {
-                bits @ (1 | 8 | 16 | 32 | 64) => ParamType::Int {
-                    bits,
-                    signed: !unsigned,
-                },
-                bits => {
-                    return Err(SignatureError::Other(format!(
-                        "parameter {} is a {bits}-bit integer",
-                        i + 1
-                    )))
-                }
-            },
-            BasicTypeEnum::PointerType(_) => {
-                if has_byval(function, i) {
-                    return Err(SignatureError::ByValue(format!(
-                        "parameter {} is a struct passed by value",
-                        i + 1
-                    )));
-                }
-                ParamType::OutPtr {
-                    bytes: OUT_BUFFER_BYTES,
-                }
-            }
-            // A small struct the ABI passes in vector or aggregate registers (`b2Vec2` as `<2 x float>`).
-            other @ (BasicTypeEnum::VectorType(_)
-            | BasicTypeEnum::StructType(_)
-            | BasicTypeEnum::ArrayType(_)) => {
-                return Err(SignatureError::ByValue(format!(
-                    "parameter {} has unsupported type {}",
-                    i + 1,
-                    other.print_to_string()
-                )))
-            }
-            other => {
-                return Err(SignatureError::Other(format!(
-                    "parameter {} has unsupported type {}",
-                    i + 1,
-                    other.print_to_string()
-                )))
-            }
-        };
-        let name = debug
-            .map(|(n, _)| n.clone())
-            .unwrap_or_else(|| format!("arg{}", i + 1));
-        params.push(Param::new(name, ty));
-    }
-    let ret = match fn_type.get_return_type() {
-        None => ReturnType::Void,
-        Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 64 => ReturnType::F64,
-        Some(BasicTypeEnum::FloatType(t)) if t.get_bit_width() == 32 => ReturnType::F32,
-        Some(BasicTypeEnum::IntType(t)) if t.get_bit_width() <= 64 => ReturnType::Int {
-            bits: t.get_bit_width(),
-            signed: true,
-        },
-        Some(_) => ReturnType::Other,
-    };
-    Ok(FunctionSignature { name, params, ret })
-}
-
-fn has_byval(function: FunctionValue<'_>, index: usize) -> bool {
-    use inkwell::attributes::AttributeLoc;
-    let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("byval");
-    function
-        .get_enum_attribute(AttributeLoc::Param(index as u32), kind)
-        .is_some()
 }
 
 /// The textual IR of one function with metadata numbering removed (it shifts when other functions change),

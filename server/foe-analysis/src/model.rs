@@ -255,6 +255,7 @@ pub fn with_pointee_params(sig: &FunctionSignature, slots: &[PointeeSlot]) -> Fu
                 param: slot.param,
                 offset: slot.offset as u32,
             }),
+            by_value: None,
         });
     }
     out

@@ -125,9 +125,19 @@ pub enum ReturnType {
         bits: u32,
         signed: bool,
     },
-    /// Anything else (a pointer, a struct): run, but its value is not reported.
+    /// A C struct returned by value, `bytes` long: in registers (`<2 x float>`, `{ <2 x float>, float }`,
+    /// `{ double, double }`), or through the hidden first pointer parameter when `sret`. Its fields are outputs of
+    /// their own (`return.x`, [`RETURN_PARAM`]).
+    Struct {
+        bytes: u32,
+        sret: bool,
+    },
+    /// Anything else (a pointer, a union): run, but its value is not reported.
     Other,
 }
+
+/// The parameter index under which the fields of a returned struct are reported as outputs (`return.x`).
+pub const RETURN_PARAM: u32 = u32::MAX;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Param {
@@ -138,6 +148,10 @@ pub struct Param {
     /// in [`FunctionSignature::params`] and are stored into the pointer's buffer instead of being passed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pointee: Option<PointeeOf>,
+    /// For a piece of a C struct passed by value (a field in a register, or the copy `byval` passes): how it
+    /// travels. Such pieces are parameters of their own, in the place of the struct.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_value: Option<ByValue>,
 }
 
 impl Param {
@@ -147,8 +161,44 @@ impl Param {
             name: name.into(),
             ty,
             pointee: None,
+            by_value: None,
         }
     }
+}
+
+/// Where a piece of a C struct passed by value travels (x86-64 ABI as clang lowers it): a field in a register
+/// (`float` or `double` argument, or one lane of a `<2 x float>` one), or the whole struct in memory (`byval`: the
+/// parameter is then an [`ParamType::OutPtr`] buffer whose fields are inputs behind it, named `s.x`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ByValue {
+    /// The IR argument it is passed in (the hidden `sret` pointer counted).
+    pub arg: u32,
+    /// Its lane in a vector argument; `None` when the argument is the piece itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<u32>,
+    /// Its byte offset in the struct (0 for a `byval` copy).
+    pub offset: u32,
+    /// The struct's C parameter: its index among the C parameters, its name and its type as the source spells
+    /// it (`b2Vec2`), and its size in bytes.
+    pub c_param: u32,
+    pub c_name: String,
+    pub c_type: String,
+    pub bytes: u32,
+    /// Whether the struct goes in memory (`byval`).
+    #[serde(default)]
+    pub memory: bool,
+}
+
+/// One argument of the function as the IR declares it, made of the signature's parameters (indices in
+/// [`FunctionSignature::params`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IrArg {
+    /// The hidden pointer a struct is returned through (`sret`).
+    Sret,
+    /// A parameter passed as itself (a scalar, a pointer, a struct field in a register, a `byval` copy).
+    One(usize),
+    /// A vector argument (`<2 x float>`) whose lanes are these parameters, in order.
+    Lanes(Vec<usize>),
 }
 
 /// The place of an input behind a pointer: byte `offset` into the buffer passed as parameter `param`.
@@ -171,6 +221,35 @@ impl FunctionSignature {
     /// The parameters of the C function, in order (the inputs behind pointers follow them in `params`).
     pub fn call_params(&self) -> impl Iterator<Item = &Param> {
         self.params.iter().filter(|p| p.pointee.is_none())
+    }
+
+    /// The function's IR arguments, in order, from its parameters: the `sret` pointer first when a struct is
+    /// returned through it, then each C parameter's pieces (the lanes of one vector argument together).
+    pub fn ir_args(&self) -> Vec<IrArg> {
+        let mut out = vec![];
+        if matches!(self.ret, ReturnType::Struct { sret: true, .. }) {
+            out.push(IrArg::Sret);
+        }
+        for (i, p) in self.params.iter().enumerate() {
+            if p.pointee.is_some() {
+                continue;
+            }
+            match p.by_value.as_ref().and_then(|b| b.lane.map(|l| (b.arg, l))) {
+                Some((arg, lane)) => {
+                    let same = |q: &Param| q.by_value.as_ref().is_some_and(|b| b.arg == arg);
+                    match out.last_mut() {
+                        Some(IrArg::Lanes(lanes))
+                            if lane > 0 && lanes.last().is_some_and(|&l| same(&self.params[l])) =>
+                        {
+                            lanes.push(i)
+                        }
+                        _ => out.push(IrArg::Lanes(vec![i])),
+                    }
+                }
+                None => out.push(IrArg::One(i)),
+            }
+        }
+        out
     }
 
     /// The parameters the search drives (every one but pointers; values behind pointers included), in order.

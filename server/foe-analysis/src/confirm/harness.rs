@@ -4,6 +4,7 @@
 
 use super::build;
 use super::driver::{run_driver, Reply};
+use super::thunks;
 use super::trace;
 use crate::compile;
 use crate::config::{AnalysisConfig, FtzMode};
@@ -444,7 +445,7 @@ impl Harness {
         let unit_sets: Vec<Vec<String>> = todo.iter().map(|&p| self.unit_flags(p)).collect();
         self.compile_units(&unit_sets, &dir);
         self.stub_expected(&dir);
-        let source = format!("{}\n{}", self.text, build::thunks(&self.functions));
+        let source = format!("{}\n{}", self.text, thunks::thunks(&self.functions));
         let this = &*self;
         let stop = process::tools_stop_flag();
         let built: Vec<(Probe, Result<PathBuf, String>)> = std::thread::scope(|scope| {
@@ -511,14 +512,15 @@ impl Harness {
             return Ok(obj);
         }
         let obj = dir.join(format!("{name}.o"));
-        let cwd = self
-            .file
+        // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
+        let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
+        let cwd = file
             .parent()
             .filter(|d| d.is_dir())
             .map(Path::to_path_buf)
             .unwrap_or_else(std::env::temp_dir);
         let mut flags = Vec::new();
-        if let Some(parent) = self.file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
             flags.push("-iquote".to_string());
             flags.push(parent.display().to_string());
         }
@@ -633,7 +635,7 @@ impl Harness {
             .iter()
             .position(|f| f.name == function)
             .ok_or_else(|| format!("`{function}` is not in the harness"))?;
-        build::c_prototype(&self.functions[index])?;
+        thunks::c_prototype(&self.functions[index])?;
         self.prepare(&[probe]);
         let exe = self.binaries[&probe].clone()?;
         let lines: Vec<String> = inputs

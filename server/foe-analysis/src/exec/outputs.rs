@@ -1,10 +1,10 @@
-//! What a run wrote through its pointer parameters: the worker reports the 8-byte words of each buffer the call
-//! changed; here both builds' words are read back as C values, named as C names them (`*err`, `out[2]`, `r->y`),
+//! What a run wrote through its pointer parameters (and the struct it returned): the worker reports the 8-byte
+//! words of each buffer the call changed; here both builds' words are read back as C values, named as C names them (`*err`, `out[2]`, `r->y`),
 //! over the same places for the two builds so that they can be compared.
 
 use crate::ir::PointeeFields;
 use crate::report::Output;
-use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use crate::types::{ArgValue, FunctionSignature, Input, ParamType, RETURN_PARAM};
 use std::collections::BTreeSet;
 
 /// One 8-byte word of a pointer parameter's buffer as a run left it (only words the run changed are reported).
@@ -33,8 +33,12 @@ pub fn decode_pair(
         let Some(layout) = layouts.iter().find(|l| l.param == param) else {
             continue;
         };
-        let Some(pointer) = sig.params.get(param as usize).map(|p| p.name.as_str()) else {
-            continue;
+        let pointer = match param {
+            RETURN_PARAM => "return",
+            _ => match sig.params.get(param as usize) {
+                Some(p) => p.name.as_str(),
+                None => continue,
+            },
         };
         let start = initial_word(sig, input, param, offset);
         let word_of = |run: &[RawOutput]| {

@@ -124,6 +124,127 @@ void nothing(double x) { volatile double y = x * 1e300; (void)y; }
 }
 
 #[test]
+fn structs_by_value_in_registers_and_in_memory() {
+    use crate::types::{IrArg, PointeeOf, ReturnType};
+    let src = r#"
+typedef struct { float x, y; } V2;
+typedef struct { float x, y, z; } V3;
+typedef struct { double re, im; } C;
+typedef struct { double a, b, c, d, e; } P5;
+typedef struct { double x; int n; } DN;
+V2 add(V2 a, V2 b) { V2 r = { a.x + b.x, a.y + b.y }; return r; }
+V3 scale3(V3 v, float k) { V3 r = { v.x * k, v.y * k, v.z * k }; return r; }
+C conj(C z) { C r = { z.re, -z.im }; return r; }
+P5 shift(P5 p, double s) { P5 r = p; r.a += s; r.e *= s; return r; }
+double weighted(DN d) { return d.x * d.n; }
+"#;
+    let cfg = AnalysisConfig::default();
+    let (p, pp) = super::testutil::compile_pair(src);
+    let mut sigs = super::testutil::signatures(&p);
+    let names = |f: &str| -> Vec<String> {
+        let sig = sigs.iter().find(|s| s.name == f).expect("described");
+        sig.params.iter().map(|p| p.name.clone()).collect()
+    };
+    // Each field is a parameter of its own, named as C names it, in the place of its struct.
+    assert_eq!(names("add"), ["a.x", "a.y", "b.x", "b.y"]);
+    assert_eq!(names("scale3"), ["v.x", "v.y", "v.z", "k"]);
+    assert_eq!(names("conj"), ["z.re", "z.im"]);
+    assert_eq!(names("shift"), ["p", "s"]);
+    assert_eq!(names("weighted"), ["d.x", "d.n"]);
+    let add = &sigs[0];
+    assert_eq!(
+        add.ir_args(),
+        [IrArg::Lanes(vec![0, 1]), IrArg::Lanes(vec![2, 3])]
+    );
+    assert_eq!(
+        add.ret,
+        ReturnType::Struct {
+            bytes: 8,
+            sret: false
+        }
+    );
+    let shift = sigs.iter_mut().find(|s| s.name == "shift").expect("shift");
+    assert_eq!(
+        shift.ret,
+        ReturnType::Struct {
+            bytes: 40,
+            sret: true
+        }
+    );
+    assert_eq!(shift.ir_args(), [IrArg::Sret, IrArg::One(0), IrArg::One(1)]);
+    // The byval copy's fields are inputs behind it, as the model makes them.
+    shift.params.push(crate::types::Param {
+        name: "p.e".into(),
+        ty: ParamType::F64,
+        pointee: Some(PointeeOf {
+            param: 0,
+            offset: 32,
+        }),
+        by_value: None,
+    });
+    let mut r = Runner::build(&p, &pp, &sigs, &cfg).expect("build runner");
+    let out = r
+        .run(
+            "add",
+            &[Input(vec![
+                ArgValue::F32(3e38),
+                ArgValue::F32(1.5),
+                ArgValue::F32(3e38),
+                ArgValue::F32(2.0),
+            ])],
+        )
+        .expect("run add");
+    for end in [&out[0].p.end, &out[0].pp.end] {
+        assert_eq!(
+            end.output("return.x"),
+            Some(Scalar::F32(f32::INFINITY)),
+            "{end:?}"
+        );
+        assert_eq!(end.output("return.y"), Some(Scalar::F32(3.5)), "{end:?}");
+    }
+    assert_eq!(kinds(&out[0].p), vec![ExceptionKind::Overflow]);
+    let out = r
+        .run(
+            "scale3",
+            &[Input(vec![
+                ArgValue::F32(1.0),
+                ArgValue::F32(2.0),
+                ArgValue::F32(3.0),
+                ArgValue::F32(0.5),
+            ])],
+        )
+        .expect("run scale3");
+    assert_eq!(out[0].p.end.output("return.z"), Some(Scalar::F32(1.5)));
+    let out = r.run("conj", &[f64s(&[1.0, 2.0])]).expect("run conj");
+    assert_eq!(out[0].pp.end.output("return.im"), Some(Scalar::F64(-2.0)));
+    let out = r
+        .run(
+            "shift",
+            &[Input(vec![
+                ArgValue::OutPtr,
+                ArgValue::F64(1e300),
+                ArgValue::F64(1e300),
+            ])],
+        )
+        .expect("run shift");
+    for end in [&out[0].p.end, &out[0].pp.end] {
+        assert_eq!(end.output("return.a"), Some(Scalar::F64(1e300)), "{end:?}");
+        assert_eq!(
+            end.output("return.e"),
+            Some(Scalar::F64(f64::INFINITY)),
+            "{end:?}"
+        );
+    }
+    let out = r
+        .run(
+            "weighted",
+            &[Input(vec![ArgValue::F64(1.5), ArgValue::Int(-4)])],
+        )
+        .expect("run weighted");
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::F64(-6.0))));
+}
+
+#[test]
 fn crashes_hangs_and_huge_allocations_are_contained() {
     let src = r#"
 #include <stdlib.h>

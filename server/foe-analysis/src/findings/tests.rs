@@ -209,6 +209,7 @@ fn array_elements_past_the_count_are_not_shown() {
             param: 0,
             offset: 8 * i,
         }),
+        by_value: None,
     };
     let mut f = function(vec![], vec![]);
     f.signature = Some(FunctionSignature {

@@ -1,7 +1,10 @@
 //! The typed entry wrappers the batch driver calls (arguments from words, pointer buffers watched, the result as
-//! bits) and the entry table.
+//! bits; a struct passed by value rebuilt as the ABI passes it, a returned one stored into a watched buffer) and
+//! the entry table.
 
 use super::*;
+use crate::types::{IrArg, RETURN_PARAM};
+use inkwell::attributes::AttributeLoc;
 
 /// Why a function cannot be called in one build.
 pub type Unavailable = String;
@@ -9,7 +12,9 @@ pub type Unavailable = String;
 /// Adds `i64 @<entry name>(ptr %args)` to `module` (already prefixed): it reads one 64-bit word per parameter
 /// (double and float bit patterns, integers in the low bits, ignored for out-parameters, which get a zeroed
 /// stack buffer of their size), calls the build's function and returns the result's bits (floats as their bit
-/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types).
+/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types). The
+/// fields of a struct passed by value are put together as the IR argument ([`FunctionSignature::ir_args`]); a
+/// returned struct is stored into a buffer watched as [`RETURN_PARAM`].
 pub fn add_entry<'ctx>(
     module: &Module<'ctx>,
     build: Build,
@@ -62,28 +67,57 @@ pub fn add_entry<'ctx>(
     let observe = module.get_function(OBSERVE_FN).unwrap_or_else(|| {
         module.add_function(OBSERVE_FN, ctx.void_type().fn_type(&[], false), None)
     });
-    entry.watch_buffers(watch, sig, &values)?;
-    let call_args: Vec<BasicMetadataValueEnum<'ctx>> = sig
-        .params
-        .iter()
-        .zip(&values)
-        .filter(|(p, _)| p.pointee.is_none())
-        .map(|(_, v)| (*v).into())
-        .collect();
+    // A returned struct goes into a buffer of its own, watched like the pointer parameters' (`return.x`).
+    let ret_buffer = match sig.ret {
+        ReturnType::Struct { bytes, .. } => Some(entry.zeroed_buffer(bytes.div_ceil(8) * 8)?),
+        _ => None,
+    };
+    entry.watch_buffers(watch, sig, &values, ret_buffer)?;
+    let call_args = entry.call_args(target, sig, &values, ret_buffer)?;
     let call = entry
         .builder
         .build_call(target, &call_args, "")
         .map_err(entry.error())?;
+    copy_abi_attributes(target, call);
+    let result = call.try_as_basic_value().basic();
+    if let (Some(buffer), ReturnType::Struct { sret: false, .. }, Some(value)) =
+        (ret_buffer, sig.ret, result)
+    {
+        let store = entry
+            .builder
+            .build_store(buffer, value)
+            .map_err(entry.error())?;
+        let _ = store.set_alignment(1);
+    }
     entry
         .builder
         .build_call(observe, &[], "")
         .map_err(entry.error())?;
-    let bits = entry.result_bits(sig.ret, call.try_as_basic_value().basic())?;
+    let bits = entry.result_bits(sig.ret, result)?;
     entry
         .builder
         .build_return(Some(&bits))
         .map_err(entry.error())?;
     Ok(Ok(wrapper))
+}
+
+/// Puts `target`'s `byval` and `sret` parameter attributes on `call`: they are part of how a call passes its
+/// arguments (a `byval` struct is copied onto the stack), so the call site carries them as well.
+fn copy_abi_attributes<'ctx>(
+    target: FunctionValue<'ctx>,
+    call: inkwell::values::CallSiteValue<'ctx>,
+) {
+    for (i, param) in target.get_param_iter().enumerate() {
+        if !param.is_pointer_value() {
+            continue;
+        }
+        for kind in ["byval", "sret"] {
+            let id = inkwell::attributes::Attribute::get_named_enum_kind_id(kind);
+            if let Some(attr) = target.get_enum_attribute(AttributeLoc::Param(i as u32), id) {
+                call.add_attribute(AttributeLoc::Param(i as u32), attr);
+            }
+        }
+    }
 }
 
 /// The builder of one entry wrapper, positioned in its body.
@@ -151,24 +185,76 @@ impl<'ctx> EntryBuilder<'ctx> {
                         .into()
                 }
             }
-            ParamType::OutPtr { bytes } => {
-                let buf_ty = ctx.i8_type().array_type(bytes.max(1));
-                let buf = builder.build_alloca(buf_ty, "").map_err(self.error())?;
-                if let Some(inst) = buf.as_instruction() {
-                    let _ = inst.set_alignment(16);
-                }
-                builder
-                    .build_memset(
-                        buf,
-                        16,
-                        ctx.i8_type().const_zero(),
-                        i64t.const_int(bytes.max(1) as u64, false),
-                    )
-                    .map_err(self.error())?;
-                buf.into()
-            }
+            ParamType::OutPtr { bytes } => self.zeroed_buffer(bytes)?.into(),
         };
         Ok(value)
+    }
+
+    /// A zeroed, 16-byte-aligned stack buffer of `bytes` bytes.
+    fn zeroed_buffer(
+        &self,
+        bytes: u32,
+    ) -> Result<inkwell::values::PointerValue<'ctx>, InstrumentError> {
+        let (ctx, builder, i64t) = (&self.ctx, &self.builder, self.i64t);
+        let buf_ty = ctx.i8_type().array_type(bytes.max(1));
+        let buf = builder.build_alloca(buf_ty, "").map_err(self.error())?;
+        if let Some(inst) = buf.as_instruction() {
+            let _ = inst.set_alignment(16);
+        }
+        builder
+            .build_memset(
+                buf,
+                16,
+                ctx.i8_type().const_zero(),
+                i64t.const_int(bytes.max(1) as u64, false),
+            )
+            .map_err(self.error())?;
+        Ok(buf)
+    }
+
+    /// The arguments of the call as `target` declares them ([`FunctionSignature::ir_args`]): the `sret` buffer,
+    /// each parameter passed as itself, the lanes of a vector argument put together (`insertelement`).
+    fn call_args(
+        &self,
+        target: FunctionValue<'ctx>,
+        sig: &FunctionSignature,
+        values: &[BasicValueEnum<'ctx>],
+        ret_buffer: Option<inkwell::values::PointerValue<'ctx>>,
+    ) -> Result<Vec<BasicMetadataValueEnum<'ctx>>, InstrumentError> {
+        let missing = |what: &str| InstrumentError::Builder {
+            what: self.what.clone(),
+            message: format!("no {what} for the call"),
+        };
+        let mut out = vec![];
+        for (at, arg) in sig.ir_args().into_iter().enumerate() {
+            let value: BasicValueEnum<'ctx> = match arg {
+                IrArg::Sret => ret_buffer.ok_or_else(|| missing("return buffer"))?.into(),
+                IrArg::One(i) => *values.get(i).ok_or_else(|| missing("value"))?,
+                IrArg::Lanes(lanes) => {
+                    let Some(BasicTypeEnum::VectorType(ty)) =
+                        target.get_nth_param(at as u32).map(|p| p.get_type())
+                    else {
+                        return Err(missing("vector argument"));
+                    };
+                    let mut vector = ty.get_poison();
+                    for (lane, i) in lanes.into_iter().enumerate() {
+                        let element = *values.get(i).ok_or_else(|| missing("lane"))?;
+                        vector = self
+                            .builder
+                            .build_insert_element(
+                                vector,
+                                element,
+                                self.ctx.i32_type().const_int(lane as u64, false),
+                                "",
+                            )
+                            .map_err(self.error())?;
+                    }
+                    vector.into()
+                }
+            };
+            out.push(value.into());
+        }
+        Ok(out)
     }
 
     /// Stores each value that lies behind a pointer parameter into that parameter's buffer, at its offset.
@@ -204,28 +290,33 @@ impl<'ctx> EntryBuilder<'ctx> {
         Ok(())
     }
 
-    /// Calls `watch` on each out-parameter buffer passed to the function (its index among the passed
-    /// parameters, its address and size).
+    /// Calls `watch` on each out-parameter buffer passed to the function (its index among the parameters, its
+    /// address and size; not a `byval` copy, which the call never changes) and on the returned struct's buffer
+    /// ([`RETURN_PARAM`]).
     fn watch_buffers(
         &self,
         watch: FunctionValue<'ctx>,
         sig: &FunctionSignature,
         values: &[BasicValueEnum<'ctx>],
+        ret_buffer: Option<inkwell::values::PointerValue<'ctx>>,
     ) -> Result<(), InstrumentError> {
         let ctx = &self.ctx;
-        for (index, (param, value)) in sig
-            .params
-            .iter()
-            .zip(values)
-            .filter(|(p, _)| p.pointee.is_none())
-            .enumerate()
-        {
-            let ParamType::OutPtr { bytes } = param.ty else {
-                continue;
-            };
+        let mut buffers = vec![];
+        for (index, (param, value)) in sig.params.iter().zip(values).enumerate() {
+            match (param.ty, param.pointee, &param.by_value) {
+                (ParamType::OutPtr { bytes }, None, None) => {
+                    buffers.push((index as u32, *value, bytes))
+                }
+                _ => continue,
+            }
+        }
+        if let (Some(buffer), ReturnType::Struct { bytes, .. }) = (ret_buffer, sig.ret) {
+            buffers.push((RETURN_PARAM, buffer.into(), bytes.div_ceil(8) * 8));
+        }
+        for (index, value, bytes) in buffers {
             let args = [
                 ctx.i32_type().const_int(index as u64, false).into(),
-                (*value).into(),
+                value.into(),
                 ctx.i32_type().const_int(bytes as u64, false).into(),
             ];
             self.builder
@@ -283,7 +374,7 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
         return Err("it is variadic".into());
     }
     let params: Vec<BasicTypeEnum<'_>> = f.get_param_iter().map(|p| p.get_type()).collect();
-    let declared: Vec<&crate::types::Param> = sig.call_params().collect();
+    let declared = sig.ir_args();
     if params.len() != declared.len() {
         return Err(format!(
             "it takes {} parameters instead of {}",
@@ -291,15 +382,25 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
             declared.len()
         ));
     }
-    for (i, (llvm, param)) in params.iter().zip(declared).enumerate() {
-        let ok = match (param.ty, llvm) {
-            (ParamType::F64, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 64,
-            (ParamType::F32, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 32,
-            (ParamType::Int { bits, .. }, BasicTypeEnum::IntType(t)) => {
-                t.get_bit_width() == bits && bits <= 64
-            }
-            (ParamType::OutPtr { .. }, BasicTypeEnum::PointerType(_)) => true,
-            _ => false,
+    for (i, (llvm, arg)) in params.iter().zip(&declared).enumerate() {
+        let byval = crate::ir::has_attribute(f, i, "byval");
+        let ok = match arg {
+            IrArg::Sret => crate::ir::has_attribute(f, i, "sret"),
+            IrArg::Lanes(lanes) => match llvm {
+                BasicTypeEnum::VectorType(v) => {
+                    v.get_size() as usize == lanes.len()
+                        && lanes.iter().all(|&l| {
+                            sig.params
+                                .get(l)
+                                .is_some_and(|p| scalar_matches(p.ty, v.get_element_type()))
+                        })
+                }
+                _ => false,
+            },
+            IrArg::One(k) => sig.params.get(*k).is_some_and(|p| {
+                let memory = p.by_value.as_ref().is_some_and(|b| b.memory);
+                scalar_matches(p.ty, *llvm) && memory == byval
+            }),
         };
         if !ok {
             return Err(format!(
@@ -317,6 +418,8 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
         (ReturnType::Int { bits, .. }, Some(BasicTypeEnum::IntType(t))) => {
             t.get_bit_width() == bits
         }
+        (ReturnType::Struct { sret: true, .. }, None) => true,
+        (ReturnType::Struct { sret: false, .. }, Some(_)) => true,
         (ReturnType::Other, Some(_)) => true,
         _ => false,
     };
@@ -324,6 +427,19 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
         return Err("its return type differs in this build".into());
     }
     Ok(())
+}
+
+/// Whether a parameter of type `ty` is passed as the LLVM type `llvm`.
+fn scalar_matches(ty: ParamType, llvm: BasicTypeEnum<'_>) -> bool {
+    match (ty, llvm) {
+        (ParamType::F64, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 64,
+        (ParamType::F32, BasicTypeEnum::FloatType(t)) => t.get_bit_width() == 32,
+        (ParamType::Int { bits, .. }, BasicTypeEnum::IntType(t)) => {
+            t.get_bit_width() == bits && bits <= 64
+        }
+        (ParamType::OutPtr { .. }, BasicTypeEnum::PointerType(_)) => true,
+        _ => false,
+    }
 }
 
 /// Adds the entry table the driver calls through: `[2N x ptr]` (P, P' per function; null when unavailable)

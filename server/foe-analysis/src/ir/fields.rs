@@ -1,6 +1,7 @@
 //! What pointer parameters point to, from the debug info's types: an input read at byte 16 of
 //! `const struct body *b` is named `b->vel.x` rather than `b[2]`, and a value written at byte 8 of `double *out`
-//! is `out[1]`, read as a double.
+//! is `out[1]`, read as a double. The same layouts name the fields of structs passed or returned by value
+//! (`v.x`, `return.y`).
 
 use crate::scalar::ScalarType;
 use crate::types::FunctionSignature;
@@ -18,6 +19,17 @@ pub struct PointeeFields {
     /// Every scalar field, by byte offset: its path (`pos.x`; empty for a pointer to a scalar) and its C type
     /// when it is a number foe reads.
     pub fields: Vec<PointeeField>,
+    /// Whether the buffer holds a struct passed or returned by value, whose fields C names `v.x`, not `v->x`.
+    pub by_value: bool,
+}
+
+/// A struct type as a parameter or return value has it: its C name as the source spells it (`b2Vec2`), its size
+/// and its scalar fields by byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructLayout {
+    pub c_type: String,
+    pub bytes: u32,
+    pub fields: Vec<PointeeField>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +42,9 @@ pub struct PointeeField {
 impl PointeeFields {
     /// How C names the field at `offset` of element `index`: `*out`, `out[2]`, `r->y`, `r[1].pos.x`.
     pub fn name(&self, pointer: &str, index: u32, field: &PointeeField) -> String {
+        if self.by_value && index == 0 && !field.path.is_empty() {
+            return format!("{pointer}.{}", field.path);
+        }
         match (index, field.path.is_empty()) {
             (0, true) => format!("*{pointer}"),
             (i, true) => format!("{pointer}[{i}]"),
@@ -74,6 +89,10 @@ pub struct TypeFacts {
     names: HashMap<u32, String>,
     /// Function types (`DISubroutineType`).
     subroutines: std::collections::HashSet<u32>,
+    /// Function type → its types tuple (the return type first).
+    subroutine_types: HashMap<u32, u32>,
+    /// Tuple → its first item (`None` for `null`: a function returning `void`).
+    tuple_heads: HashMap<u32, Option<u32>>,
 }
 
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -145,11 +164,22 @@ impl TypeFacts {
             }
         }
         static SUBROUTINE: OnceLock<Regex> = OnceLock::new();
-        let subroutine = re(&SUBROUTINE, r#"(?m)^!(\d+) = !DISubroutineType\("#);
+        let subroutine = re(
+            &SUBROUTINE,
+            r#"(?m)^!(\d+) = !DISubroutineType\((?:.*?\btypes: !(\d+))?"#,
+        );
         for c in subroutine.captures_iter(ll) {
             facts.subroutines.insert(num(&c[1]));
+            if let Some(types) = c.get(2) {
+                facts
+                    .subroutine_types
+                    .insert(num(&c[1]), num(types.as_str()));
+            }
         }
         for c in tuple.captures_iter(ll) {
+            let head = c[2].split(',').next().unwrap_or("").trim();
+            let head = head.strip_prefix('!').map(num);
+            facts.tuple_heads.insert(num(&c[1]), head);
             let items = c[2]
                 .split(',')
                 .filter_map(|i| i.trim().strip_prefix('!'))
@@ -196,6 +226,29 @@ impl TypeFacts {
             t = *self.qualified_base.get(&t)?;
         }
         None
+    }
+
+    /// The layout of a struct type (`ty` a parameter's or return's debug type), with its C name; `None` for
+    /// other types and for a struct the source never names (no tag, no typedef).
+    pub fn struct_layout(&self, ty: u32) -> Option<StructLayout> {
+        let inner = self.strip(ty);
+        let &(size_bits, _) = self.structs.get(&inner)?;
+        let c_type = self.struct_type_name(ty)?;
+        let mut fields = vec![];
+        self.leaves(inner, 0, "", &mut fields, 0);
+        Some(StructLayout {
+            c_type,
+            bytes: size_bits / 8,
+            fields,
+        })
+    }
+
+    /// The return type of function type `subroutine`, `None` for `void`.
+    pub fn return_type(&self, subroutine: u32) -> Option<u32> {
+        (*self
+            .tuple_heads
+            .get(self.subroutine_types.get(&subroutine)?)?)
+        .filter(|&t| t != 0)
     }
 
     /// Whether a parameter type is a pointer to a function.
@@ -255,6 +308,7 @@ impl TypeFacts {
                     path: String::new(),
                     ty: Some(scalar),
                 }],
+                by_value: false,
             });
         }
         let &(size_bits, _) = self.structs.get(&pointee)?;
@@ -264,6 +318,19 @@ impl TypeFacts {
             param,
             struct_bytes: size_bits / 8,
             fields,
+            by_value: false,
+        })
+    }
+
+    /// The fields of a struct passed or returned by value (`param` its index among the signature's parameters,
+    /// or [`crate::types::RETURN_PARAM`]), named `v.x`.
+    pub fn by_value_fields(&self, param: u32, ty: u32) -> Option<PointeeFields> {
+        let layout = self.struct_layout(ty)?;
+        (layout.bytes > 0 && !layout.fields.is_empty()).then_some(PointeeFields {
+            param,
+            struct_bytes: layout.bytes,
+            fields: layout.fields,
+            by_value: true,
         })
     }
 }
@@ -294,7 +361,9 @@ pub fn name_fields(sig: &mut FunctionSignature, pointees: &[PointeeFields]) {
         let Some(pointer) = names.get(at.param as usize) else {
             continue;
         };
-        p.name = if index == 0 {
+        p.name = if index == 0 && layout.by_value {
+            format!("{pointer}.{path}")
+        } else if index == 0 {
             format!("{pointer}->{path}")
         } else {
             format!("{pointer}[{index}].{path}")
@@ -327,11 +396,13 @@ mod tests {
         let layout = facts
             .pointee_fields(0, 15)
             .expect("a struct behind the pointer");
+        assert!(!layout.by_value);
         assert_eq!(layout.struct_bytes, 56);
         let behind = |offset| Param {
             name: "b[?]".into(),
             ty: ParamType::F64,
             pointee: Some(PointeeOf { param: 0, offset }),
+            by_value: None,
         };
         let mut sig = FunctionSignature {
             name: "f".into(),

@@ -23,7 +23,7 @@ use super::state::{path_stop, At, Flow, Frame, State};
 use super::values::opcode_name;
 use super::{OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
 use crate::sym::{self, Expr};
-use crate::types::{Build, FunctionSignature, SourceLoc};
+use crate::types::{Build, FunctionSignature, SourceLoc, RETURN_PARAM};
 use std::collections::{BTreeMap, HashMap};
 
 /// Deepest chain of inlined calls; a path that would go deeper stops there.
@@ -435,6 +435,7 @@ impl<'m> Executor<'m> {
         } else {
             None
         };
+        let ty = inst.operand(0).map(|v| v.ty());
         let done = st
             .frames
             .pop()
@@ -447,18 +448,20 @@ impl<'m> Executor<'m> {
                 Ok(Flow::Next)
             }
             _ => {
-                self.record_return(st, value.as_ref());
+                self.record_return(st, value.as_ref(), ty);
                 Ok(Flow::End)
             }
         }
     }
 
-    /// Records, for the plain build, the outputs of the path `st` returning `value` from the analysed function.
-    fn record_return(&mut self, st: &State<'m>, value: Option<&Value>) {
+    /// Records, for the plain build, the outputs of the path `st` returning `value` (of IR type `ty`) from the
+    /// analysed function. A struct returned in registers (a vector or an aggregate) is its fields, by byte offset
+    /// as the entry stores it: the outputs `return.x` ([`RETURN_PARAM`]).
+    fn record_return(&mut self, st: &State<'m>, value: Option<&Value>, ty: Option<Ty<'m>>) {
         if self.build != Build::P {
             return;
         }
-        let writes = st
+        let mut writes: Vec<WrittenOutput> = st
             .memory
             .written_through_params()
             .into_iter()
@@ -468,14 +471,47 @@ impl<'m> Executor<'m> {
                 value: output_term(&v),
             })
             .collect();
+        let mut ret = value;
+        if let (Some(v @ (Value::Lanes(_) | Value::Fields(_))), Some(ty)) = (value, ty) {
+            let mut fields = vec![];
+            self.returned_fields(v, ty, 0, &mut fields);
+            writes.extend(fields.into_iter().map(|(offset, v)| WrittenOutput {
+                param: RETURN_PARAM,
+                offset,
+                value: output_term(&v),
+            }));
+            ret = None;
+        }
         self.outputs.push(PathOutputs {
             condition: st.pc.clone(),
             end: PathEnd::Returned {
-                ret: value.map(output_term),
+                ret: ret.map(output_term),
                 writes,
                 reads_unmodelled_memory: st.memory.read_unmodelled.get(),
             },
         });
+    }
+
+    /// The scalars of `v` (of IR type `ty`, at byte `base`) with their byte offsets, as a store of `v` lays
+    /// them out in memory.
+    fn returned_fields(&self, v: &Value, ty: Ty<'m>, base: i64, out: &mut Vec<(i64, Value)>) {
+        match (v, ty.kind()) {
+            (Value::Lanes(xs), LLVMTypeKind::LLVMVectorTypeKind) => {
+                let size = self.layout.size(ty.element()) as i64;
+                for (i, x) in xs.iter().enumerate() {
+                    self.returned_fields(x, ty.element(), base + i as i64 * size, out);
+                }
+            }
+            (Value::Fields(xs), LLVMTypeKind::LLVMStructTypeKind) => {
+                let types = ty.struct_fields();
+                for (i, (x, t)) in xs.iter().zip(types).enumerate() {
+                    let at = self.layout.field_offset(ty, i as u32) as i64;
+                    self.returned_fields(x, t, base + at, out);
+                }
+            }
+            (Value::Lanes(_) | Value::Fields(_), _) => {}
+            (scalar, _) => out.push((base, scalar.clone())),
+        }
     }
 
     /// Records, for the plain build, that the path `st` stops before returning, for `reason`.

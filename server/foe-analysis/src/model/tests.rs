@@ -404,6 +404,34 @@ double acc(double x, double *out) { *out += x * x; return *out * 2.0; }
 }
 
 #[test]
+fn struct_fields_passed_by_value_are_inputs_of_their_own() {
+    let src = "
+typedef struct { float x, y; } V2;
+typedef struct { double a, b, c, d, e; } P5;
+float len2(V2 v) { return v.x * v.x + v.y * v.y; }
+double last(P5 p, double k) { return p.e * k; }
+";
+    // `<2 x float>`: each lane a float input; the fast-math build's `fmul <2 x float>` reads the same inputs.
+    let a = analyse(src, "len2");
+    let names: Vec<&str> = a.sig.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["v.x", "v.y"]);
+    assert_eq!(a.outcome.formulae.p, 6);
+    let sum = a.p.last().expect("queries").formula.to_string();
+    assert!(sum.contains("x0") && sum.contains("x1"), "{sum}");
+    assert!(a.outcome.candidates.iter().any(|c| {
+        let (ArgValue::F32(x), ArgValue::F32(y)) = (c.input.0[0], c.input.0[1]) else {
+            return false;
+        };
+        c.kind == ExceptionKind::Overflow && (x * x + y * y).is_infinite()
+    }));
+    // `byval`: a buffer whose fields the function reads are inputs behind it, named `p.e`.
+    let b = analyse(src, "last");
+    let names: Vec<&str> = b.sig.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["p", "k", "p[4]"]);
+    assert_eq!(b.outcome.formulae.p, 2);
+}
+
+#[test]
 fn float_functions_use_single_precision_thresholds() {
     let a = analyse("float fl(float a, float b) { return a * b; }", "fl");
     let c = a

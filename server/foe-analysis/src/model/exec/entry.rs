@@ -1,5 +1,7 @@
 //! The state a function's exploration starts in: each parameter a symbolic input (a float or integer term, or a
-//! fresh region for a pointer), checked against the signature the driver calls it with.
+//! fresh region for a pointer), checked against the signature the driver calls it with. A struct passed by value
+//! in registers is bound field by field (a `<2 x float>` argument to the lanes of two float inputs); a `byval`
+//! copy is a region like a pointer's, whose fields are inputs behind it.
 
 use super::Executor;
 use crate::model::error::ModelError;
@@ -9,7 +11,7 @@ use crate::model::state::{Frame, State};
 use crate::model::values::fp_format;
 use crate::round::FloatFormat;
 use crate::sym::{self, VarType};
-use crate::types::{FunctionSignature, Param, ParamType};
+use crate::types::{FunctionSignature, IrArg, Param, ParamType};
 use std::collections::HashMap;
 
 impl<'m> Executor<'m> {
@@ -21,7 +23,7 @@ impl<'m> Executor<'m> {
         sig: &FunctionSignature,
     ) -> Result<(State<'m>, Block<'m>), ModelError> {
         let params = function.params();
-        let declared: Vec<&Param> = sig.call_params().collect();
+        let declared = sig.ir_args();
         if params.len() != declared.len() {
             return Err(ModelError::ParamCount {
                 in_build: params.len(),
@@ -36,8 +38,14 @@ impl<'m> Executor<'m> {
             pc: vec![],
         };
         let mut env = HashMap::new();
-        for (i, (p, decl)) in params.iter().zip(declared).enumerate() {
-            let value = param_value(&mut state, *p, decl, i as u32)?;
+        for (p, arg) in params.iter().zip(declared) {
+            let value = match arg {
+                IrArg::Sret => {
+                    Value::Ptr(state.memory.new_region(Fill::Uninit, "the returned struct"))
+                }
+                IrArg::One(i) => param_value(&mut state, *p, param(sig, i)?, i as u32)?,
+                IrArg::Lanes(lanes) => lanes_value(*p, sig, &lanes)?,
+            };
             env.insert(p.id(), value);
         }
         let entry = function
@@ -51,6 +59,39 @@ impl<'m> Executor<'m> {
         });
         Ok((state, entry))
     }
+}
+
+/// Parameter `i` of the signature.
+fn param(sig: &FunctionSignature, i: usize) -> Result<&Param, ModelError> {
+    sig.params
+        .get(i)
+        .ok_or_else(|| ModelError::internal("an argument without its parameter"))
+}
+
+/// A vector argument (`<2 x float>`, a struct of two floats) whose lanes are the float inputs `lanes`.
+fn lanes_value(p: Val<'_>, sig: &FunctionSignature, lanes: &[usize]) -> Result<Value, ModelError> {
+    let ty = p.ty();
+    let mismatch = |name: &str| ModelError::ParamType {
+        param: name.to_string(),
+        ty: ty.text(),
+    };
+    let first = param(sig, lanes.first().copied().unwrap_or(0))?;
+    if ty.kind() != LLVMTypeKind::LLVMVectorTypeKind || ty.vector_len() as usize != lanes.len() {
+        return Err(mismatch(&first.name));
+    }
+    let fmt = fp_format(ty.element()).ok_or_else(|| mismatch(&first.name))?;
+    let mut out = Vec::with_capacity(lanes.len());
+    for &i in lanes {
+        let decl = param(sig, i)?;
+        if decl.ty.float_format() != Some(fmt) {
+            return Err(mismatch(&decl.name));
+        }
+        out.push(Value::Real {
+            e: sym::param(i as u32, VarType::Float(fmt)),
+            fmt,
+        });
+    }
+    Ok(Value::Lanes(out))
 }
 
 /// The symbolic input for parameter `index` (`p` in the IR, `decl` in the signature); an error when the IR's type

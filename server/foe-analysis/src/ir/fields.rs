@@ -95,6 +95,26 @@ pub struct TypeFacts {
     tuple_heads: HashMap<u32, Option<u32>>,
 }
 
+/// The scalar a `DIBasicType` of this encoding and size in bits stands for.
+fn basic_scalar(encoding: &str, bits: u32) -> Option<ScalarType> {
+    match (encoding, bits) {
+        ("float", 64) => Some(ScalarType::F64),
+        ("float", 32) => Some(ScalarType::F32),
+        ("signed" | "signed_char", 8 | 16 | 32 | 64) => {
+            Some(ScalarType::Int { bits, signed: true })
+        }
+        ("unsigned" | "unsigned_char", 8 | 16 | 32 | 64) => Some(ScalarType::Int {
+            bits,
+            signed: false,
+        }),
+        ("boolean", 8) => Some(ScalarType::Int {
+            bits: 8,
+            signed: false,
+        }),
+        _ => None,
+    }
+}
+
 fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).expect("valid regex"))
 }
@@ -188,24 +208,7 @@ impl TypeFacts {
             facts.tuples.insert(num(&c[1]), items);
         }
         for c in basic.captures_iter(ll) {
-            let bits = num(&c[2]);
-            let ty = match (&c[3], bits) {
-                ("float", 64) => Some(ScalarType::F64),
-                ("float", 32) => Some(ScalarType::F32),
-                ("signed" | "signed_char", 8 | 16 | 32 | 64) => {
-                    Some(ScalarType::Int { bits, signed: true })
-                }
-                ("unsigned" | "unsigned_char", 8 | 16 | 32 | 64) => Some(ScalarType::Int {
-                    bits,
-                    signed: false,
-                }),
-                ("boolean", 8) => Some(ScalarType::Int {
-                    bits: 8,
-                    signed: false,
-                }),
-                _ => None,
-            };
-            if let Some(ty) = ty {
+            if let Some(ty) = basic_scalar(&c[3], num(&c[2])) {
                 facts.scalars.insert(num(&c[1]), ty);
             }
         }

@@ -148,40 +148,21 @@ fn search_one(
         report.plain_exceptions = found.plain_exceptions.clone();
     }
     let confirming = Instant::now();
-    let mut work_ns = found.work_ns;
-    if let Some(shipped) = cx.shipped.as_deref_mut() {
-        // What only the shipped code generation does, on the inputs the instrumented builds agree on.
-        let sweep = confirm::Sweep {
-            runner,
-            sig: &item.info.signature,
-            domain,
-            accuracy_bits: cx.config.accuracy_bits,
-            paths: &item.p_outputs,
-            budget: Some(budget.after(found.work_ns)),
-        };
-        // (Nothing to run: the shipped binaries are not waited for.)
-        if !found.agreed.is_empty() {
-            let (more, swept) = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
-            report.divergences.extend(more);
-            work_ns += swept;
-        }
-        if !report.divergences.is_empty() {
-            confirm::confirm_function(shipped.get(), &item.info.signature, &mut report);
-        }
-    }
+    let swept = confirm_on_shipped(runner, item, budget, &found, cx, &mut report);
+    let work_ns = found.work_ns + swept;
     let confirm_ms = ms(confirming);
     note_search(&mut report, &found, cx.config);
-    report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
-    // A first look asked the solver nothing: it proves nothing.
-    let proved = !cx.config.quick && no_exception_possible(item, solution);
-    report.settle_status(proved);
-    report.verdict = Some(crate::report::Verdict::of(&report, proved));
     if cx.config.quick {
         report.note(
             ReasonCode::FirstLook,
             "a first look: ordinary, special and sampled inputs only, no solver, nothing confirmed yet",
         );
     }
+    report.time_ms = (item.spent + began.elapsed()).as_millis() as u64;
+    // A first look asked the solver nothing: it proves nothing.
+    let proved = !cx.config.quick && no_exception_possible(item, solution);
+    report.settle_status(proved);
+    report.verdict = Some(crate::report::Verdict::of(&report, proved));
     // A result cut short by a budget depends on the machine's load, and a first look is not the analysis: neither
     // is kept.
     if !report.reason_codes.contains(&ReasonCode::Budget) && !cx.config.quick {
@@ -193,6 +174,41 @@ fn search_one(
         confirm_ms,
     };
     (report, searched)
+}
+
+/// On the binaries clang ships: what only their code generation does, on the inputs the instrumented builds agree
+/// on (within what the search left of `budget`), then the confirmation and cause of every divergence. Returns the
+/// sweep's work. Nothing without shipped binaries (a first look, or none built).
+fn confirm_on_shipped(
+    runner: &mut Runner,
+    item: &Pending,
+    budget: SearchBudget,
+    found: &SearchOutcome,
+    cx: &mut SearchContext<'_, '_>,
+    report: &mut FunctionReport,
+) -> u64 {
+    let Some(shipped) = cx.shipped.as_deref_mut() else {
+        return 0;
+    };
+    let mut swept = 0;
+    // (Nothing to run: the shipped binaries are not waited for.)
+    if !found.agreed.is_empty() {
+        let sweep = confirm::Sweep {
+            runner,
+            sig: &item.info.signature,
+            domain: (!item.domain.is_empty()).then_some(&item.domain),
+            accuracy_bits: cx.config.accuracy_bits,
+            paths: &item.p_outputs,
+            budget: Some(budget.after(found.work_ns)),
+        };
+        let (more, work) = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
+        report.divergences.extend(more);
+        swept = work;
+    }
+    if !report.divergences.is_empty() {
+        confirm::confirm_function(shipped.get(), &item.info.signature, report);
+    }
+    swept
 }
 
 /// What the search has to say in the report's reason: runs that crashed, stopped, timed out, a budget.

@@ -4,8 +4,12 @@
 //! exceptions; these aim at what a function computes: a lost compensation term, a cancelled sum, an argument
 //! reduction re-associated away. Everything is seeded by the function's name, so the inputs are the same each run.
 
+use super::{each_once, results, run_in_slices, search_group, SearchState};
+use crate::config::AnalysisConfig;
+use crate::exec::{ExecError, Runner};
 use crate::rng::SplitMix;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use std::collections::HashSet;
 
 /// Inputs sampled per function (a third by bit pattern, a third at ordinary magnitudes, a third with the float
 /// inputs close together; the last only with two float inputs or more).
@@ -119,6 +123,107 @@ pub fn neighbours(sig: &FunctionSignature, input: &Input) -> Vec<Input> {
         }
     }
     out
+}
+
+/// The search aimed at results (this module's): sampled inputs, then a local search towards the inputs whose outputs
+/// lie the most bits apart; the furthest apart are judged like special inputs (reported when they differ by the
+/// accuracy threshold or in category, else run on the shipped binaries with the other agreed inputs).
+pub(super) fn run_aimed_search(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    cands: &[&Input],
+    cfg: &AnalysisConfig,
+    state: &mut SearchState<'_>,
+) -> Result<(), ExecError> {
+    if state.hopeless() || float_inputs(sig).is_empty() {
+        return Ok(());
+    }
+    let Some(base) = cands.first() else {
+        return Ok(());
+    };
+    let mut tried: HashSet<Vec<u64>> = HashSet::new();
+    let mut scored: Vec<(Input, f64)> = vec![];
+    let samples = sampled_inputs(sig, base, seed_of(&sig.name));
+    let mut batch: Vec<Input> = samples
+        .into_iter()
+        .filter(|i| tried.insert(i.key()))
+        .collect();
+    for _ in 0..=CLIMB_ROUNDS {
+        if batch.is_empty() || state.out_of_budget() || state.hopeless() {
+            break;
+        }
+        let before = best_score(&scored);
+        scored.extend(run_scored(runner, sig, batch, state)?);
+        if best_score(&scored) <= before && before > 0.0 {
+            break;
+        }
+        batch = climb_from(sig, &scored, state, &mut tried);
+    }
+    // The furthest apart (inside the domain first), judged as findings.
+    scored.retain(|(_, bits)| *bits > 0.0);
+    scored.sort_by(|a, b| {
+        (!state.in_domain(&a.0))
+            .cmp(&!state.in_domain(&b.0))
+            .then(b.1.total_cmp(&a.1))
+    });
+    let judged: Vec<&Input> = scored.iter().take(JUDGED).map(|(i, _)| i).collect();
+    if judged.is_empty() {
+        return Ok(());
+    }
+    let single = each_once(cfg);
+    search_group(runner, sig, &judged, cands.len(), &single, true, state)
+}
+
+/// The largest finite score so far (an infinite one is a finding already: nothing to climb towards).
+fn best_score(scored: &[(Input, f64)]) -> f64 {
+    scored
+        .iter()
+        .map(|(_, b)| *b)
+        .filter(|b| b.is_finite())
+        .fold(0.0, f64::max)
+}
+
+/// The next round of the local search: the neighbours of the [`CLIMBERS`] inputs whose outputs lie the
+/// most (finite, non-zero) bits apart, not tried before, at most [`CLIMB_POINTS`].
+fn climb_from(
+    sig: &FunctionSignature,
+    scored: &[(Input, f64)],
+    state: &SearchState<'_>,
+    tried: &mut HashSet<Vec<u64>>,
+) -> Vec<Input> {
+    let mut climbers: Vec<&(Input, f64)> = scored
+        .iter()
+        .filter(|(i, b)| b.is_finite() && *b > 0.0 && state.in_domain(i))
+        .collect();
+    climbers.sort_by(|a, b| b.1.total_cmp(&a.1));
+    climbers
+        .iter()
+        .take(CLIMBERS)
+        .flat_map(|(i, _)| neighbours(sig, i))
+        .filter(|i| tried.insert(i.key()))
+        .take(CLIMB_POINTS)
+        .collect()
+}
+
+/// Runs `batch` on both builds and scores each input by how many bits apart the outputs are
+/// ([`results::bits_apart`]); inputs whose runs did not complete are left out.
+fn run_scored(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    batch: Vec<Input>,
+    state: &mut SearchState<'_>,
+) -> Result<Vec<(Input, f64)>, ExecError> {
+    let (pairs, ran) = run_in_slices(runner, sig, &batch, state)?;
+    state.executions += pairs.len();
+    Ok(batch
+        .into_iter()
+        .take(ran)
+        .zip(pairs)
+        .filter_map(|(input, pair)| {
+            let (p, pp) = runner.results(sig, &input, &pair);
+            results::bits_apart(&p, &pp).map(|bits| (input, bits))
+        })
+        .collect())
 }
 
 #[cfg(test)]

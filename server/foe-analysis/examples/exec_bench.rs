@@ -2,9 +2,11 @@
 //! execution), and the neighbourhood search's throughput. Run with
 //! `cargo run --release -p foe-analysis --example exec_bench`.
 
+mod common;
+
 use foe_analysis::exec::Runner;
 use foe_analysis::search::search;
-use foe_analysis::types::{ArgValue, FunctionSignature, Input};
+use foe_analysis::types::{ArgValue, Input};
 use foe_analysis::AnalysisConfig;
 use std::time::{Duration, Instant};
 
@@ -15,33 +17,9 @@ double turbine1(double v, double w, double r) {
 }
 "#;
 
-fn compile(cfg: &AnalysisConfig, dir: &std::path::Path, flags: &[&str]) -> String {
-    let mut cmd = foe_analysis::process::command(&cfg.clang, dir);
-    cmd.args(["-S", "-emit-llvm", "-g", "-o", "-", "bench.c"])
-        .args(flags);
-    let out =
-        foe_analysis::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
 fn main() {
     let cfg = AnalysisConfig::default();
-    let dir = foe_analysis::scratch::tempdir("foe-bench").expect("temp dir");
-    std::fs::write(dir.path().join("bench.c"), SOURCE).expect("write");
-    let p = compile(
-        &cfg,
-        dir.path(),
-        &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"],
-    );
-    let pp = compile(&cfg, dir.path(), &["-O2", "-ffast-math"]);
-    let ctx = inkwell::context::Context::create();
-    let module = foe_analysis::ir::parse_module(&ctx, &p, "P").expect("parse");
-    let sigs: Vec<FunctionSignature> = foe_analysis::ir::describe_functions(&module, &p)
-        .into_iter()
-        .filter_map(|r| r.ok())
-        .map(|i| i.signature)
-        .collect();
+    let (p, pp, sigs) = common::builds(&cfg, SOURCE);
 
     // Build time: the first build may compile the runtime into the cache; report the later ones.
     let mut runner = Runner::build(&p, &pp, &sigs, &cfg).expect("build");

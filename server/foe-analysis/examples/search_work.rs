@@ -3,9 +3,11 @@
 //! counted. On an idle machine the two should agree within a small factor. Run with
 //! `cargo run --release -p foe-analysis --example search_work`.
 
+mod common;
+
 use foe_analysis::exec::Runner;
 use foe_analysis::search::search;
-use foe_analysis::types::{ArgValue, FunctionSignature, Input};
+use foe_analysis::types::{ArgValue, Input};
 use foe_analysis::AnalysisConfig;
 use std::time::{Duration, Instant};
 
@@ -18,33 +20,9 @@ double arith(double x, int n) { double s = x; for (int i = 0; i < n; i++) s = s 
 double libm(double x, int n) { double s = x; for (int i = 0; i < n; i++) s = sin(s) + 0.5; return s; }
 "#;
 
-fn compile(cfg: &AnalysisConfig, dir: &std::path::Path, flags: &[&str]) -> String {
-    let mut cmd = foe_analysis::process::command(&cfg.clang, dir);
-    cmd.args(["-S", "-emit-llvm", "-g", "-o", "-", "work.c"])
-        .args(flags);
-    let out =
-        foe_analysis::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
-    assert_eq!(out.status, Some(0), "{}", out.stderr);
-    String::from_utf8(out.stdout).expect("utf-8")
-}
-
 fn main() {
     let cfg = AnalysisConfig::default();
-    let dir = foe_analysis::scratch::tempdir("foe-bench").expect("temp dir");
-    std::fs::write(dir.path().join("work.c"), SOURCE).expect("write");
-    let p = compile(
-        &cfg,
-        dir.path(),
-        &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"],
-    );
-    let pp = compile(&cfg, dir.path(), &["-O2", "-ffast-math"]);
-    let ctx = inkwell::context::Context::create();
-    let module = foe_analysis::ir::parse_module(&ctx, &p, "P").expect("parse");
-    let sigs: Vec<FunctionSignature> = foe_analysis::ir::describe_functions(&module, &p)
-        .into_iter()
-        .filter_map(|r| r.ok())
-        .map(|i| i.signature)
-        .collect();
+    let (p, pp, sigs) = common::builds(&cfg, SOURCE);
     let mut runner = Runner::build(&p, &pp, &sigs, &cfg).expect("build");
     let cases: Vec<(&str, i64, usize)> = vec![
         ("turbine1", 0, 40),

@@ -139,14 +139,35 @@ impl Finding {
             "foe cannot analyse this file: {}",
             strip_file_prefix(message)
         );
+        let hover = message.clone();
+        let at = (line.unwrap_or(1), column);
+        Finding::not_a_divergence(
+            Code::CompileError,
+            Severity::Error,
+            String::new(),
+            at,
+            message,
+            hover,
+        )
+    }
+
+    /// A finding that is not a divergence (a note on a function, a compile error): no inputs, cause or domain.
+    fn not_a_divergence(
+        code: Code,
+        severity: Severity,
+        function: String,
+        (line, column): (u32, Option<u32>),
+        message: String,
+        hover: String,
+    ) -> Finding {
         Finding {
-            code: Code::CompileError,
-            severity: Severity::Error,
+            code,
+            severity,
             rank: Rank::Note,
-            function: String::new(),
-            line: line.unwrap_or(1),
+            function,
+            line,
             column: column.filter(|c| *c > 0),
-            hover: message.clone(),
+            hover,
             message,
             cause: None,
             domain: DomainFit::NotDeclared,
@@ -457,25 +478,15 @@ fn note(
     column: Option<u32>,
     message: String,
 ) -> Finding {
-    Finding {
+    let hover = format!("**foe** · `{}` · {message}", f.name);
+    Finding::not_a_divergence(
         code,
         severity,
-        rank: Rank::Note,
-        function: f.name.clone(),
-        line,
-        column: column.filter(|c| *c > 0),
-        hover: format!("**foe** · `{}` · {message}", f.name),
+        f.name.clone(),
+        (line, column),
         message,
-        cause: None,
-        domain: DomainFit::NotDeclared,
-        inputs: 0,
-        best_inputs: vec![],
-        related: None,
-        shipped: vec![],
-        also_in: vec![],
-        fingerprint: String::new(),
-        divergences: vec![],
-    }
+        hover,
+    )
 }
 
 /// Most events of one shipped trace listed in a finding.

@@ -393,11 +393,7 @@ impl<'m> Executor<'m> {
             other => return Err(ModelError::Instruction(opcode_name(other))),
         };
         if let Some(v) = result {
-            st.frames
-                .last_mut()
-                .ok_or_else(|| ModelError::internal("no frame"))?
-                .env
-                .insert(inst.id(), v);
+            st.bind(inst.id(), v)?;
         }
         Ok(Flow::Next)
     }
@@ -664,11 +660,7 @@ impl<'m> Executor<'m> {
             }
         };
         if let Some(v) = result {
-            st.frames
-                .last_mut()
-                .ok_or_else(|| ModelError::internal("no frame"))?
-                .env
-                .insert(inst.id(), v);
+            st.bind(inst.id(), v)?;
         }
         Ok(Flow::Next)
     }

@@ -66,6 +66,16 @@ impl<'m> State<'m> {
         site.called_value().map(|f| f.name())
     }
 
+    /// Binds the value of instruction `id` in the innermost frame.
+    pub(super) fn bind(&mut self, id: usize, v: Value) -> Result<(), ModelError> {
+        self.frames
+            .last_mut()
+            .ok_or_else(|| ModelError::internal("no frame"))?
+            .env
+            .insert(id, v);
+        Ok(())
+    }
+
     /// Adds an assumption to the path condition (constants are dropped: a constant-false assumption, such as
     /// a division by the constant zero, would make every later query false).
     pub(super) fn assume(&mut self, c: Expr) {

@@ -362,10 +362,9 @@ fn a_value_no_file_defines_is_never_read_as_garbage() {
     assert!(h.stubbed.lock().unwrap().contains("PREC"));
 }
 
-#[test]
-fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
-    let src =
-        "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";
+/// The shipped harness of `src`, which defines `double f(double x)`, with a 100 ms run limit (and the directory
+/// that holds the file, to keep alive).
+fn harness_of_f(src: &str) -> (tempfile::TempDir, Harness) {
     let dir = crate::scratch::tempdir("foe-test").unwrap();
     let file = dir.path().join("f.c");
     std::fs::write(&file, src).unwrap();
@@ -374,7 +373,15 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
         exec_timeout_ms: 100,
         ..AnalysisConfig::default()
     };
-    let mut h = Harness::new(&config, &file, src, &[s]);
+    let h = Harness::new(&config, &file, src, &[s]);
+    (dir, h)
+}
+
+#[test]
+fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
+    let src =
+        "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";
+    let (_dir, mut h) = harness_of_f(src);
     let inputs: Vec<Input> = [1.0, 2.0, 1e308]
         .iter()
         .map(|&x| Input(vec![ArgValue::F64(x)]))
@@ -396,15 +403,7 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
 fn the_shipped_limit_counts_cpu_time_and_a_call_that_waits_forever_times_out() {
     let src = "#include <unistd.h>\nstatic int (*volatile nap)(useconds_t) = usleep;\n\
                double f(double x) { if (x == 1) nap(300000); if (x == 2) for (;;) nap(20000); return x * 2; }\n";
-    let dir = crate::scratch::tempdir("foe-test").unwrap();
-    let file = dir.path().join("f.c");
-    std::fs::write(&file, src).unwrap();
-    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
-    let config = AnalysisConfig {
-        exec_timeout_ms: 100,
-        ..AnalysisConfig::default()
-    };
-    let mut h = Harness::new(&config, &file, src, &[s]);
+    let (_dir, mut h) = harness_of_f(src);
     let inputs: Vec<Input> = [1.0, 2.0, 3.0]
         .iter()
         .map(|&x| Input(vec![ArgValue::F64(x)]))

@@ -8,6 +8,7 @@
 //! understands), `exec` (the executor, with its instructions in `exec/`); all of them report through `error`
 //! ([`ModelError`], a leaf).
 
+mod bits;
 mod calls;
 mod error;
 mod exec;

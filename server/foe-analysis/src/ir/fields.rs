@@ -39,11 +39,20 @@ pub struct PointeeField {
     pub ty: Option<ScalarType>,
 }
 
+/// How C names field `path` of a struct or vector passed by value as `whole`: `v.x`, or `a[1]` for a vector's lane.
+pub fn by_value_name(whole: &str, path: &str) -> String {
+    if path.starts_with('[') {
+        format!("{whole}{path}")
+    } else {
+        format!("{whole}.{path}")
+    }
+}
+
 impl PointeeFields {
     /// How C names the field at `offset` of element `index`: `*out`, `out[2]`, `r->y`, `r[1].pos.x`.
     pub fn name(&self, pointer: &str, index: u32, field: &PointeeField) -> String {
         if self.by_value && index == 0 && !field.path.is_empty() {
-            return format!("{pointer}.{}", field.path);
+            return by_value_name(pointer, &field.path);
         }
         match (index, field.path.is_empty()) {
             (0, true) => format!("*{pointer}"),
@@ -79,6 +88,8 @@ pub struct TypeFacts {
     qualified_base: HashMap<u32, u32>,
     /// Struct type → (size in bits, elements tuple).
     structs: HashMap<u32, (u32, u32)>,
+    /// Vector type (`__m128`, `DIFlagVector`) → (size in bits, element type).
+    vectors: HashMap<u32, (u32, u32)>,
     /// Tuple → its members.
     tuples: HashMap<u32, Vec<u32>>,
     /// Member → (name, base type, offset in bits, size in bits).
@@ -183,6 +194,17 @@ impl TypeFacts {
                 facts.structs.insert(num(&c[1]), (num(size), num(elements)));
             }
         }
+        static VECTOR: OnceLock<Regex> = OnceLock::new();
+        let vector = re(
+            &VECTOR,
+            r#"(?m)^!(\d+) = (?:distinct )?!DICompositeType\(tag: DW_TAG_array_type,(.*\bflags: [^,]*DIFlagVector.*)$"#,
+        );
+        for c in vector.captures_iter(ll) {
+            let f = fields_of(&c[2]);
+            if let (Some(size), Some(base)) = (f.get("size"), f.get("baseType")) {
+                facts.vectors.insert(num(&c[1]), (num(size), num(base)));
+            }
+        }
         static SUBROUTINE: OnceLock<Regex> = OnceLock::new();
         let subroutine = re(
             &SUBROUTINE,
@@ -215,10 +237,11 @@ impl TypeFacts {
         facts
     }
 
-    /// The C name of a parameter type that is a struct (`b2Vec2`, `struct point`), as the source spells it: the
-    /// typedef's name when it has one.
+    /// The C name of a parameter type that is a struct (`b2Vec2`, `struct point`) or a named vector (`__m128`,
+    /// `b2FloatW`), as the source spells it: the typedef's name when it has one.
     pub fn struct_type_name(&self, ty: u32) -> Option<String> {
-        if !self.structs.contains_key(&self.strip(ty)) {
+        let inner = self.strip(ty);
+        if !self.structs.contains_key(&inner) && !self.vectors.contains_key(&inner) {
             return None;
         }
         let mut t = ty;
@@ -235,10 +258,17 @@ impl TypeFacts {
     /// other types and for a struct the source never names (no tag, no typedef).
     pub fn struct_layout(&self, ty: u32) -> Option<StructLayout> {
         let inner = self.strip(ty);
-        let &(size_bits, _) = self.structs.get(&inner)?;
+        let size_bits = match (self.structs.get(&inner), self.vectors.get(&inner)) {
+            (Some(&(size_bits, _)), _) | (None, Some(&(size_bits, _))) => size_bits,
+            (None, None) => return None,
+        };
         let c_type = self.struct_type_name(ty)?;
         let mut fields = vec![];
-        self.leaves(inner, 0, "", &mut fields, 0);
+        if self.vectors.contains_key(&inner) {
+            self.lanes(inner, 0, "", &mut fields);
+        } else {
+            self.leaves(inner, 0, "", &mut fields, 0);
+        }
         Some(StructLayout {
             c_type,
             bytes: size_bits / 8,
@@ -289,6 +319,8 @@ impl TypeFacts {
             let inner = self.strip(*mty);
             if self.structs.contains_key(&inner) && depth < 8 {
                 self.leaves(inner, at, &path, out, depth + 1);
+            } else if self.vectors.contains_key(&inner) {
+                self.lanes(inner, at, &path, out);
             } else if out.len() < 256 {
                 out.push(PointeeField {
                     offset: at,
@@ -296,6 +328,28 @@ impl TypeFacts {
                     ty: self.scalars.get(&inner).copied(),
                 });
             }
+        }
+    }
+
+    /// The lanes of vector type `ty` at byte `base` as fields `path[0]`, `path[1]`, ... (C indexes a vector as an
+    /// array: `a[1]` of an `__m128 a`); none when its element is not a number foe reads.
+    fn lanes(&self, ty: u32, base: u32, path: &str, out: &mut Vec<PointeeField>) {
+        let Some(&(size_bits, element)) = self.vectors.get(&ty) else {
+            return;
+        };
+        let Some(&scalar) = self.scalars.get(&self.strip(element)) else {
+            return;
+        };
+        let count = size_bits / 8 / scalar.bytes().max(1);
+        for lane in 0..count.min(64) {
+            if out.len() >= 256 {
+                break;
+            }
+            out.push(PointeeField {
+                offset: base + lane * scalar.bytes(),
+                path: format!("{path}[{lane}]"),
+                ty: Some(scalar),
+            });
         }
     }
 
@@ -365,7 +419,7 @@ pub fn name_fields(sig: &mut FunctionSignature, pointees: &[PointeeFields]) {
             continue;
         };
         p.name = if index == 0 && layout.by_value {
-            format!("{pointer}.{path}")
+            by_value_name(pointer, path)
         } else if index == 0 {
             format!("{pointer}->{path}")
         } else {

@@ -3,7 +3,7 @@
 //! argument, a parameter per lane of a `<2 x float>` one, a buffer for a `byval` copy), named as C names them
 //! (`v.x`, `xf.q.c`); a struct returned by value (in registers or through `sret`).
 
-use super::fields::{PointeeField, PointeeFields, StructLayout, TypeFacts};
+use super::fields::{by_value_name, PointeeField, PointeeFields, StructLayout, TypeFacts};
 use super::{DebugFacts, OUT_BUFFER_BYTES};
 use crate::scalar::ScalarType;
 use crate::types::{ByValue, FunctionSignature, Param, ParamType, ReturnType, RETURN_PARAM};
@@ -174,17 +174,19 @@ impl Struct<'_, '_> {
             ));
             return Ok(at + 1);
         }
-        // In registers: one IR argument per eightbyte of the struct.
-        for word in 0..layout.bytes.div_ceil(8) {
+        // In registers: one IR argument per eightbyte of the struct, or one vector argument for a 16-byte vector
+        // (`__m128` as `<4 x float>`, `__m128d` as `<2 x double>`).
+        let mut lo = 0;
+        while lo < layout.bytes {
             let ty = *self
                 .ir
                 .get(at)
                 .ok_or_else(|| self.refused("is not passed whole"))?;
-            let lo = 8 * word;
+            let span = vector_bytes(ty).unwrap_or(8).max(8);
             let inside: Vec<&PointeeField> = layout
                 .fields
                 .iter()
-                .filter(|f| (lo..lo + 8).contains(&f.offset))
+                .filter(|f| (lo..lo + span).contains(&f.offset))
                 .collect();
             let split = self.split_word(ty, lo, &inside).ok_or_else(|| {
                 self.refused(&format!(
@@ -193,10 +195,11 @@ impl Struct<'_, '_> {
                 ))
             })?;
             for (field, ty, lane) in split {
-                let name = format!("{}.{}", self.c_name, field.path);
+                let name = by_value_name(self.c_name, &field.path);
                 params.push(self.piece(name, ty, at, lane, field.offset, false));
             }
             at += 1;
+            lo += span;
         }
         Ok(at)
     }
@@ -223,16 +226,26 @@ impl Struct<'_, '_> {
             {
                 Some(vec![(*f, ParamType::F32, None)])
             }
-            (BasicTypeEnum::VectorType(v), [f, g])
-                if v.get_size() == 2
-                    && matches!(v.get_element_type(), BasicTypeEnum::FloatType(e) if e.get_bit_width() == 32)
-                    && at(f, lo, ScalarType::F32)
-                    && at(g, lo + 4, ScalarType::F32) =>
-            {
-                Some(vec![
-                    (*f, ParamType::F32, Some(0)),
-                    (*g, ParamType::F32, Some(1)),
-                ])
+            // A vector of floats or doubles, one field per lane: `<2 x float>` (two floats of a struct),
+            // `<4 x float>` (`__m128`), `<2 x double>` (`__m128d`).
+            (BasicTypeEnum::VectorType(v), fields) if v.get_size() as usize == fields.len() => {
+                let (want, param) = match v.get_element_type() {
+                    BasicTypeEnum::FloatType(e) if e.get_bit_width() == 32 => {
+                        (ScalarType::F32, ParamType::F32)
+                    }
+                    BasicTypeEnum::FloatType(e) if e.get_bit_width() == 64 => {
+                        (ScalarType::F64, ParamType::F64)
+                    }
+                    _ => return None,
+                };
+                fields
+                    .iter()
+                    .enumerate()
+                    .map(|(lane, f)| {
+                        let lane = lane as u32;
+                        at(f, lo + lane * want.bytes(), want).then_some((*f, param, Some(lane)))
+                    })
+                    .collect()
             }
             (BasicTypeEnum::IntType(t), [f]) => match f.ty {
                 Some(ScalarType::Int { bits, signed })
@@ -314,6 +327,19 @@ fn return_of(
         },
         Some(_) => ReturnType::Other,
     })
+}
+
+/// The bytes a vector type carries (`<4 x float>`: 16); `None` for other types.
+fn vector_bytes(ty: BasicTypeEnum<'_>) -> Option<u32> {
+    let BasicTypeEnum::VectorType(v) = ty else {
+        return None;
+    };
+    let element_bits = match v.get_element_type() {
+        BasicTypeEnum::FloatType(e) => e.get_bit_width(),
+        BasicTypeEnum::IntType(e) => e.get_bit_width(),
+        _ => return None,
+    };
+    Some(v.get_size() * element_bits / 8)
 }
 
 /// Whether IR parameter `index` of `function` carries the enum attribute `kind` (`byval`, `sret`).

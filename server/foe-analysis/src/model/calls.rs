@@ -42,6 +42,11 @@ pub(super) enum Callee<'m> {
         name: String,
         op: IntegerCall,
     },
+    /// An x86 SSE/SSE2 intrinsic clang leaves as a call (`llvm.x86.sse.max.ps`, `llvm.x86.sse.rsqrt.ps`).
+    Sse {
+        name: String,
+        op: SseCall,
+    },
     /// C library functions of the numeric programmer that the model knows (`ldexp`, `frexp`, `modf`,
     /// `nextafter`, the classification functions); they run natively in the worker.
     Libc {
@@ -80,6 +85,40 @@ pub(super) enum Class {
     SignBit,
     /// glibc's `FP_ZERO` etc. numbering: NAN 0, INFINITE 1, ZERO 2, SUBNORMAL 3, NORMAL 4.
     Fpclassify,
+}
+
+/// The x86 SSE/SSE2 intrinsics the model reads, lane by lane (`exec/sse.rs`). A `scalar` form (`.ss`, `.sd`)
+/// computes lane 0 only and passes the first operand's other lanes through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SseCall {
+    /// `minps`/`maxps`: `a < b ? a : b` and `a > b ? a : b` (the second operand when they are unordered).
+    MinMax { min: bool, scalar: bool },
+    /// `rsqrtps`: an estimate of 1/√x, read as 1/√x.
+    Rsqrt { scalar: bool },
+    /// `rcpps`: an estimate of 1/x, read as 1/x.
+    Rcp { scalar: bool },
+    /// `movmskps`/`movmskpd`: the lanes' sign bits as an integer.
+    MoveMask,
+}
+
+/// An `llvm.x86.sse.*` or `llvm.x86.sse2.*` intrinsic (`rest` is its name without `llvm.x86.`).
+fn sse_call(rest: &str) -> Option<SseCall> {
+    let op = rest
+        .strip_prefix("sse2.")
+        .or_else(|| rest.strip_prefix("sse."))?;
+    let (base, form) = op.split_once('.').unwrap_or((op, ""));
+    let scalar = matches!(form, "ss" | "sd");
+    if !scalar && !matches!(form, "ps" | "pd") {
+        return None;
+    }
+    Some(match base {
+        "min" => SseCall::MinMax { min: true, scalar },
+        "max" => SseCall::MinMax { min: false, scalar },
+        "rsqrt" => SseCall::Rsqrt { scalar },
+        "rcp" => SseCall::Rcp { scalar },
+        "movmsk" if !scalar => SseCall::MoveMask,
+        _ => return None,
+    })
 }
 
 /// Integer intrinsics, modelled by a comparison and a choice.
@@ -121,6 +160,7 @@ impl Callee<'_> {
             | Callee::Math { name: n, .. }
             | Callee::Reduce { name: n, .. }
             | Callee::Integer { name: n, .. }
+            | Callee::Sse { name: n, .. }
             | Callee::Libc { name: n, .. }
             | Callee::Stop { name: n } => n.clone(),
         }
@@ -374,6 +414,10 @@ fn intrinsic(name: String) -> Result<Callee<'static>, ModelError> {
             name,
             op: IntegerCall::Abs,
         }),
+        "x86" => match sse_call(rest.trim_start_matches("x86.")) {
+            Some(op) => Ok(Callee::Sse { name, op }),
+            None => Err(ModelError::UnmodelledIntrinsic { callee: name }),
+        },
         "is" if rest.starts_with("is.fpclass.") => Ok(Callee::Libc {
             name,
             func: LibcCall::Classify(Class::Fpclassify),

@@ -13,6 +13,7 @@ mod entry;
 mod fp_ops;
 mod library;
 mod memory_ops;
+mod sse;
 mod value_ops;
 
 use super::calls::{classify, classify_function, integer_call, value_args, Callee, IntegerCall};
@@ -651,6 +652,7 @@ impl<'m> Executor<'m> {
                 };
                 Some(self.lanes2(st, a, b, &mut |_, _, a, b| integer_call(op, a, b))?)
             }
+            Callee::Sse { op, .. } => Some(self.sse_call(st, inst, op, argc)?),
             Callee::Math { func, .. } => {
                 let mut args = Vec::with_capacity(argc as usize);
                 for i in 0..argc {

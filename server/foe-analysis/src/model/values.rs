@@ -1,6 +1,7 @@
 //! Pure value rules: how integer arithmetic, comparisons, casts, `select` and aggregates act on symbolic
 //! values, and the constant folding the executor needs. Nothing here knows the executor.
 
+use super::bits::{self, BitOp};
 use super::error::ModelError;
 use super::llvm::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty, Val};
 use super::memory::{flatten_type, unflatten, Scalar, Value};
@@ -228,6 +229,16 @@ pub(super) fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value
             None => Value::Poison,
         });
     }
+    let bit_op = match opcode {
+        LLVMAnd => Some(BitOp::And),
+        LLVMOr => Some(BitOp::Or),
+        LLVMXor => Some(BitOp::Xor),
+        _ => None,
+    };
+    // Masks and sign bits of float lanes read as integers (`_mm_and_ps`, `_mm_xor_ps`): see `bits.rs`.
+    if let Some(e) = bit_op.and_then(|op| bits::bitwise(op, bits, &x, &y)) {
+        return Ok(Value::Int { e, bits });
+    }
     let e = match opcode {
         LLVMAdd => sym::int_arith(IntOp::Add, bits, x, y),
         LLVMSub => sym::int_arith(IntOp::Sub, bits, x, y),
@@ -326,7 +337,9 @@ pub(super) fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, M
 }
 
 /// A bitcast between a float and an integer of the same width: exact for constants; a symbolic float read as
-/// bits is an unconstrained integer, a symbolic integer read as a float cannot be modelled.
+/// bits is the opaque integer `bitcast(x)`; an integer read as a float is the float it holds where `bits.rs` can
+/// tell (the bits of a float, a select of such by a comparison mask), a comparison mask stays the integer it is (a
+/// float lane holding a mask, as `_mm_cmpgt_ps` returns it), and any other integer ends the path.
 pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
     let to_scalar = if to.kind() == LLVMTypeKind::LLVMVectorTypeKind {
         to.element()
@@ -339,14 +352,14 @@ pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
         (Value::Real { e, fmt }, Scalar::Int(bits))
             if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
         {
-            let value = match e.as_real() {
-                Some(q) if fmt == FloatFormat::Double => {
-                    sym::int_i(sym::const_f64(q).to_bits() as i64)
-                }
-                Some(q) => sym::int_i((sym::const_f64(q) as f32).to_bits() as i32 as i64),
-                None => sym::opaque("bitcast", bits, vec![e]),
-            };
-            Ok(Value::Int { e: value, bits })
+            Ok(Value::Int {
+                e: bits::bits_of_float(e, bits),
+                bits,
+            })
+        }
+        // A float lane that holds a comparison mask, read back as the integer it is.
+        (Value::Int { e, bits }, Scalar::Int(to_bits)) if to_bits == bits => {
+            Ok(Value::Int { e, bits })
         }
         (Value::Int { e, bits }, Scalar::Float(fmt))
             if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
@@ -354,8 +367,24 @@ pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
             let v = match (sym::const_i64(&e), fmt) {
                 (Some(b), FloatFormat::Double) => f64::from_bits(b as u64),
                 (Some(b), FloatFormat::Single) => f32::from_bits(b as u32) as f64,
-                (None, _) => return Err(path_stop("computed bits read as a floating-point value")),
+                (None, _) => {
+                    if let Some(x) = bits::float_of_bits(&e, bits) {
+                        return Ok(Value::Real { e: x, fmt });
+                    }
+                    if bits::is_mask(&e) {
+                        return Ok(Value::Int { e, bits });
+                    }
+                    return Err(path_stop(
+                        "bits of floating-point lanes combined other than by a comparison mask, read as a float",
+                    ));
+                }
             };
+            if sym::const_i64(&e) == Some(-1)
+                || (bits == 32 && sym::const_i64(&e) == Some(0xffff_ffff))
+            {
+                // All ones: a lane of a comparison mask that is always true.
+                return Ok(Value::Int { e, bits });
+            }
             if !v.is_finite() {
                 return Err(path_stop("an infinity or NaN built from its bits"));
             }

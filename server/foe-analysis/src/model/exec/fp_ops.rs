@@ -5,7 +5,7 @@ use super::Executor;
 use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMOpcode, Val};
 use crate::model::memory::Value;
-use crate::model::state::State;
+use crate::model::state::{path_stop, State};
 use crate::model::values::{const_fmod, fp_format, is_poison, real_parts, scalar_bits};
 use crate::model::Query;
 use crate::round::FloatFormat;
@@ -95,6 +95,12 @@ impl<'m> Executor<'m> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
             _ if is_poison(&a) || is_poison(&b) => return Ok(Value::Poison),
+            // A float lane holding a comparison mask's bits (`bits.rs`): a NaN, not a number foe follows.
+            (None, _) | (_, None) if [&a, &b].iter().any(|v| matches!(v, Value::Int { .. })) => {
+                return Err(path_stop(
+                    "arithmetic on a comparison mask read as a float (a NaN)",
+                ))
+            }
             _ => {
                 return Err(ModelError::internal(format!(
                     "FP arithmetic on {a:?} and {b:?}"

@@ -4,9 +4,10 @@
 
 use super::Executor;
 use crate::model::error::ModelError;
+use crate::model::llvm::Ty;
 use crate::model::llvm::{LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Val};
 use crate::model::memory::Value;
-use crate::model::state::State;
+use crate::model::state::{path_stop, State};
 use crate::model::values::{
     bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
     int_cast, int_to_fp, map1, non_finite_operand, scalar_bits, select,
@@ -104,12 +105,17 @@ impl<'m> Executor<'m> {
             .ty();
         let to = inst.ty();
         let a = self.operand(st, inst, 0)?;
+        let lanes = |t: Ty<'_>| {
+            (t.kind() == LLVMTypeKind::LLVMVectorTypeKind).then(|| t.vector_len() as usize)
+        };
         if from == to
             || (from.kind() == LLVMTypeKind::LLVMPointerTypeKind && to.kind() == from.kind())
         {
             Ok(a)
-        } else {
+        } else if lanes(from) == lanes(to) {
             map1(a, &mut |a| bitcast(a, to))
+        } else {
+            pack_bools(a, to)
         }
     }
 
@@ -209,4 +215,55 @@ impl<'m> Executor<'m> {
         let x = self.operand(st, inst, 1)?;
         insert_value(agg, inst.ty(), &inst.indices(), x, self.layout)
     }
+}
+
+/// A bitcast that changes the number of lanes: a vector of `i1` packed into an integer (`bitcast <4 x i1> to i4`,
+/// how `-O2` reads `_mm_movemask_ps` of a comparison), lane i as bit i; any other reshaping ends the path.
+fn pack_bools(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
+    let bits = match (&a, to.kind()) {
+        (Value::Lanes(l), LLVMTypeKind::LLVMIntegerTypeKind)
+            if to.int_width() as usize == l.len() =>
+        {
+            to.int_width()
+        }
+        (Value::Poison, _) => return Ok(Value::Poison),
+        _ => {
+            return Err(path_stop(format!(
+                "a vector reinterpreted as `{}` (bitcast to another shape)",
+                to.text()
+            )))
+        }
+    };
+    let Value::Lanes(lanes) = a else {
+        return Ok(Value::Poison);
+    };
+    let mut sum = sym::int_i(0);
+    for (i, lane) in lanes.into_iter().enumerate() {
+        let Value::Bool(c) = lane else {
+            return Err(path_stop(
+                "a vector reinterpreted as an integer (bitcast to another shape)",
+            ));
+        };
+        let bit = sym::int(num_bigint::BigInt::from(1u64) << i);
+        sum = sym::int_arith(sym::IntOp::Add, 64, sum, sym::ite(c, bit, sym::int_i(0)));
+    }
+    // Held in signed form, as every integer term.
+    let e = match sum.as_int() {
+        Some(v) => sym::int(sym::wrap_signed(v, bits)),
+        None if bits >= 64 => sum,
+        None => sym::ite(
+            sym::ge(
+                sum.clone(),
+                sym::int(num_bigint::BigInt::from(1u64) << (bits - 1)),
+            ),
+            sym::int_arith(
+                sym::IntOp::Sub,
+                64,
+                sum.clone(),
+                sym::int(num_bigint::BigInt::from(1u64) << bits),
+            ),
+            sum,
+        ),
+    };
+    Ok(Value::Int { e, bits })
 }

@@ -16,6 +16,8 @@ mod llvm;
 mod memory;
 mod state;
 #[cfg(test)]
+mod sse_tests;
+#[cfg(test)]
 mod tests;
 mod values;
 

@@ -447,6 +447,40 @@ mod tests {
 !25 = !DIDerivedType(tag: DW_TAG_member, name: "mass", scope: !17, file: !11, line: 11, baseType: !14, size: 64, offset: 256)
 "#;
 
+    const VECTORS: &str = r#"
+!3 = !DIDerivedType(tag: DW_TAG_typedef, name: "__m128", file: !4, line: 21, baseType: !5, align: 128)
+!5 = !DICompositeType(tag: DW_TAG_array_type, baseType: !6, size: 128, flags: DIFlagVector, elements: !7)
+!6 = !DIBasicType(name: "float", size: 32, encoding: DW_ATE_float)
+!7 = !{!8}
+!8 = !DISubrange(count: 4)
+!9 = !DIDerivedType(tag: DW_TAG_typedef, name: "b2FloatW", file: !4, line: 5, baseType: !3)
+!10 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "b2Vec2W", file: !4, line: 8, size: 256, elements: !11)
+!11 = !{!12, !13}
+!12 = !DIDerivedType(tag: DW_TAG_member, name: "X", scope: !10, file: !4, line: 8, baseType: !9, size: 128)
+!13 = !DIDerivedType(tag: DW_TAG_member, name: "Y", scope: !10, file: !4, line: 8, baseType: !9, size: 128, offset: 128)
+"#;
+
+    #[test]
+    fn vector_lanes_are_named_as_c_indexes_them() {
+        let facts = TypeFacts::from_ll(VECTORS);
+        let layout = facts.struct_layout(9).expect("a vector typedef");
+        assert_eq!((layout.c_type.as_str(), layout.bytes), ("b2FloatW", 16));
+        let lanes: Vec<(u32, &str)> = layout
+            .fields
+            .iter()
+            .map(|f| (f.offset, f.path.as_str()))
+            .collect();
+        assert_eq!(lanes, [(0, "[0]"), (4, "[1]"), (8, "[2]"), (12, "[3]")]);
+        assert_eq!(by_value_name("a", "[1]"), "a[1]");
+        assert_eq!(by_value_name("v", "x"), "v.x");
+        // A struct of vectors: its members' lanes.
+        let wide = facts.struct_layout(10).expect("a struct of vectors");
+        let paths: Vec<&str> = wide.fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths[..2], ["X[0]", "X[1]"]);
+        assert_eq!(wide.fields[4].path, "Y[0]");
+        assert_eq!(wide.fields[4].offset, 16);
+    }
+
     #[test]
     fn inputs_behind_struct_pointers_are_named_after_their_fields() {
         let facts = TypeFacts::from_ll(LL);

@@ -36,12 +36,12 @@ fn compile(source: &str, flags: &[&str]) -> String {
 }
 
 /// One build of `source`, prepared, and the signature of `function` (from P).
-struct Built {
+pub(super) struct Built {
     ll_p: String,
     ll_pp: String,
 }
 
-fn build(source: &str) -> Built {
+pub(super) fn build(source: &str) -> Built {
     Built {
         ll_p: compile(source, FLAGS_P),
         ll_pp: compile(source, FLAGS_PP),
@@ -78,7 +78,7 @@ fn model_build(
 }
 
 /// Both builds of `function` modelled together, as the pipeline does.
-fn model_both(
+pub(super) fn model_both(
     built: &Built,
     function: &str,
     cfg: &AnalysisConfig,
@@ -92,11 +92,11 @@ fn model_both(
     model_pair(&p, &pp, &sig, cfg, None)
 }
 
-struct Analysed {
-    sig: FunctionSignature,
-    p: Vec<Query>,
-    pp: Vec<Query>,
-    outcome: SolveOutcome,
+pub(super) struct Analysed {
+    pub(super) sig: FunctionSignature,
+    pub(super) p: Vec<Query>,
+    pub(super) pp: Vec<Query>,
+    pub(super) outcome: SolveOutcome,
 }
 
 fn analyse_with(
@@ -133,7 +133,7 @@ fn analyse_with(
     }
 }
 
-fn analyse(source: &str, function: &str) -> Analysed {
+pub(super) fn analyse(source: &str, function: &str) -> Analysed {
     analyse_with(source, function, &AnalysisConfig::default(), None)
 }
 

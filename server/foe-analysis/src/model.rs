@@ -14,9 +14,9 @@ mod error;
 mod exec;
 mod llvm;
 mod memory;
-mod state;
 #[cfg(test)]
 mod sse_tests;
+mod state;
 #[cfg(test)]
 mod tests;
 mod values;

@@ -199,6 +199,9 @@ pub enum IrArg {
     One(usize),
     /// A vector argument (`<2 x float>`) whose lanes are these parameters, in order.
     Lanes(Vec<usize>),
+    /// An integer argument that packs these integer fields, each at its byte offset within the argument's
+    /// eightbyte (`struct { int start; uint16_t count; uint8_t kind, color; }` as one `i64`).
+    Packed(Vec<usize>),
 }
 
 /// The place of an input behind a pointer: byte `offset` into the buffer passed as parameter `param`.
@@ -246,7 +249,32 @@ impl FunctionSignature {
                         _ => out.push(IrArg::Lanes(vec![i])),
                     }
                 }
-                None => out.push(IrArg::One(i)),
+                None => {
+                    // Integer fields of one struct sharing an argument are packed into it.
+                    let arg = p.by_value.as_ref().filter(|b| !b.memory).map(|b| b.arg);
+                    let shares = |q: &Param| {
+                        arg.is_some()
+                            && q.by_value
+                                .as_ref()
+                                .is_some_and(|b| Some(b.arg) == arg && b.lane.is_none())
+                    };
+                    let packs_with_last = match out.last() {
+                        Some(IrArg::Packed(f)) => {
+                            f.last().is_some_and(|&f| shares(&self.params[f]))
+                        }
+                        Some(IrArg::One(f)) => shares(&self.params[*f]),
+                        _ => false,
+                    };
+                    match out.last_mut() {
+                        Some(IrArg::Packed(fields)) if packs_with_last => fields.push(i),
+                        Some(last) if packs_with_last => {
+                            if let IrArg::One(first) = *last {
+                                *last = IrArg::Packed(vec![first, i]);
+                            }
+                        }
+                        _ => out.push(IrArg::One(i)),
+                    }
+                }
             }
         }
         out

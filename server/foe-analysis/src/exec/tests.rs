@@ -245,6 +245,49 @@ double weighted(DN d) { return d.x * d.n; }
 }
 
 #[test]
+fn sse_vectors_and_packed_integer_structs_are_passed_as_the_abi_wants() {
+    use crate::types::IrArg;
+    let src = r#"
+#include <xmmintrin.h>
+#include <stdint.h>
+typedef struct { int start; uint16_t count; uint8_t kind, color; } Block;
+__m128 mad(__m128 a, __m128 b) { return _mm_add_ps(_mm_mul_ps(a, b), _mm_rsqrt_ps(b)); }
+double block_sum(Block b) { return (double)b.start * b.count + b.kind - b.color; }
+"#;
+    let (p, pp) = super::testutil::compile_pair(src);
+    let sigs = super::testutil::signatures(&p);
+    let sig = |f: &str| sigs.iter().find(|s| s.name == f).expect("described");
+    let names: Vec<&str> = sig("mad").params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["a[0]", "a[1]", "a[2]", "a[3]", "b[0]", "b[1]", "b[2]", "b[3]"]
+    );
+    assert_eq!(
+        sig("block_sum").ir_args(),
+        [IrArg::Packed(vec![0, 1, 2, 3])]
+    );
+    let mut r = Runner::build(&p, &pp, &sigs, &AnalysisConfig::default()).expect("build runner");
+    let lanes = [1.0, 2.0, 3e38, 4.0, 4.0, 1.0, 10.0, 16.0].map(ArgValue::F32);
+    let out = r.run("mad", &[Input(lanes.to_vec())]).expect("run mad");
+    for end in [&out[0].p.end, &out[0].pp.end] {
+        // rsqrt is the hardware's estimate: near 1/sqrt(b), not equal to it.
+        let Some(Scalar::F32(one)) = end.output("return[1]") else {
+            panic!("no return[1] in {end:?}");
+        };
+        assert!((one - 3.0).abs() < 1e-3, "{end:?}");
+        assert_eq!(end.output("return[2]"), Some(Scalar::F32(f32::INFINITY)));
+    }
+    assert!(kinds(&out[0].p).contains(&ExceptionKind::Overflow));
+    let block = [-7, 65535, 3, 200].map(ArgValue::Int);
+    let out = r
+        .run("block_sum", &[Input(block.to_vec())])
+        .expect("run block_sum");
+    let sum = -7.0 * 65535.0 + 3.0 - 200.0;
+    assert_eq!(out[0].p.end, RunEnd::returned(Some(Scalar::F64(sum))));
+    assert_eq!(out[0].pp.end, RunEnd::returned(Some(Scalar::F64(sum))));
+}
+
+#[test]
 fn crashes_hangs_and_huge_allocations_are_contained() {
     let src = r#"
 #include <stdlib.h>

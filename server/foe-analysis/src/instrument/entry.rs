@@ -251,10 +251,52 @@ impl<'ctx> EntryBuilder<'ctx> {
                     }
                     vector.into()
                 }
+                IrArg::Packed(fields) => {
+                    let Some(BasicTypeEnum::IntType(ty)) =
+                        target.get_nth_param(at as u32).map(|p| p.get_type())
+                    else {
+                        return Err(missing("integer argument"));
+                    };
+                    self.packed(ty, sig, &fields, values)?.into()
+                }
             };
             out.push(value.into());
         }
         Ok(out)
+    }
+
+    /// The integer argument of type `ty` that packs the integer `fields` (parameters), each shifted to its byte
+    /// offset within the argument's eightbyte.
+    fn packed(
+        &self,
+        ty: inkwell::types::IntType<'ctx>,
+        sig: &FunctionSignature,
+        fields: &[usize],
+        values: &[BasicValueEnum<'ctx>],
+    ) -> Result<inkwell::values::IntValue<'ctx>, InstrumentError> {
+        let mut word = ty.const_zero();
+        for &i in fields {
+            let (Some(value), Some(param)) = (values.get(i), sig.params.get(i)) else {
+                return Err(InstrumentError::Builder {
+                    what: self.what.clone(),
+                    message: "no field for a packed argument".into(),
+                });
+            };
+            let offset = param.by_value.as_ref().map_or(0, |b| b.offset % 8);
+            let wide = self
+                .builder
+                .build_int_z_extend_or_bit_cast(value.into_int_value(), ty, "")
+                .map_err(self.error())?;
+            let shifted = self
+                .builder
+                .build_left_shift(wide, ty.const_int(8 * offset as u64, false), "")
+                .map_err(self.error())?;
+            word = self
+                .builder
+                .build_or(word, shifted, "")
+                .map_err(self.error())?;
+        }
+        Ok(word)
     }
 
     /// Stores each value that lies behind a pointer parameter into that parameter's buffer, at its offset.
@@ -395,6 +437,14 @@ fn check_interface(f: FunctionValue<'_>, sig: &FunctionSignature) -> Result<(), 
                                 .is_some_and(|p| scalar_matches(p.ty, v.get_element_type()))
                         })
                 }
+                _ => false,
+            },
+            IrArg::Packed(fields) => match llvm {
+                BasicTypeEnum::IntType(t) => fields.iter().all(|&k| {
+                    sig.params.get(k).is_some_and(|p| {
+                        matches!(p.ty, ParamType::Int { bits, .. } if bits <= t.get_bit_width())
+                    })
+                }),
                 _ => false,
             },
             IrArg::One(k) => sig.params.get(*k).is_some_and(|p| {

@@ -247,14 +247,19 @@ impl Struct<'_, '_> {
                     })
                     .collect()
             }
-            (BasicTypeEnum::IntType(t), [f]) => match f.ty {
-                Some(ScalarType::Int { bits, signed })
-                    if f.offset == lo && bits == t.get_bit_width() =>
-                {
-                    Some(vec![(*f, ParamType::Int { bits, signed }, None)])
-                }
-                _ => None,
-            },
+            // Integers packed into one integer argument (`struct { int start; uint16_t count; uint8_t a, b; }` as
+            // an `i64`), each whole inside it; the argument is put together from them by byte offset.
+            (BasicTypeEnum::IntType(t), fields) if !fields.is_empty() => fields
+                .iter()
+                .map(|f| match f.ty {
+                    Some(ScalarType::Int { bits, signed })
+                        if f.offset + bits.div_ceil(8) <= lo + t.get_bit_width() / 8 =>
+                    {
+                        Some((*f, ParamType::Int { bits, signed }, None))
+                    }
+                    _ => None,
+                })
+                .collect(),
             _ => None,
         }
     }

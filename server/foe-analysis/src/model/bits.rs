@@ -1,3 +1,6 @@
+//! Bit layouts the model reads back: floating-point lanes read as bits, and the integer fields of a small struct
+//! packed into one integer argument.
+//!
 //! Floating-point lanes read as bits (`bitcast <4 x float> to <4 x i32>`), as SSE code uses them: comparison masks
 //! (`_mm_cmpgt_ps` leaves all ones or all zeros in each lane) that pick lanes with `and`, `andnot` and `or`
 //! (`_mm_and_ps`, `_mm_andnot_ps`, `_mm_or_ps`, a blend), and the sign bit flipped or cleared (`_mm_xor_ps` with
@@ -178,6 +181,80 @@ fn float_bits(e: &Expr, bits: u32) -> Option<Expr> {
     }
 }
 
+/// The opaque operation of integer fields packed into one integer ([`pack`]).
+const PACK: &str = "pack";
+
+/// The `bits`-wide integer that packs `fields` (term, bit offset, width in bits), as the x86-64 ABI passes
+/// `struct { int start; uint16_t count; uint8_t kind, color; }` in one `i64`. It is read back field by field by a
+/// shift right ([`pack_shift_right`]) and a truncation ([`pack_truncate`]), as SROA reads it; used otherwise it is
+/// an integer foe does not follow.
+pub(super) fn pack(fields: Vec<(Expr, u32, u32)>, bits: u32) -> Expr {
+    let mut args = Vec::with_capacity(3 * fields.len());
+    for (term, offset, width) in fields {
+        args.extend([term, sym::int_i(offset as i64), sym::int_i(width as i64)]);
+    }
+    sym::opaque(PACK, bits, args)
+}
+
+/// The fields of a [`pack`]ed integer.
+fn unpacked(e: &Expr) -> Option<Vec<(Expr, u32, u32)>> {
+    let Kind::Opaque { op, args, .. } = e.kind() else {
+        return None;
+    };
+    if op != PACK || args.len() % 3 != 0 {
+        return None;
+    }
+    args.chunks(3)
+        .map(|c| {
+            let offset = u32::try_from(sym::const_i64(&c[1])?).ok()?;
+            let width = u32::try_from(sym::const_i64(&c[2])?).ok()?;
+            Some((c[0].clone(), offset, width))
+        })
+        .collect()
+}
+
+/// The packed fields as the `bits`-wide integer they make: one field at bit 0 narrower than it is that field's
+/// unsigned value.
+fn repack(fields: Vec<(Expr, u32, u32)>, bits: u32) -> Expr {
+    match fields.as_slice() {
+        [] => sym::int_i(0),
+        [(term, 0, width)] if *width < bits => sym::unsigned(*width, term.clone()),
+        _ => pack(fields, bits),
+    }
+}
+
+/// `lshr` of a packed `bits`-wide integer by `shift`: the fields at or above it, moved down; `None` when a field
+/// straddles it or `e` is not packed.
+pub(super) fn pack_shift_right(e: &Expr, shift: u32, bits: u32) -> Option<Expr> {
+    let fields = unpacked(e)?;
+    if fields.iter().any(|(_, o, w)| *o < shift && o + w > shift) {
+        return None;
+    }
+    let kept = fields
+        .into_iter()
+        .filter(|(_, o, _)| *o >= shift)
+        .map(|(t, o, w)| (t, o - shift, w))
+        .collect();
+    Some(repack(kept, bits))
+}
+
+/// `trunc` to `to` bits of a packed integer, or of one field's unsigned value of that width: the field itself when
+/// it fills the low bits, else the fields below `to`; `None` when a field straddles it.
+pub(super) fn pack_truncate(e: &Expr, to: u32) -> Option<Expr> {
+    if let Kind::Unsigned { bits, a } = e.kind() {
+        return (*bits == to).then(|| a.clone());
+    }
+    let fields = unpacked(e)?;
+    if fields.iter().any(|(_, o, w)| *o < to && o + w > to) {
+        return None;
+    }
+    let kept: Vec<_> = fields.into_iter().filter(|(_, o, _)| *o < to).collect();
+    match kept.as_slice() {
+        [(term, 0, width)] if *width == to => Some(term.clone()),
+        _ => Some(repack(kept, to)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +304,27 @@ mod tests {
         let cleared =
             bitwise(BitOp::And, 32, &sym::int_i(i32::MAX as i64), &bx).expect("fabs mask");
         assert_eq!(float_of_bits(&cleared, 32), Some(sym::abs(float(0))));
+    }
+
+    #[test]
+    fn packed_fields_are_read_back_by_shifts_and_truncations() {
+        let int = |i, bits| sym::param(i, VarType::Int { bits, signed: true });
+        let (start, count, kind) = (int(0, 32), int(1, 16), int(2, 8));
+        let word = pack(
+            vec![
+                (start.clone(), 0, 32),
+                (count.clone(), 32, 16),
+                (kind.clone(), 48, 8),
+            ],
+            64,
+        );
+        assert_eq!(pack_truncate(&word, 32), Some(start));
+        let high = pack_shift_right(&word, 32, 64).expect("shift by a field boundary");
+        assert_eq!(pack_truncate(&high, 16), Some(count));
+        let top = pack_shift_right(&word, 48, 64).expect("the last field");
+        assert_eq!(top, sym::unsigned(8, kind.clone()));
+        assert_eq!(pack_truncate(&top, 8), Some(kind));
+        assert_eq!(pack_shift_right(&word, 40, 64), None);
     }
 
     #[test]

@@ -150,7 +150,9 @@ __m128 mixed(__m128 a, __m128 b) { return _mm_mul_ps(_mm_and_ps(a, b), a); }
     let source = format!("{HEADER}{body}");
     let pair = model_both(&build(&source), "mixed", &AnalysisConfig::default()).expect("model");
     assert!(
-        pair.path_stops.keys().any(|r| r.contains("comparison mask")),
+        pair.path_stops
+            .keys()
+            .any(|r| r.contains("comparison mask")),
         "{:?}",
         pair.path_stops
     );

@@ -243,6 +243,11 @@ pub(super) fn int_binary(opcode: LLVMOpcode, a: Value, b: Value) -> Result<Value
         LLVMAdd => sym::int_arith(IntOp::Add, bits, x, y),
         LLVMSub => sym::int_arith(IntOp::Sub, bits, x, y),
         LLVMMul => sym::int_arith(IntOp::Mul, bits, x, y),
+        LLVMLShr => y
+            .as_int()
+            .and_then(|k| k.to_u32())
+            .and_then(|k| bits::pack_shift_right(&x, k, bits))
+            .unwrap_or_else(|| sym::opaque("lshr", bits, vec![x, y])),
         LLVMShl => match y.as_int().and_then(|k| k.to_u32()).filter(|k| *k < bits) {
             Some(k) => sym::int_arith(IntOp::Mul, bits, x, sym::int(BigInt::one() << k as usize)),
             None => sym::opaque("shl", bits, vec![x, y]),
@@ -328,7 +333,9 @@ pub(super) fn int_cast(opcode: LLVMOpcode, a: Value, to: u32) -> Result<Value, M
         (LLVMSExt, Value::Int { e, .. }) => Ok(Value::Int { e, bits: to }),
         (LLVMTrunc, Value::Int { e, .. }) => Ok(match e.as_int() {
             Some(v) => as_value(sym::int(sym::wrap_signed(v, to))),
-            None => as_value(sym::opaque("trunc", to, vec![e])),
+            None => as_value(
+                bits::pack_truncate(&e, to).unwrap_or_else(|| sym::opaque("trunc", to, vec![e])),
+            ),
         }),
         (LLVMTrunc, Value::Bool(b)) => Ok(Value::Bool(b)),
         (_, Value::Poison) => Ok(Value::Poison),

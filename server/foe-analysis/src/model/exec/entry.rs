@@ -4,6 +4,7 @@
 //! copy is a region like a pointer's, whose fields are inputs behind it.
 
 use super::Executor;
+use crate::model::bits;
 use crate::model::error::ModelError;
 use crate::model::llvm::{Block, LLVMTypeKind, Val};
 use crate::model::memory::{Fill, Memory, Value};
@@ -45,6 +46,7 @@ impl<'m> Executor<'m> {
                 }
                 IrArg::One(i) => param_value(&mut state, *p, param(sig, i)?, i as u32)?,
                 IrArg::Lanes(lanes) => lanes_value(*p, sig, &lanes)?,
+                IrArg::Packed(fields) => packed_value(*p, sig, &fields)?,
             };
             env.insert(p.id(), value);
         }
@@ -92,6 +94,43 @@ fn lanes_value(p: Val<'_>, sig: &FunctionSignature, lanes: &[usize]) -> Result<V
         });
     }
     Ok(Value::Lanes(out))
+}
+
+/// An integer argument that packs the integer fields `fields` of a struct (`bits.rs`), each at its byte offset
+/// within the argument's eightbyte.
+fn packed_value(
+    p: Val<'_>,
+    sig: &FunctionSignature,
+    fields: &[usize],
+) -> Result<Value, ModelError> {
+    let ty = p.ty();
+    let first = param(sig, fields.first().copied().unwrap_or(0))?;
+    let mismatch = |name: &str| ModelError::ParamType {
+        param: name.to_string(),
+        ty: ty.text(),
+    };
+    if ty.kind() != LLVMTypeKind::LLVMIntegerTypeKind {
+        return Err(mismatch(&first.name));
+    }
+    let mut parts = Vec::with_capacity(fields.len());
+    for &i in fields {
+        let decl = param(sig, i)?;
+        let (ParamType::Int { bits, signed }, Some(at)) = (decl.ty, decl.by_value.as_ref()) else {
+            return Err(mismatch(&decl.name));
+        };
+        let var = sym::param(
+            i as u32,
+            VarType::Int {
+                bits,
+                signed: signed && bits > 1,
+            },
+        );
+        parts.push((var, 8 * (at.offset % 8), bits));
+    }
+    Ok(Value::Int {
+        e: bits::pack(parts, ty.int_width()),
+        bits: ty.int_width(),
+    })
 }
 
 /// The symbolic input for parameter `index` (`p` in the IR, `decl` in the signature); an error when the IR's type

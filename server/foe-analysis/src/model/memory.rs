@@ -2,6 +2,7 @@
 //! globals) whose cells hold scalar symbolic values at constant offsets. What a function reads through a pointer
 //! parameter before writing it is an input of its own ([`PointeeTable`]).
 
+use super::bits;
 use super::error::ModelError;
 use super::llvm::{LLVMTypeKind, Layout, Ty};
 use crate::round::FloatFormat;
@@ -118,6 +119,28 @@ impl Scalar {
             (Scalar::Ptr, Value::Ptr(_)) => true,
             (_, Value::Poison) => true,
             _ => false,
+        }
+    }
+
+    /// `v`, stored or read as this scalar of the same width but another type: a float's bits as an integer, the
+    /// float an integer's bits hold (`bits.rs`), a comparison mask kept as the integer it is in a float's place;
+    /// `None` for anything else.
+    fn reinterpret(self, v: &Value) -> Option<Value> {
+        let width = |fmt: FloatFormat| if fmt == FloatFormat::Double { 64 } else { 32 };
+        match (self, v) {
+            (Scalar::Int(bits), Value::Real { e, fmt }) if bits == width(*fmt) => {
+                Some(Value::Int {
+                    e: bits::bits_of_float(e.clone(), bits),
+                    bits,
+                })
+            }
+            (Scalar::Float(fmt), Value::Int { e, bits }) if *bits == width(fmt) => {
+                match bits::float_of_bits(e, *bits) {
+                    Some(x) => Some(Value::Real { e: x, fmt }),
+                    None => bits::is_mask(e).then(|| v.clone()),
+                }
+            }
+            _ => None,
         }
     }
 }
@@ -330,6 +353,12 @@ impl PointeeTable {
                 if slot.offset == offset && slot.scalar == scalar {
                     return Ok(self.value(k));
                 }
+                // A float input read again as its bits (a `float` read as `uint32_t` through a pointer).
+                if slot.offset == offset && slot.scalar.bytes() == scalar.bytes() {
+                    if let Some(v) = scalar.reinterpret(&self.value(k)) {
+                        return Ok(v);
+                    }
+                }
                 return Err(ModelError::Unsupported(format!(
                     "reads memory of {name} as another type"
                 )));
@@ -471,12 +500,16 @@ impl Memory {
         }
         let region = self.region_mut(p)?;
         for ((off, scalar), leaf) in pieces.into_iter().zip(leaves) {
-            if !scalar.accepts(&leaf) {
-                return Err(ModelError::Unsupported(format!(
-                    "stores a value that does not match its type `{}`",
-                    ty.text()
-                )));
-            }
+            let leaf = if scalar.accepts(&leaf) {
+                leaf
+            } else {
+                scalar.reinterpret(&leaf).ok_or_else(|| {
+                    ModelError::Unsupported(format!(
+                        "stores a value that does not match its type `{}`",
+                        ty.text()
+                    ))
+                })?
+            };
             let at = p.offset + off as i64;
             region.clear(at, scalar.bytes())?;
             region.cells.insert(
@@ -624,6 +657,15 @@ impl Region {
                     } if s == at && scalar == Scalar::Int(1) && *bits == 8 => {
                         // An i8-stored boolean read back as i1.
                         Ok(Value::Bool(sym::ne(e.clone(), sym::int_i(0))))
+                    }
+                    // A float read as its bits or bits read as a float (`_mm_and_ps` through memory, a union).
+                    Cell::Value { v, size: cs } if s == at && *cs as i64 == size => {
+                        scalar.reinterpret(v).ok_or_else(|| {
+                            ModelError::Unsupported(format!(
+                                "reads memory of {} as another type",
+                                self.name
+                            ))
+                        })
                     }
                     _ => Err(ModelError::Unsupported(format!(
                         "reads memory of {} as another type",

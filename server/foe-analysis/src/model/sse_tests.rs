@@ -8,10 +8,11 @@ use crate::types::{ArgValue, ExceptionKind};
 
 const HEADER: &str = "#include <emmintrin.h>\n";
 
-/// The single-precision lanes of a candidate, in parameter order.
+/// The single-precision lanes of a candidate, in parameter order (pointers left out).
 fn lanes(input: &[ArgValue]) -> Vec<f32> {
     input
         .iter()
+        .filter(|v| !matches!(v, ArgValue::OutPtr))
         .map(|v| match v {
             ArgValue::F32(x) => *x,
             other => panic!("not a float lane: {other:?}"),
@@ -156,4 +157,35 @@ __m128 mixed(__m128 a, __m128 b) { return _mm_mul_ps(_mm_and_ps(a, b), a); }
         "{:?}",
         pair.path_stops
     );
+}
+
+#[test]
+fn float_bits_through_memory_are_followed() {
+    // A mask stored in a struct of vectors and read back; a float read again as `uint32_t` through a pointer;
+    // the sign bit flipped through `memcpy`.
+    let body = "
+#include <stdint.h>
+#include <string.h>
+typedef struct { __m128 X, Y; } V2W;
+void masks(V2W *out, __m128 a, __m128 b) {
+  out->X = _mm_cmpgt_ps(a, b);
+  out->Y = _mm_mul_ps(_mm_and_ps(out->X, a), _mm_set1_ps(2.0f));
+}
+float scaled_if_negative(const float *x) {
+  float v = *x;
+  if ((*(const uint32_t *)x) >> 31) return v * 4.0f;
+  return v;
+}
+float flipped(float x) { uint32_t b; memcpy(&b, &x, 4); b ^= 0x80000000u; float r; memcpy(&r, &b, 4); return r * 2.0f; }
+";
+    let a = analysed_whole(body, "masks");
+    // Twice `a > b ? a : 0` overflows where a lane of a is large and above b's.
+    let n = overflow_candidates(&a, |x| {
+        (0..4).any(|i| x[i] > x[i + 4] && (x[i] * 2.0).is_infinite())
+    });
+    assert!(n > 0, "{:?}", a.outcome);
+    let b = analysed_whole(body, "scaled_if_negative");
+    assert_eq!(b.p.len(), 2);
+    let c = analysed_whole(body, "flipped");
+    assert!(overflow_candidates(&c, |x| (-x[0] * 2.0).is_infinite()) > 0);
 }

@@ -381,9 +381,8 @@ pub(super) fn bitcast(a: Value, to: Ty<'_>) -> Result<Value, ModelError> {
                     if bits::is_mask(&e) {
                         return Ok(Value::Int { e, bits });
                     }
-                    return Err(path_stop(
-                        "bits of floating-point lanes combined other than by a comparison mask, read as a float",
-                    ));
+                    // Not the bits of a float, nor a select of them by a comparison mask.
+                    return Err(path_stop("computed bits read as a floating-point value"));
                 }
             };
             if sym::const_i64(&e) == Some(-1)

@@ -147,14 +147,27 @@ float all_negative_scaled(__m128 a, float x) {
 fn bits_of_two_floats_combined_end_the_path_with_a_reason() {
     let body = "
 __m128 mixed(__m128 a, __m128 b) { return _mm_mul_ps(_mm_and_ps(a, b), a); }
+__m128 compared_mask(__m128 a, __m128 b) {
+  return _mm_cmpeq_ps(_mm_cmpgt_ps(a, b), _mm_setzero_ps());
+}
 ";
     let source = format!("{HEADER}{body}");
-    let pair = model_both(&build(&source), "mixed", &AnalysisConfig::default()).expect("model");
+    let built = build(&source);
+    let stops = |f: &str| {
+        model_both(&built, f, &AnalysisConfig::default())
+            .expect("model")
+            .path_stops
+    };
+    let mixed = stops("mixed");
     assert!(
-        pair.path_stops
-            .contains_key("computed bits read as a floating-point value"),
-        "{:?}",
-        pair.path_stops
+        mixed.contains_key("computed bits read as a floating-point value"),
+        "{mixed:?}"
+    );
+    // A mask compared as a float: the plain build's path ends there, named.
+    let compared = stops("compared_mask");
+    assert!(
+        compared.contains_key("arithmetic on a comparison mask read as a float (a NaN)"),
+        "{compared:?}"
     );
 }
 

@@ -71,8 +71,20 @@ pub(super) fn const_index(v: &Value) -> Result<usize, ModelError> {
     .ok_or_else(|| ModelError::unsupported("selects a vector lane with a symbolic index"))
 }
 
+/// Ends the path where a float operation meets a float lane that holds a comparison mask's bits (`bits.rs`): all
+/// ones is a NaN, all zeros `+0`, not a number foe follows.
+pub(super) fn no_mask_lanes(args: &[&Value]) -> Result<(), ModelError> {
+    if args.iter().any(|v| matches!(v, Value::Int { .. })) {
+        return Err(path_stop(
+            "arithmetic on a comparison mask read as a float (a NaN)",
+        ));
+    }
+    Ok(())
+}
+
 pub(super) fn fcmp(pred: LLVMRealPredicate, a: Value, b: Value) -> Result<Value, ModelError> {
     use LLVMRealPredicate::*;
+    no_mask_lanes(&[&a, &b])?;
     let (Some((x, _)), Some((y, _))) = (real_parts(&a), real_parts(&b)) else {
         return Ok(Value::Poison);
     };

@@ -5,8 +5,10 @@ use super::Executor;
 use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMOpcode, Val};
 use crate::model::memory::Value;
-use crate::model::state::{path_stop, State};
-use crate::model::values::{const_fmod, fp_format, is_poison, real_parts, scalar_bits};
+use crate::model::state::State;
+use crate::model::values::{
+    const_fmod, fp_format, is_poison, no_mask_lanes, real_parts, scalar_bits,
+};
 use crate::model::Query;
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, MathFn, Site, SiteOp};
@@ -95,16 +97,11 @@ impl<'m> Executor<'m> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
             _ if is_poison(&a) || is_poison(&b) => return Ok(Value::Poison),
-            // A float lane holding a comparison mask's bits (`bits.rs`): a NaN, not a number foe follows.
-            (None, _) | (_, None) if [&a, &b].iter().any(|v| matches!(v, Value::Int { .. })) => {
-                return Err(path_stop(
-                    "arithmetic on a comparison mask read as a float (a NaN)",
-                ))
-            }
             _ => {
+                no_mask_lanes(&[&a, &b])?;
                 return Err(ModelError::internal(format!(
                     "FP arithmetic on {a:?} and {b:?}"
-                )))
+                )));
             }
         };
         let site = Site {

@@ -7,7 +7,9 @@ use crate::model::error::ModelError;
 use crate::model::llvm::{LLVMTypeKind, Ty};
 use crate::model::memory::{Pointer, Scalar, Value};
 use crate::model::state::{path_stop, State};
-use crate::model::values::{fp_format, frexp_f64, min_normal, nextafter_f64, pow2, real_parts};
+use crate::model::values::{
+    fp_format, frexp_f64, min_normal, nextafter_f64, no_mask_lanes, pow2, real_parts,
+};
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, Integral, MathFn};
 
@@ -52,6 +54,10 @@ impl<'m> Executor<'m> {
     ) -> Result<Value, ModelError> {
         if args.iter().any(|a| matches!(a, Value::Poison)) {
             return Ok(Value::Poison);
+        }
+        // Every argument is a float but `powi`'s exponent.
+        if !matches!(func, MathCall::Powi) {
+            no_mask_lanes(&args.iter().collect::<Vec<_>>())?;
         }
         let fmt = fp_format(result_ty)
             .or_else(|| args.first().and_then(real_parts).map(|(_, f)| f))

@@ -484,6 +484,23 @@ fn merge(c: &Expr, a: Value, b: Value) -> Result<Value, ModelError> {
                 .map(|(x, y)| merge(c, x, y))
                 .collect::<Result<_, _>>()?,
         ),
+        // A float and a float lane that holds a comparison mask's bits (`bits.rs`): a choice between bits.
+        (Value::Real { e: x, fmt }, Value::Int { e: y, bits })
+            if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
+        {
+            Value::Int {
+                e: sym::ite(c.clone(), bits::bits_of_float(x, bits), y),
+                bits,
+            }
+        }
+        (Value::Int { e: x, bits }, Value::Real { e: y, fmt })
+            if bits == if fmt == FloatFormat::Double { 64 } else { 32 } =>
+        {
+            Value::Int {
+                e: sym::ite(c.clone(), x, bits::bits_of_float(y, bits)),
+                bits,
+            }
+        }
         // Choosing poison on one side: the program's value is the other one whenever it is defined.
         (Value::Poison, other) | (other, Value::Poison) => other,
         (x, y) => {

@@ -125,7 +125,10 @@ impl<'m> Executor<'m> {
     fn fp_rem(&mut self, st: &mut State<'m>, a: Value, b: Value) -> Result<Value, ModelError> {
         let ((x, fmt), (y, _)) = match (real_parts(&a), real_parts(&b)) {
             (Some(x), Some(y)) => (x, y),
-            _ => return Ok(Value::Poison),
+            _ => {
+                no_mask_lanes(&[&a, &b])?;
+                return Ok(Value::Poison);
+            }
         };
         self.math_value(st, MathFn::Fmod, fmt, vec![x, y])
     }
@@ -138,6 +141,7 @@ impl<'m> Executor<'m> {
         signed: bool,
     ) -> Result<Value, ModelError> {
         let Some((x, fmt)) = real_parts(&a) else {
+            no_mask_lanes(&[&a])?;
             return Ok(Value::Poison);
         };
         let site = Site {
@@ -161,6 +165,7 @@ impl<'m> Executor<'m> {
         to: FloatFormat,
     ) -> Result<Value, ModelError> {
         let Some((x, from)) = real_parts(&a) else {
+            no_mask_lanes(&[&a])?;
             return Ok(Value::Poison);
         };
         if from == FloatFormat::Double && to == FloatFormat::Single {

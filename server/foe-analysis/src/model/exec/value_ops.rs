@@ -10,7 +10,7 @@ use crate::model::memory::Value;
 use crate::model::state::{path_stop, State};
 use crate::model::values::{
     bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
-    int_cast, int_to_fp, map1, non_finite_operand, scalar_bits, select,
+    int_cast, int_to_fp, map1, no_mask_lanes, non_finite_operand, scalar_bits, select,
 };
 use crate::sym;
 
@@ -26,7 +26,10 @@ impl<'m> Executor<'m> {
                 e: sym::neg(e),
                 fmt,
             }),
-            other => Err(ModelError::internal(format!("fneg of {other:?}"))),
+            other => {
+                no_mask_lanes(&[&other])?;
+                Err(ModelError::internal(format!("fneg of {other:?}")))
+            }
         })
     }
 

@@ -403,6 +403,14 @@ pub fn apply_text_edits(text: &str, edits: &[Value]) -> String {
     out
 }
 
+/// Whether a `publishDiagnostics` is a first look (its diagnostics marked `firstLook`): the analysis's own
+/// findings follow.
+pub fn is_first_look(params: &Value) -> bool {
+    params["diagnostics"]
+        .as_array()
+        .is_some_and(|ds| ds.iter().any(|d| d["data"]["firstLook"] == true))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,12 +431,4 @@ mod tests {
         ];
         assert_eq!(apply_text_edits("a\né{b\n", &edits), "a\né{Xb\n");
     }
-}
-
-/// Whether a `publishDiagnostics` is a first look (its diagnostics marked `firstLook`): the analysis's own
-/// findings follow.
-pub fn is_first_look(params: &Value) -> bool {
-    params["diagnostics"]
-        .as_array()
-        .is_some_and(|ds| ds.iter().any(|d| d["data"]["firstLook"] == true))
 }

@@ -134,7 +134,7 @@ mod tests {
         };
         let returned = RunEnd::returned(Some(Scalar::F64(f64::INFINITY)));
         assert_eq!(
-            run_line(&[ev.clone()], &returned, 4, Style::Plain),
+            run_line(std::slice::from_ref(&ev), &returned, 4, Style::Plain),
             "overflow at 3:16 (*); returns inf (inf)"
         );
         assert_eq!(

@@ -783,7 +783,7 @@ fn values_read_through_pointers_are_inputs_of_both_builds() {
         .signature
         .params
         .iter()
-        .all(|p| p.pointee.map_or(true, |at| at.param != 2)));
+        .all(|p| p.pointee.is_none_or(|at| at.param != 2)));
     // Both builds' queries are over the same inputs: every parameter index they use exists.
     let count = m.signature.params.len() as u32;
     for q in m.p.iter().chain(&m.pp) {

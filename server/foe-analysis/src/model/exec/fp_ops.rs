@@ -7,10 +7,15 @@ use crate::model::llvm::{LLVMOpcode, Val};
 use crate::model::memory::Value;
 use crate::model::state::State;
 use crate::model::values::{const_fmod, fp_format, is_poison, real_parts, scalar_bits};
-use crate::model::Query;
+use crate::model::{CancellationQuery, Query};
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, MathFn, Site, SiteOp};
-use crate::types::ExceptionKind;
+use crate::types::{Build, ExceptionKind};
+
+/// Bits an addition or subtraction must cancel for its inputs to be asked for: the two builds' results part by
+/// about as many bits (their operands' last-place differences magnified), well past the default accuracy threshold
+/// (20 bits).
+pub(super) const CANCELLED_BITS: u32 = 30;
 
 impl<'m> Executor<'m> {
     /// `fadd`, `fsub`, `fmul`, `fdiv` (lane by lane).
@@ -85,6 +90,37 @@ impl<'m> Executor<'m> {
         }
     }
 
+    /// In the plain build, records where `a op b` (an addition or subtraction, or the difference a comparison
+    /// decides on) cancels `bits` bits ([`sym::cancellation`]) on this path, within [`super::CANCELLATION_PATHS`]
+    /// and [`super::MAX_CANCELLATIONS`].
+    pub(super) fn emit_cancellation(
+        &mut self,
+        st: &State<'m>,
+        op: ArithOp,
+        (a, b): (&Expr, &Expr),
+        bits: u32,
+    ) {
+        if self.build != Build::P || self.cancellations.len() >= super::MAX_CANCELLATIONS {
+            return;
+        }
+        let paths = self
+            .cancellation_paths
+            .entry((self.at.loc, self.at.instruction))
+            .or_default();
+        if *paths >= super::CANCELLATION_PATHS {
+            return;
+        }
+        let Some(condition) = sym::cancellation(op, a, b, bits) else {
+            return;
+        };
+        *paths += 1;
+        self.cancellations.push(CancellationQuery {
+            operation: self.at.operation.clone(),
+            loc: self.at.loc,
+            formula: sym::and(st.pc.iter().cloned().chain([condition])),
+        });
+    }
+
     pub(super) fn fp_arith(
         &mut self,
         st: &mut State<'m>,
@@ -106,6 +142,7 @@ impl<'m> Executor<'m> {
             fmt,
             args: vec![x.clone(), y.clone()],
         };
+        self.emit_cancellation(st, op, (&x, &y), CANCELLED_BITS);
         use ExceptionKind::*;
         if op == ArithOp::Div {
             self.emit(st, &[Invalid, DivideByZero, Overflow, Underflow], &site);

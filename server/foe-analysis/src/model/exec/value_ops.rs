@@ -9,9 +9,9 @@ use crate::model::memory::Value;
 use crate::model::state::State;
 use crate::model::values::{
     bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
-    int_cast, int_to_fp, map1, non_finite_operand, scalar_bits, select,
+    int_cast, int_to_fp, map1, non_finite_operand, real_parts, scalar_bits, select,
 };
-use crate::sym;
+use crate::sym::{self, ArithOp};
 
 impl<'m> Executor<'m> {
     pub(super) fn symex_fneg(
@@ -30,7 +30,7 @@ impl<'m> Executor<'m> {
     }
 
     /// `fcmp` with predicate `pred` (lane by lane); a comparison with an infinite or NaN constant is decided
-    /// without it.
+    /// without it. Where its sides can nearly cancel, that is asked for (a candidate of the aimed search).
     pub(super) fn symex_fcmp(
         &mut self,
         st: &mut State<'m>,
@@ -42,7 +42,14 @@ impl<'m> Executor<'m> {
             return map1(other, &mut |x| fcmp_non_finite(pred, x, side, c));
         }
         let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
-        self.lanes2(st, a, b, &mut |_, _, a, b| fcmp(pred, a, b))
+        self.lanes2(st, a, b, &mut |this, st, a, b| {
+            // Where the two sides are a few floats apart, the builds' last-bit differences decide the comparison.
+            if let (Some((x, fmt)), Some((y, _))) = (real_parts(&a), real_parts(&b)) {
+                let bits = fmt.precision() as u32 - 2;
+                this.emit_cancellation(st, ArithOp::Sub, (&x, &y), bits);
+            }
+            fcmp(pred, a, b)
+        })
     }
 
     pub(super) fn symex_icmp(

@@ -24,8 +24,10 @@ pub const CLIMB_POINTS: usize = 96;
 /// Inputs of the whole aimed search judged as findings (the furthest apart), each run once more.
 pub const JUDGED: usize = 6;
 
-/// The model's cancellation inputs searched (with their neighbourhoods) in one batch.
+/// The model's cancellation inputs searched (with their neighbourhoods) in one batch, and the points of each
+/// neighbourhood at most: the nearest (a comparison flips within a float or two of where its sides meet).
 const MODEL_GROUP: usize = 8;
+const MODEL_NEIGHBOURHOOD: usize = 64;
 
 /// Relative steps of the local search: each float input times 1 ± 2^-k.
 const STEPS: [i32; 6] = [1, 3, 8, 16, 28, 44];
@@ -150,11 +152,15 @@ pub(super) fn run_aimed_search(
     };
     // The model's cancellations with their neighbourhoods, like solver candidates: where the sides of a
     // comparison nearly cancel, the input whose answer flips lies a few floats away.
+    let near = AnalysisConfig {
+        neighbourhood_budget: MODEL_NEIGHBOURHOOD,
+        ..cfg.clone()
+    };
     for chunk in from_model.chunks(MODEL_GROUP) {
         if state.out_of_budget() || state.hopeless() {
             return Ok(());
         }
-        search_group(runner, sig, chunk, cands.len(), cfg, true, state)?;
+        search_group(runner, sig, chunk, cands.len(), &near, true, state)?;
     }
     let mut tried: HashSet<Vec<u64>> = HashSet::new();
     let mut scored: Vec<(Input, f64)> = vec![];

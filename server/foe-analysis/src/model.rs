@@ -53,11 +53,26 @@ pub struct Query {
 /// [`crate::sym::cancellation`]. Its models are candidates of the search aimed at results, not exceptions.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct CancellationQuery {
-    /// `fadd` or `fsub`.
+    pub kind: Cancelling,
+    /// `fadd`, `fsub`, `fcmp`, `call floor`, `fptosi`.
     pub operation: String,
     pub loc: Option<SourceLoc>,
     /// Path condition ∧ assumptions ∧ the cancellation condition.
     pub formula: Formula,
+}
+
+/// What cancels in a [`CancellationQuery`], in the order they are solved: a comparison whose answer flips is what a
+/// caller sees most plainly, an integer picked differently next, a sum's lost digits last.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Cancelling {
+    /// The two sides of a comparison lie within two floats of each other.
+    Comparison,
+    /// A value rounded to an integer (`floor`, a conversion to `int`) lies within two floats of one.
+    Integer,
+    /// An addition or subtraction loses 30 bits or more.
+    Sum,
 }
 
 /// What is solved for one function: both builds' exception queries and P's cancellation queries.

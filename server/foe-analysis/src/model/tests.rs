@@ -105,6 +105,11 @@ fn cancellations_are_asked_where_operands_can_meet() {
         .map(|c| c.operation.as_str())
         .collect();
     assert_eq!(ops, ["fsub", "fcmp"], "{:?}", pair.cancellations);
+    let kinds: Vec<_> = pair.cancellations.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [super::Cancelling::Sum, super::Cancelling::Comparison]
+    );
     let cfg = AnalysisConfig::default();
     let found = crate::solve::solve_cancellations(
         &pair.signature,

@@ -50,8 +50,8 @@ pub struct Cancellations {
     pub work_spent_ms: u64,
 }
 
-/// Solves `queries` (deduplicated, each [`anchored`] first, inside `domain` when there is one) within the work
-/// budget of `limits` (capped at [`WORK_MS`]) on the solver threads.
+/// Solves `queries` (by kind: comparisons, integers, sums; deduplicated, each [`anchored`] first, inside `domain`
+/// when there is one) within the work budget of `limits` (capped at [`WORK_MS`]) on the solver threads.
 pub fn solve_cancellations(
     sig: &FunctionSignature,
     queries: &[CancellationQuery],
@@ -62,8 +62,10 @@ pub fn solve_cancellations(
     let budget = limits.work_ms.map_or(WORK_MS, |w| w.min(WORK_MS));
     let mut seen = HashSet::new();
     // Each query anchored first (an input with many significant bits), then as it is.
-    let jobs: Vec<Formula> = queries
-        .iter()
+    let mut ordered: Vec<&CancellationQuery> = queries.iter().collect();
+    ordered.sort_by_key(|q| q.kind);
+    let jobs: Vec<Formula> = ordered
+        .into_iter()
         .filter(|q| !q.formula.is_false() && seen.insert(q.formula.fingerprint()))
         .flat_map(|q| anchored(&q.formula).into_iter().chain([q.formula.clone()]))
         .collect();

@@ -7,7 +7,7 @@ use crate::model::llvm::{LLVMOpcode, Val};
 use crate::model::memory::Value;
 use crate::model::state::State;
 use crate::model::values::{const_fmod, fp_format, is_poison, real_parts, scalar_bits};
-use crate::model::{CancellationQuery, Query};
+use crate::model::{CancellationQuery, Cancelling, Query};
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, MathFn, Site, SiteOp};
 use crate::types::{Build, ExceptionKind};
@@ -96,7 +96,7 @@ impl<'m> Executor<'m> {
     pub(super) fn emit_cancellation(
         &mut self,
         st: &State<'m>,
-        op: ArithOp,
+        (kind, op): (Cancelling, ArithOp),
         (a, b): (&Expr, &Expr),
         bits: u32,
     ) {
@@ -115,10 +115,23 @@ impl<'m> Executor<'m> {
         };
         *paths += 1;
         self.cancellations.push(CancellationQuery {
+            kind,
             operation: self.at.operation.clone(),
             loc: self.at.loc,
             formula: sym::and(st.pc.iter().cloned().chain([condition])),
         });
+    }
+
+    /// Where `x`, about to be rounded to an integer (`floor`, a conversion to `int`), lies within two floats of
+    /// the nearest integer without being it: the builds' last-bit differences pick different integers there.
+    pub(super) fn emit_integer_crossing(&mut self, st: &State<'m>, x: &Expr, fmt: FloatFormat) {
+        if matches!(x.kind(), sym::Kind::ToIntegral { .. }) {
+            return; // `(int)floor(t)`: asked at the `floor`
+        }
+        let nearest = sym::to_integral(sym::Integral::Round, fmt, x.clone());
+        let bits = fmt.precision() as u32 - 2;
+        let kind = (Cancelling::Integer, ArithOp::Sub);
+        self.emit_cancellation(st, kind, (x, &nearest), bits);
     }
 
     pub(super) fn fp_arith(
@@ -142,7 +155,7 @@ impl<'m> Executor<'m> {
             fmt,
             args: vec![x.clone(), y.clone()],
         };
-        self.emit_cancellation(st, op, (&x, &y), CANCELLED_BITS);
+        self.emit_cancellation(st, (Cancelling::Sum, op), (&x, &y), CANCELLED_BITS);
         use ExceptionKind::*;
         if op == ArithOp::Div {
             self.emit(st, &[Invalid, DivideByZero, Overflow, Underflow], &site);
@@ -180,6 +193,7 @@ impl<'m> Executor<'m> {
             args: vec![x.clone()],
         };
         self.emit(st, &[ExceptionKind::Invalid], &site);
+        self.emit_integer_crossing(st, &x, fmt);
         let e = sym::fp_to_int(bits, signed, x);
         Ok(if bits == 1 {
             Value::Bool(sym::ne(e, sym::int_i(0)))

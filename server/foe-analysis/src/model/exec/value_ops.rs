@@ -11,6 +11,7 @@ use crate::model::values::{
     bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
     int_cast, int_to_fp, map1, non_finite_operand, real_parts, scalar_bits, select,
 };
+use crate::model::Cancelling;
 use crate::sym::{self, ArithOp};
 
 impl<'m> Executor<'m> {
@@ -46,7 +47,8 @@ impl<'m> Executor<'m> {
             // Where the two sides are a few floats apart, the builds' last-bit differences decide the comparison.
             if let (Some((x, fmt)), Some((y, _))) = (real_parts(&a), real_parts(&b)) {
                 let bits = fmt.precision() as u32 - 2;
-                this.emit_cancellation(st, ArithOp::Sub, (&x, &y), bits);
+                let kind = (Cancelling::Comparison, ArithOp::Sub);
+                this.emit_cancellation(st, kind, (&x, &y), bits);
             }
             fcmp(pred, a, b)
         })

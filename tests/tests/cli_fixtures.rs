@@ -19,6 +19,8 @@
 //!   run, such as an error handler, where the other returns). In a fixture with a `// foe: result` annotation
 //!   every result divergence must be annotated; elsewhere (fixtures written for exceptions) result divergences
 //!   are allowed. Every one must replay with the same outputs. `// foe: maybe-result CLASS`: allowed, not required.
+//!   `// foe: result CLASS CAUSE`: one of this line's result divergences of CLASS has that cause (`reciprocal`,
+//!   `reassociation`: the JSON `cause`), where another cause on the same line would meet the class alone.
 //!   A divergence seen only on the shipped binaries (`shipped_only`) must replay there.
 
 use foe_e2e::{foe, repo_root};
@@ -36,6 +38,8 @@ struct Expectations {
     any_divergences: bool,
     /// (line, class) of result divergences: `// foe: result CLASS`.
     results: BTreeSet<(u32, String)>,
+    /// (line, class, cause) of result divergences whose cause is named: `// foe: result CLASS CAUSE`.
+    result_causes: BTreeSet<(u32, String, String)>,
     /// Result divergences allowed but not required: `// foe: maybe-result CLASS` (inputs a loaded machine's
     /// execution time-outs may cut from the search).
     optional_results: BTreeSet<(u32, String)>,
@@ -68,8 +72,12 @@ fn expectations(text: &str) -> Expectations {
                 ["analysed", name, ..] => e.analysed.push(name.to_string()),
                 ["exit", n, ..] => e.exit = n.parse().ok(),
                 ["any-divergences", ..] => e.any_divergences = true,
-                ["result", class, ..] => {
+                ["result", class, rest @ ..] => {
                     e.results.insert((i as u32 + 1, class.to_string()));
+                    if let Some(cause) = rest.first().filter(|w| !w.starts_with("//")) {
+                        let named = (i as u32 + 1, class.to_string(), cause.to_string());
+                        e.result_causes.insert(named);
+                    }
                 }
                 ["note", code, ..] => {
                     e.notes.insert((i as u32 + 1, code.to_string()));
@@ -151,6 +159,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
     let functions = report["functions"].as_array().cloned().unwrap_or_default();
     let mut seen = BTreeSet::new();
     let mut results_seen = BTreeSet::new();
+    let mut causes_seen = BTreeSet::new();
     for f in &functions {
         let name = f["name"].as_str().unwrap();
         let decl = f["span"]["line"].as_u64().unwrap_or(0) as u32;
@@ -160,6 +169,8 @@ fn check_fixture(path: &Path) -> Vec<String> {
             let result_only = matches!(class, "special_value" | "accuracy" | "ending");
             if result_only {
                 results_seen.insert((line, class.replace('_', "-")));
+                let cause = d["cause"].as_str().unwrap_or_default().to_string();
+                causes_seen.insert((line, class.replace('_', "-"), cause));
             } else {
                 seen.insert((line, first_kind(d)));
             }
@@ -234,6 +245,12 @@ fn check_fixture(path: &Path) -> Vec<String> {
         problems.push(format!(
             "{rel}:{}: expected a result divergence ({}) that was not reported",
             missing.0, missing.1
+        ));
+    }
+    for missing in expected.result_causes.difference(&causes_seen) {
+        problems.push(format!(
+            "{rel}:{}: expected a result divergence ({}) caused by {} that was not reported",
+            missing.0, missing.1, missing.2
         ));
     }
     if !expected.results.is_empty() {

@@ -52,6 +52,47 @@ pub struct Query {
     pub formula: Formula,
 }
 
+/// Where an addition or subtraction of the plain build cancels on one path: the path condition and
+/// [`crate::sym::cancellation`]. Its models are candidates of the search aimed at results, not exceptions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct CancellationQuery {
+    pub kind: Cancelling,
+    /// `fadd`, `fsub`, `fcmp`, `call floor`, `fptosi`.
+    pub operation: String,
+    pub loc: Option<SourceLoc>,
+    /// Path condition ∧ assumptions ∧ the cancellation condition.
+    pub formula: Formula,
+}
+
+/// What cancels in a [`CancellationQuery`], in the order they are solved: a comparison whose answer flips is what a
+/// caller sees most plainly, an integer picked differently next, a sum's lost digits last.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Cancelling {
+    /// The two sides of a comparison lie within two floats of each other.
+    Comparison,
+    /// A value rounded to an integer (`floor`, a conversion to `int`) lies within two floats of one.
+    Integer,
+    /// An addition or subtraction loses 30 bits or more.
+    Sum,
+}
+
+/// What is solved for one function: both builds' exception queries and P's cancellation queries.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct FunctionQueries {
+    pub p: Vec<Query>,
+    pub pp: Vec<Query>,
+    pub cancellations: Vec<CancellationQuery>,
+}
+
+impl FunctionQueries {
+    /// Whether there is nothing to solve.
+    pub fn is_empty(&self) -> bool {
+        self.p.is_empty() && self.pp.is_empty() && self.cancellations.is_empty()
+    }
+}
+
 /// The passes run on each build before modelling. P (`-O0 -Xclang -disable-O0-optnone`): promote memory to
 /// registers, nothing that rewrites FP arithmetic. P' (`-O2 -ffast-math`): split the SLP vectors into scalars.
 fn pipeline(build: Build) -> &'static str {
@@ -113,6 +154,8 @@ pub fn constrained_call(
 #[derive(Debug, Clone, Default)]
 pub struct Modelled {
     pub queries: Vec<Query>,
+    /// Where the plain build's additions and subtractions cancel (empty for the fast-math build).
+    pub cancellations: Vec<CancellationQuery>,
     /// Paths that stopped at a memory access with a symbolic index (not followed further).
     pub symbolic_index_stops: usize,
     /// Whether a bound other than loop unrolling (steps, queries, paths, inlining depth, the deadline) left
@@ -182,6 +225,8 @@ pub struct ModelledPair {
     pub signature: FunctionSignature,
     pub p: Vec<Query>,
     pub pp: Vec<Query>,
+    /// Where P's additions and subtractions cancel, a few paths per operation.
+    pub cancellations: Vec<CancellationQuery>,
     /// Pointer parameters (`*p`) read where no input could stand for the value (zeros, as the runner passes).
     pub unmodelled_reads: Vec<String>,
     /// Paths of either build that stopped at a memory access with a symbolic index.
@@ -231,6 +276,7 @@ pub fn model_pair(
         signature: with_pointee_params(sig, &table.slots),
         p: p.queries,
         pp: pp.queries,
+        cancellations: p.cancellations,
         unmodelled_reads: table.unmodelled.iter().cloned().collect(),
         symbolic_index_stops: p.symbolic_index_stops + pp.symbolic_index_stops,
         cut_short: p.cut_short || pp.cut_short,
@@ -303,6 +349,7 @@ pub fn model_function(
     );
     Ok(Modelled {
         queries: executor.queries,
+        cancellations: executor.cancellations,
         symbolic_index_stops: executor.symbolic_index_stops,
         cut_short: executor.cut_short,
         out_of_time: executor.out_of_time,

@@ -9,7 +9,7 @@ use crate::compile::{self, CompileDb, CompileError};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::ir::FunctionInfo;
-use crate::model::Query;
+use crate::model::FunctionQueries;
 use crate::report::{FileReport, FunctionReport};
 use crate::types::FunctionSignature;
 use crate::{confirm, ir};
@@ -227,8 +227,7 @@ struct Pending {
     info: FunctionInfo,
     key: String,
     domain: Domain,
-    queries_p: Vec<Query>,
-    queries_pp: Vec<Query>,
+    queries: FunctionQueries,
     /// P's explored paths with their outputs: the real-number reference of result divergences.
     p_outputs: Vec<crate::accuracy::PathOutputs>,
     /// What modelling assumed or cut short, for the report's reason (with a category when something was cut).

@@ -167,15 +167,35 @@ pub(crate) fn wait_until(
     timeout: Duration,
     stop: &dyn Fn() -> bool,
 ) -> std::io::Result<(Option<i32>, bool)> {
+    wait_then(child, timeout, stop, &mut |child| {
+        let _ = child.kill();
+        child.wait()
+    })
+}
+
+/// [`wait_until`] for a child of [`spawn_sandboxed`], ended with [`end_sandboxed`].
+pub(crate) fn wait_sandboxed_until(
+    child: &mut Child,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+) -> std::io::Result<(Option<i32>, bool)> {
+    wait_then(child, timeout, stop, &mut end_sandboxed)
+}
+
+/// Waits for `child` until `timeout` or `stop()`, then ends it with `end`; its exit code and whether it was ended.
+fn wait_then(
+    child: &mut Child,
+    timeout: Duration,
+    stop: &dyn Fn() -> bool,
+    end: &mut dyn FnMut(&mut Child) -> std::io::Result<std::process::ExitStatus>,
+) -> std::io::Result<(Option<i32>, bool)> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok((status.code(), false));
         }
         if Instant::now() >= deadline || stop() {
-            let _ = child.kill();
-            let status = child.wait()?;
-            return Ok((status.code(), true));
+            return Ok((end(child)?.code(), true));
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -195,6 +215,49 @@ fn die_with_foe(cmd: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// How long [`end_sandboxed`] waits for the process between foe and the sandboxed one to reap it and end.
+const REAP_GRACE: Duration = Duration::from_secs(1);
+
+/// Ends a child of [`spawn_sandboxed`] and the process inside it, and reaps them: when this returns, neither
+/// runs. The process inside (PID 1 of its namespace, a grandchild of foe) is killed first, so that the process
+/// between, which waits for it, reaps it and ends; killing the two together would leave the inside one to die on
+/// its own time, an orphan that outlives foe for a moment. Where the kernel does not list the child's children
+/// (or the process between lingers), the whole process group is killed as before.
+pub fn end_sandboxed(child: &mut Child) -> std::io::Result<std::process::ExitStatus> {
+    if let Some(status) = child.try_wait()? {
+        return Ok(status);
+    }
+    let pid = child.id();
+    let inside =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let inside: Vec<libc::pid_t> = inside
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for &p in &inside {
+        // SAFETY: signals a child of our own child, listed by the kernel a moment ago; the process between cannot
+        // reap it (and the number be reused) before being signalled itself, as it waits for this very process.
+        unsafe {
+            libc::kill(p, libc::SIGKILL);
+        }
+    }
+    if !inside.is_empty() {
+        let deadline = Instant::now() + REAP_GRACE;
+        while Instant::now() < deadline {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    // SAFETY: signals the process group the sandbox put the child in.
+    unsafe {
+        libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+    }
+    let _ = child.kill();
+    child.wait()
 }
 
 /// Spawns `exe` (the command `cmd` runs) on the user's code in the sandbox ([`crate::sandbox`]), with `scratch`

@@ -16,7 +16,7 @@ pub enum FloatFormat {
 
 impl FloatFormat {
     /// Precision in bits, including the hidden bit.
-    fn precision(self) -> u64 {
+    pub fn precision(self) -> u64 {
         match self {
             FloatFormat::Double => 53,
             FloatFormat::Single => 24,

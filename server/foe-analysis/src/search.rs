@@ -100,13 +100,22 @@ pub fn search(
     cfg: &AnalysisConfig,
     budget: Option<SearchBudget>,
 ) -> Result<SearchOutcome, ExecError> {
-    run_search(runner, sig, candidates, domain, cfg, budget, false)
+    run_search(runner, sig, candidates, domain, cfg, budget, None)
+}
+
+/// What the model gives the searches aimed at results.
+#[derive(Clone, Copy, Default)]
+pub struct FromModel<'a> {
+    /// P's explored paths with their outputs: the real-number reference of result divergences.
+    pub paths: &'a [crate::accuracy::PathOutputs],
+    /// Inputs where an addition or subtraction of P cancels (solved from the model): where the aimed search also
+    /// starts.
+    pub cancellations: &'a [Input],
 }
 
 /// [`search`], then the special-value and ordinary-magnitude inputs of [`results::special_inputs`] around the
-/// first candidates, each run once (what the pipeline runs: the paper's search plus the inputs where finite-math
-/// and flush-to-zero change what a function computes).
-#[allow(clippy::too_many_arguments)]
+/// first candidates, each run once, and the search aimed at results (what the pipeline runs: the paper's search
+/// plus the inputs where finite-math, flush-to-zero and re-association change what a function computes).
 pub fn search_with_special_inputs(
     runner: &mut Runner,
     sig: &FunctionSignature,
@@ -114,9 +123,18 @@ pub fn search_with_special_inputs(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
     budget: Option<SearchBudget>,
-    paths: &[crate::accuracy::PathOutputs],
+    model: FromModel<'_>,
 ) -> Result<SearchOutcome, ExecError> {
-    let mut out = run_search(runner, sig, candidates, domain, cfg, budget, true)?;
+    let paths = model.paths;
+    let mut out = run_search(
+        runner,
+        sig,
+        candidates,
+        domain,
+        cfg,
+        budget,
+        Some(model.cancellations),
+    )?;
     // Ariadne's avoidable and unavoidable overflows and underflows of the plain build.
     for e in out
         .plain_exceptions
@@ -165,7 +183,7 @@ fn run_search(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
     budget: Option<SearchBudget>,
-    special_inputs: bool,
+    aimed_at_results: Option<&[Input]>,
 ) -> Result<SearchOutcome, ExecError> {
     let _span = tracing::debug_span!("search", function = %sig.name).entered();
     // Distinct, well-formed candidates.
@@ -221,9 +239,14 @@ fn run_search(
     }
     // Special values (NaN, infinities, zeros, subnormals, the range's edges) in each float input of the first
     // candidates, each run once: where finite-math and flush-to-zero change what the function computes.
-    if special_inputs {
+    // Then the search aimed at results, from sampled inputs and the model's cancellations.
+    if let Some(cancellations) = aimed_at_results {
         run_special_inputs(runner, sig, &cands, cfg, &mut state)?;
-        aimed::run_aimed_search(runner, sig, &cands, cfg, &mut state)?;
+        let from_model: Vec<&Input> = cancellations
+            .iter()
+            .filter(|c| fits(sig, c).is_ok())
+            .collect();
+        aimed::run_aimed_search(runner, sig, &cands, &from_model, cfg, &mut state)?;
     }
     let stopped_early = state.hopeless();
     let diff_producing = state.diff_producing;

@@ -8,6 +8,7 @@
 //! rounding, repair), `seeds.rs` first tries it without Z3, `retry.rs` retries a missed model in the FP theory,
 //! `inputs.rs` constrains the parameters and reads models back, `known.rs` keeps the file's verdicts.
 
+mod cancel;
 pub(crate) mod check;
 pub mod child;
 mod fp;
@@ -21,6 +22,7 @@ mod real;
 mod retry;
 mod schedule;
 mod seeds;
+pub use cancel::{solve_cancellations, Cancellations};
 pub use known::{remember, KnownVerdict, KnownVerdicts};
 pub use schedule::PATHS_PER_SITE;
 

@@ -79,7 +79,7 @@ fn exchange(
         let since = started.elapsed().as_millis() as u64;
         since.saturating_sub(last_reply_ms.load(Ordering::Relaxed)) > stall
     };
-    let waited = process::wait_until(&mut child, backstop, &stuck);
+    let waited = process::wait_sandboxed_until(&mut child, backstop, &stuck);
     let _ = writer.join();
     let out = reader.join().unwrap_or_default();
     waited.map_err(|e| format!("cannot wait for the shipped binary: {e}"))?;

@@ -138,20 +138,14 @@ impl Worker {
         })
     }
 
-    /// Kills the worker's process group and reaps it; returns how it ended.
+    /// Kills the worker and reaps it ([`process::end_sandboxed`]); returns how it ended.
     fn kill(mut self) -> Option<std::process::ExitStatus> {
-        let pid = self.child.id() as i32;
-        // SAFETY: signals the process group the sandbox put the worker in.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
-        let _ = self.child.kill();
-        self.child.wait().ok()
+        process::end_sandboxed(&mut self.child).ok()
     }
 
     /// Reaps a worker that is exiting by itself (after a terminal record), killing it if it lingers.
     fn reap(mut self) -> Option<std::process::ExitStatus> {
-        match process::wait_with_deadline(&mut self.child, Duration::from_secs(2)) {
+        match process::wait_sandboxed_until(&mut self.child, Duration::from_secs(2), &|| false) {
             Ok(_) => self.child.wait().ok(),
             Err(_) => self.kill(),
         }
@@ -643,14 +637,6 @@ fn describe_status(status: Option<std::process::ExitStatus>, stalled: bool) -> S
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let pid = self.child.id() as i32;
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: signals the worker's own process group.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        let _ = process::end_sandboxed(&mut self.child);
     }
 }

@@ -86,6 +86,15 @@ fn result_what(d: &Divergence) -> String {
     };
     use crate::report::{DivergenceClass, Reference};
     match (&r.reference, r.class) {
+        // An integer or a boolean (what a comparison decides): which build gives the real-number answer.
+        (Some(Reference::Exact { value, .. }), _) if !r.plain.is_float() => {
+            let which = match value {
+                v if *v == r.fast_math.short() => ", as the fast-math build answers",
+                v if *v == r.plain.short() => ", as the plain build answers",
+                _ => "",
+            };
+            s.push_str(&format!(" (over the real numbers: {value}{which})"));
+        }
         (
             Some(Reference::Exact {
                 value, zero: true, ..

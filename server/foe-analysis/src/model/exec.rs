@@ -22,7 +22,7 @@ use super::llvm::{Block, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind, Layout, Ty
 use super::memory::Value;
 use super::state::{path_stop, At, Flow, Frame, State};
 use super::values::opcode_name;
-use super::{OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
+use super::{CancellationQuery, OutputTerm, PathEnd, PathOutputs, Query, WrittenOutput};
 use crate::sym::{self, Expr};
 use crate::types::{Build, FunctionSignature, SourceLoc, RETURN_PARAM};
 use std::collections::{BTreeMap, HashMap};
@@ -33,6 +33,9 @@ const MAX_INLINE_DEPTH: usize = 16;
 const MAX_STEPS: usize = 400_000;
 /// Queries emitted for one function before exploration stops.
 const MAX_QUERIES: usize = 50_000;
+/// Paths of one addition or subtraction whose cancellation is asked, and such queries of one function at most.
+const CANCELLATION_PATHS: usize = 2;
+const MAX_CANCELLATIONS: usize = 32;
 
 /// A binary operation applied lane by lane.
 type LaneFn2<'a, 'm> =
@@ -49,6 +52,11 @@ pub(super) struct Executor<'m> {
     paths_started: usize,
     steps: usize,
     pub(super) queries: Vec<Query>,
+    /// Where the plain build's additions and subtractions cancel ([`fp_ops`]), at most
+    /// [`CANCELLATION_PATHS`] paths per operation.
+    pub(super) cancellations: Vec<CancellationQuery>,
+    /// How many paths of each operation (by location and instruction) gave a cancellation query.
+    cancellation_paths: HashMap<(Option<SourceLoc>, u32), usize>,
     at: At,
     /// Whether exploration was cut short (step or query budget).
     pub(super) truncated: bool,
@@ -87,6 +95,8 @@ impl<'m> Executor<'m> {
             paths_started: 0,
             steps: 0,
             queries: Vec::new(),
+            cancellations: Vec::new(),
+            cancellation_paths: HashMap::new(),
             at: At {
                 operation: String::new(),
                 loc: None,

@@ -1,6 +1,6 @@
 //! End-to-end tests of modelling and solving: small C files compiled with the real clang (both builds' flags),
 //! loaded, prepared, modelled and solved with the real Z3.
-//! Over 800 lines on purpose: a test file of 27 short cases that share one set of compile-and-model helpers.
+//! Over 800 lines on purpose: a test file of 29 short cases that share one set of compile-and-model helpers.
 
 use super::{
     model_function, model_pair, prepare_for_modelling, ModelError, ModelledPair, PointeeTable,
@@ -90,6 +90,50 @@ pub(super) fn model_both(
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
     model_pair(&p, &pp, &sig, cfg, None)
+}
+
+/// P's subtractions and comparisons give cancellation queries (its multiplications do not, nor does P'); their
+/// inputs make the operands cancel, the anchored ones at a value with many significant bits.
+#[test]
+fn cancellations_are_asked_where_operands_can_meet() {
+    let src =
+        "int f(double x, double y, double z) { double d = x - y; double p = d * z; return p > y; }";
+    let pair = model_both(&build(src), "f", &AnalysisConfig::default()).expect("model");
+    let ops: Vec<&str> = pair
+        .cancellations
+        .iter()
+        .map(|c| c.operation.as_str())
+        .collect();
+    assert_eq!(ops, ["fsub", "fcmp"], "{:?}", pair.cancellations);
+    let kinds: Vec<_> = pair.cancellations.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [super::Cancelling::Sum, super::Cancelling::Comparison]
+    );
+    let cfg = AnalysisConfig::default();
+    let found = crate::solve::solve_cancellations(
+        &pair.signature,
+        &pair.cancellations[..1],
+        None,
+        &cfg,
+        crate::solve::SolveLimits::default(),
+    );
+    let values = |i: &crate::types::Input| -> Vec<f64> {
+        i.0.iter()
+            .map(|v| match v {
+                ArgValue::F64(x) => *x,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert!(!found.inputs.is_empty());
+    for input in &found.inputs {
+        let v = values(input);
+        assert!((v[0] - v[1]).abs() <= v[0].abs() * 2f64.powi(-29), "{v:?}");
+    }
+    // The anchored model comes first: not a simple number.
+    let x = values(&found.inputs[0])[0];
+    assert!(x * 2f64.powi(30) != (x * 2f64.powi(30)).round(), "{x}");
 }
 
 pub(super) struct Analysed {

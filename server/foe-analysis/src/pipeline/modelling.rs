@@ -7,7 +7,7 @@ use super::select::ToModel;
 use super::settle::path_stops_note;
 use super::{AnalysisError, CancelToken, Pending};
 use crate::config::AnalysisConfig;
-use crate::model::{self, ModelledPair};
+use crate::model::{self, FunctionQueries, ModelledPair};
 use crate::report::{FunctionReport, Note, ReasonCode};
 use crate::types::Build;
 use inkwell::module::Module;
@@ -53,17 +53,20 @@ pub(super) fn model_functions<'ctx>(
                 let mut info = item.info;
                 info.signature = modelled.signature;
                 crate::ir::name_fields(&mut info.signature, &info.pointee_fields);
-                let (queries_p, queries_pp) = match config.quick {
-                    true => (vec![], vec![]),
-                    false => (modelled.p, modelled.pp),
+                let queries = match config.quick {
+                    true => FunctionQueries::default(),
+                    false => FunctionQueries {
+                        p: modelled.p,
+                        pp: modelled.pp,
+                        cancellations: modelled.cancellations,
+                    },
                 };
                 pending.push(Pending {
                     index: item.index,
                     info,
                     key: item.key,
                     domain: item.domain,
-                    queries_p,
-                    queries_pp,
+                    queries,
                     p_outputs: modelled.p_outputs,
                     notes,
                     spent: began.elapsed(),

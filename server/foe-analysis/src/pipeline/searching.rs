@@ -122,7 +122,10 @@ fn search_one(
         domain,
         config,
         Some(budget),
-        &item.p_outputs,
+        search::FromModel {
+            paths: &item.p_outputs,
+            cancellations: &solution.cancellations,
+        },
     );
     let found = match found {
         Ok(found) => found,

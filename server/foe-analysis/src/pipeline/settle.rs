@@ -26,7 +26,7 @@ pub(super) fn no_exception_possible(item: &Pending, solved: &solve::child::Solut
         .notes
         .iter()
         .any(|note| note.code == Some(ReasonCode::SolverFailed));
-    (item.queries_p.is_empty() && item.queries_pp.is_empty())
+    (item.queries.p.is_empty() && item.queries.pp.is_empty())
         || (!solver_failed && solved.satisfiable == 0 && solved.timeouts == 0)
 }
 

@@ -82,8 +82,7 @@ fn solve_functions(
         };
         let solution = solve::child::solve_function_isolated(
             &item.info.signature,
-            &item.queries_p,
-            &item.queries_pp,
+            &item.queries,
             &item.domain,
             &known,
             config,

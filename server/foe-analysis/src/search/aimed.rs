@@ -3,6 +3,8 @@
 //! climbs towards the inputs where the two builds' outputs lie the most bits apart. The solver's candidates aim at
 //! exceptions; these aim at what a function computes: a lost compensation term, a cancelled sum, an argument
 //! reduction re-associated away. Everything is seeded by the function's name, so the inputs are the same each run.
+//! Where the model shows an addition or subtraction that can cancel, the solver's input for it
+//! ([`crate::solve::solve_cancellations`]) starts the search beside the samples.
 
 use super::{each_once, results, run_in_slices, search_group, SearchState};
 use crate::config::AnalysisConfig;
@@ -21,6 +23,11 @@ pub const CLIMBERS: usize = 3;
 pub const CLIMB_POINTS: usize = 96;
 /// Inputs of the whole aimed search judged as findings (the furthest apart), each run once more.
 pub const JUDGED: usize = 6;
+
+/// The model's cancellation inputs searched (with their neighbourhoods) in one batch, and the points of each
+/// neighbourhood at most: the nearest (a comparison flips within a float or two of where its sides meet).
+const MODEL_GROUP: usize = 8;
+const MODEL_NEIGHBOURHOOD: usize = 64;
 
 /// Relative steps of the local search: each float input times 1 ± 2^-k.
 const STEPS: [i32; 6] = [1, 3, 8, 16, 28, 44];
@@ -125,13 +132,15 @@ pub fn neighbours(sig: &FunctionSignature, input: &Input) -> Vec<Input> {
     out
 }
 
-/// The search aimed at results (this module's): sampled inputs, then a local search towards the inputs whose outputs
-/// lie the most bits apart; the furthest apart are judged like special inputs (reported when they differ by the
-/// accuracy threshold or in category, else run on the shipped binaries with the other agreed inputs).
+/// The search aimed at results (this module's): sampled inputs and the model's cancellations (`from_model`),
+/// then a local search towards the inputs whose outputs lie the most bits apart; the furthest apart are judged like
+/// special inputs (reported when they differ by the accuracy threshold or in category, else run on the shipped
+/// binaries with the other agreed inputs).
 pub(super) fn run_aimed_search(
     runner: &mut Runner,
     sig: &FunctionSignature,
     cands: &[&Input],
+    from_model: &[&Input],
     cfg: &AnalysisConfig,
     state: &mut SearchState<'_>,
 ) -> Result<(), ExecError> {
@@ -141,11 +150,25 @@ pub(super) fn run_aimed_search(
     let Some(base) = cands.first() else {
         return Ok(());
     };
+    // The model's cancellations with their neighbourhoods, like solver candidates: where the sides of a
+    // comparison nearly cancel, the input whose answer flips lies a few floats away.
+    let near = AnalysisConfig {
+        neighbourhood_budget: MODEL_NEIGHBOURHOOD,
+        ..cfg.clone()
+    };
+    for chunk in from_model.chunks(MODEL_GROUP) {
+        if state.out_of_budget() || state.hopeless() {
+            return Ok(());
+        }
+        search_group(runner, sig, chunk, cands.len(), &near, true, state)?;
+    }
     let mut tried: HashSet<Vec<u64>> = HashSet::new();
     let mut scored: Vec<(Input, f64)> = vec![];
     let samples = sampled_inputs(sig, base, seed_of(&sig.name));
-    let mut batch: Vec<Input> = samples
-        .into_iter()
+    let mut batch: Vec<Input> = from_model
+        .iter()
+        .map(|&i| i.clone())
+        .chain(samples)
         .filter(|i| tried.insert(i.key()))
         .collect();
     for _ in 0..=CLIMB_ROUNDS {

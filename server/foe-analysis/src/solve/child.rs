@@ -7,7 +7,7 @@
 use super::{known, solve_until, solve_within, KnownVerdict, KnownVerdicts, SolveLimits};
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
-use crate::model::Query;
+use crate::model::FunctionQueries;
 use crate::process;
 use crate::report::FormulaCounts;
 use crate::sym::{self, Expr};
@@ -48,6 +48,10 @@ pub struct Solution {
     /// The verdicts this solve reached (without the domain), for the file's later functions.
     #[serde(default)]
     pub learned: Vec<(String, KnownVerdict)>,
+    /// Inputs where an addition or subtraction of P cancels ([`super::solve_cancellations`]), for the search
+    /// aimed at results.
+    #[serde(default)]
+    pub cancellations: Vec<Input>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -55,8 +59,7 @@ struct Request {
     /// Every term of the queries, children before parents, so that the queries below are references.
     terms: Vec<Expr>,
     signature: FunctionSignature,
-    queries_p: Vec<Query>,
-    queries_pp: Vec<Query>,
+    queries: FunctionQueries,
     domain: Domain,
     config: AnalysisConfig,
     /// The function's wall-clock safety net for solving, from the moment the child reads the request.
@@ -71,17 +74,17 @@ struct Request {
 }
 
 /// Solves one function in-process: over all inputs (taking over the verdicts `known` from the file's earlier
-/// functions), then (with a domain) within it.
+/// functions), then (with a domain) within it; then, with what is left of the work budget, its cancellations.
 pub fn solve_function(
     sig: &FunctionSignature,
-    queries_p: &[Query],
-    queries_pp: &[Query],
+    queries: &FunctionQueries,
     domain: &Domain,
     known: &KnownVerdicts,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> Solution {
     super::limit::fresh_contexts();
+    let (queries_p, queries_pp) = (&queries.p, &queries.pp);
     let anywhere = solve_until(sig, queries_p, queries_pp, known, cfg, limits);
     let mut candidates: Vec<Input> = anywhere
         .candidates
@@ -109,6 +112,13 @@ pub fn solve_function(
             }
         }
     }
+    let rest = SolveLimits {
+        work_ms: limits.work_ms.map(|w| w.saturating_sub(work_spent_ms)),
+        ..limits
+    };
+    let within = (!domain.is_empty()).then_some(domain);
+    let cancellations = super::solve_cancellations(sig, &queries.cancellations, within, cfg, rest);
+    work_spent_ms += cancellations.work_spent_ms;
     Solution {
         formulae: anywhere.formulae,
         satisfiable: anywhere.satisfiable,
@@ -119,6 +129,7 @@ pub fn solve_function(
         work_exhausted,
         known: anywhere.known,
         learned: anywhere.learned,
+        cancellations: cancellations.inputs,
     }
 }
 
@@ -128,8 +139,7 @@ pub fn solve_function(
 #[allow(clippy::too_many_arguments)]
 pub fn solve_function_isolated(
     sig: &FunctionSignature,
-    queries_p: &[Query],
-    queries_pp: &[Query],
+    queries: &FunctionQueries,
     domain: &Domain,
     known: &KnownVerdicts,
     cfg: &AnalysisConfig,
@@ -137,16 +147,14 @@ pub fn solve_function_isolated(
     stop: &dyn Fn() -> bool,
 ) -> Result<Solution, String> {
     if !CHILD_AVAILABLE.load(Ordering::Acquire) {
-        return Ok(solve_function(
-            sig, queries_p, queries_pp, domain, known, cfg, limits,
-        ));
+        return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     // Only the verdicts on this function's formulae cross to the child. When every formula has one (from an
     // earlier function, typically the one a wrapper calls) and there is no domain, nothing reaches Z3, so no
     // process is needed.
     let mut relevant = KnownVerdicts::new();
     let mut all_known = true;
-    for q in queries_p.iter().chain(queries_pp) {
+    for q in queries.p.iter().chain(&queries.pp) {
         let k = known::key(q.formula.fingerprint());
         match known.get(&k) {
             Some(verdict) => {
@@ -155,19 +163,16 @@ pub fn solve_function_isolated(
             None => all_known &= q.formula.is_false(),
         }
     }
-    if all_known && domain.is_empty() {
-        return Ok(solve_function(
-            sig, queries_p, queries_pp, domain, known, cfg, limits,
-        ));
+    if all_known && domain.is_empty() && queries.cancellations.is_empty() {
+        return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     let budget = limits
         .deadline
         .map(|d| d.saturating_duration_since(Instant::now()));
     let mut request = Request {
-        terms: terms_of(queries_p.iter().chain(queries_pp)),
+        terms: terms_of(queries),
         signature: sig.clone(),
-        queries_p: queries_p.to_vec(),
-        queries_pp: queries_pp.to_vec(),
+        queries: queries.clone(),
         domain: domain.clone(),
         config: cfg.clone(),
         budget_ms: budget.map(|b| b.as_millis() as u64),
@@ -176,7 +181,7 @@ pub fn solve_function_isolated(
     };
     // Past its budget a child gives up on the queries it has not started; the kill limit leaves it time to
     // finish the running ones (each at most one query limit) and answer.
-    let limit = time_limit(queries_p, queries_pp, cfg).min(budget.map_or(Duration::MAX, |b| {
+    let limit = time_limit(queries, cfg).min(budget.map_or(Duration::MAX, |b| {
         b + Duration::from_millis(2 * cfg.solver_timeout_ms + 2_000)
     }));
     // A crash comes from an interrupt that left Z3's heap corrupt (or is one that depends on timing): the next
@@ -272,22 +277,24 @@ fn solve_in_child(
 
 /// A generous wall-clock bound for a child: every unique query at its wall-clock safety net, as if on one thread, plus
 /// the FP retries and start-up; it only stops a child that Z3 keeps from heeding interruption.
-fn time_limit(queries_p: &[Query], queries_pp: &[Query], cfg: &AnalysisConfig) -> Duration {
-    let queries = (queries_p.len() + queries_pp.len()) as u64;
+fn time_limit(queries: &FunctionQueries, cfg: &AnalysisConfig) -> Duration {
+    let exceptions = (queries.p.len() + queries.pp.len()) as u64;
     Duration::from_millis(
-        queries
+        exceptions
             .saturating_mul(cfg.solver_timeout_ms)
+            .saturating_add(super::cancel::WORK_MS)
             .saturating_mul(2 * super::limit::WALL_CLOCK_FACTOR)
             + 10_000,
     )
 }
 
 /// Every term of `queries`' formulae, each once, children before parents.
-fn terms_of<'a>(queries: impl Iterator<Item = &'a Query>) -> Vec<Expr> {
+fn terms_of(queries: &FunctionQueries) -> Vec<Expr> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    for q in queries {
-        for e in q.formula.postorder() {
+    let formulae = queries.p.iter().chain(&queries.pp).map(|q| &q.formula);
+    for formula in formulae.chain(queries.cancellations.iter().map(|c| &c.formula)) {
+        for e in formula.postorder() {
             if seen.insert(e.fingerprint()) {
                 out.push(e);
             }
@@ -328,8 +335,7 @@ fn serve() -> Result<(), String> {
     };
     let solution = solve_function(
         &request.signature,
-        &request.queries_p,
-        &request.queries_pp,
+        &request.queries,
         &request.domain,
         &request.known,
         &request.config,
@@ -347,6 +353,7 @@ fn serve() -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Query;
     use crate::types::Build;
 
     #[test]
@@ -371,15 +378,18 @@ mod tests {
             instruction: 0,
             formula: formula.clone(),
         };
+        let queries = FunctionQueries {
+            p: vec![query],
+            ..FunctionQueries::default()
+        };
         let request = Request {
-            terms: terms_of(std::iter::once(&query)),
+            terms: terms_of(&queries),
             signature: FunctionSignature {
                 name: "f".into(),
                 params: vec![crate::types::Param::new("x", crate::types::ParamType::F64)],
                 ret: crate::types::ReturnType::F64,
             },
-            queries_p: vec![query],
-            queries_pp: vec![],
+            queries,
             domain: Domain::default(),
             config: AnalysisConfig::default(),
             budget_ms: None,
@@ -390,7 +400,7 @@ mod tests {
         assert!(body.len() < 20_000, "{} bytes", body.len());
         let back: Request =
             sym::with_wire_tables(|| serde_json::from_slice(&body)).expect("decode");
-        assert_eq!(back.queries_p[0].formula, formula);
-        assert_eq!(back.queries_p[0].formula.to_string(), formula.to_string());
+        assert_eq!(back.queries.p[0].formula, formula);
+        assert_eq!(back.queries.p[0].formula.to_string(), formula.to_string());
     }
 }

@@ -8,12 +8,14 @@
 //! Constructors fold constants, so a condition that cannot hold comes out as the constant `false`.
 
 mod build;
+mod cancellation;
 mod display;
 mod exceptions;
 mod libm;
 mod wire;
 
 pub use build::*;
+pub use cancellation::*;
 pub use exceptions::*;
 pub use libm::*;
 pub use wire::*;

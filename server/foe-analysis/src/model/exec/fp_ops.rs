@@ -9,10 +9,15 @@ use crate::model::state::State;
 use crate::model::values::{
     const_fmod, fp_format, is_poison, no_mask_lanes, real_parts, scalar_bits,
 };
-use crate::model::Query;
+use crate::model::{CancellationQuery, Cancelling, Query};
 use crate::round::FloatFormat;
 use crate::sym::{self, ArithOp, Expr, MathFn, Site, SiteOp};
-use crate::types::ExceptionKind;
+use crate::types::{Build, ExceptionKind};
+
+/// Bits an addition or subtraction must cancel for its inputs to be asked for: the two builds' results part by
+/// about as many bits (their operands' last-place differences magnified), well past the default accuracy threshold
+/// (20 bits).
+pub(super) const CANCELLED_BITS: u32 = 30;
 
 impl<'m> Executor<'m> {
     /// `fadd`, `fsub`, `fmul`, `fdiv` (lane by lane).
@@ -87,6 +92,50 @@ impl<'m> Executor<'m> {
         }
     }
 
+    /// In the plain build, records where `a op b` (an addition or subtraction, or the difference a comparison
+    /// decides on) cancels `bits` bits ([`sym::cancellation`]) on this path, within [`super::CANCELLATION_PATHS`]
+    /// and [`super::MAX_CANCELLATIONS`].
+    pub(super) fn emit_cancellation(
+        &mut self,
+        st: &State<'m>,
+        (kind, op): (Cancelling, ArithOp),
+        (a, b): (&Expr, &Expr),
+        bits: u32,
+    ) {
+        if self.build != Build::P || self.cancellations.len() >= super::MAX_CANCELLATIONS {
+            return;
+        }
+        let paths = self
+            .cancellation_paths
+            .entry((self.at.loc, self.at.instruction))
+            .or_default();
+        if *paths >= super::CANCELLATION_PATHS {
+            return;
+        }
+        let Some(condition) = sym::cancellation(op, a, b, bits) else {
+            return;
+        };
+        *paths += 1;
+        self.cancellations.push(CancellationQuery {
+            kind,
+            operation: self.at.operation.clone(),
+            loc: self.at.loc,
+            formula: sym::and(st.pc.iter().cloned().chain([condition])),
+        });
+    }
+
+    /// Where `x`, about to be rounded to an integer (`floor`, a conversion to `int`), lies within two floats of
+    /// the nearest integer without being it: the builds' last-bit differences pick different integers there.
+    pub(super) fn emit_integer_crossing(&mut self, st: &State<'m>, x: &Expr, fmt: FloatFormat) {
+        if matches!(x.kind(), sym::Kind::ToIntegral { .. }) {
+            return; // `(int)floor(t)`: asked at the `floor`
+        }
+        let nearest = sym::to_integral(sym::Integral::Round, fmt, x.clone());
+        let bits = fmt.precision() as u32 - 2;
+        let kind = (Cancelling::Integer, ArithOp::Sub);
+        self.emit_cancellation(st, kind, (x, &nearest), bits);
+    }
+
     pub(super) fn fp_arith(
         &mut self,
         st: &mut State<'m>,
@@ -109,6 +158,7 @@ impl<'m> Executor<'m> {
             fmt,
             args: vec![x.clone(), y.clone()],
         };
+        self.emit_cancellation(st, (Cancelling::Sum, op), (&x, &y), CANCELLED_BITS);
         use ExceptionKind::*;
         if op == ArithOp::Div {
             self.emit(st, &[Invalid, DivideByZero, Overflow, Underflow], &site);
@@ -150,6 +200,7 @@ impl<'m> Executor<'m> {
             args: vec![x.clone()],
         };
         self.emit(st, &[ExceptionKind::Invalid], &site);
+        self.emit_integer_crossing(st, &x, fmt);
         let e = sym::fp_to_int(bits, signed, x);
         Ok(if bits == 1 {
             Value::Bool(sym::ne(e, sym::int_i(0)))

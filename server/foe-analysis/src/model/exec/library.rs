@@ -96,7 +96,10 @@ impl<'m> Executor<'m> {
                     sym::ite(x_smaller, y, x)
                 }
             }
-            MathCall::Integral(mode) => sym::to_integral(mode, fmt, arg(0)?),
+            MathCall::Integral(mode) => {
+                self.emit_integer_crossing(st, &arg(0)?, fmt);
+                sym::to_integral(mode, fmt, arg(0)?)
+            }
             MathCall::Fma => {
                 let (a, b, c) = (arg(0)?, arg(1)?, arg(2)?);
                 self.fma(st, fmt, a, b, c)

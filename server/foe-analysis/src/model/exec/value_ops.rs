@@ -10,9 +10,10 @@ use crate::model::memory::Value;
 use crate::model::state::{path_stop, State};
 use crate::model::values::{
     bitcast, const_index, fcmp, fcmp_non_finite, fp_format, icmp, insert_value, int_binary,
-    int_cast, int_to_fp, map1, no_mask_lanes, non_finite_operand, scalar_bits, select,
+    int_cast, int_to_fp, map1, no_mask_lanes, non_finite_operand, real_parts, scalar_bits, select,
 };
-use crate::sym;
+use crate::model::Cancelling;
+use crate::sym::{self, ArithOp};
 
 impl<'m> Executor<'m> {
     pub(super) fn symex_fneg(
@@ -34,7 +35,7 @@ impl<'m> Executor<'m> {
     }
 
     /// `fcmp` with predicate `pred` (lane by lane); a comparison with an infinite or NaN constant is decided
-    /// without it.
+    /// without it. Where its sides can nearly cancel, that is asked for (a candidate of the aimed search).
     pub(super) fn symex_fcmp(
         &mut self,
         st: &mut State<'m>,
@@ -46,7 +47,15 @@ impl<'m> Executor<'m> {
             return map1(other, &mut |x| fcmp_non_finite(pred, x, side, c));
         }
         let (a, b) = (self.operand(st, inst, 0)?, self.operand(st, inst, 1)?);
-        self.lanes2(st, a, b, &mut |_, _, a, b| fcmp(pred, a, b))
+        self.lanes2(st, a, b, &mut |this, st, a, b| {
+            // Where the two sides are a few floats apart, the builds' last-bit differences decide the comparison.
+            if let (Some((x, fmt)), Some((y, _))) = (real_parts(&a), real_parts(&b)) {
+                let bits = fmt.precision() as u32 - 2;
+                let kind = (Cancelling::Comparison, ArithOp::Sub);
+                this.emit_cancellation(st, kind, (&x, &y), bits);
+            }
+            fcmp(pred, a, b)
+        })
     }
 
     pub(super) fn symex_icmp(

@@ -63,8 +63,9 @@ local function main()
     return #vim.diagnostic.get(bufnr) > 0
   end, 50)
   step("attached", foe.client(bufnr) ~= nil)
-  -- The status at rest, from `foe/status`.
-  vim.wait(10000, function()
+  -- The status at rest, from `foe/status`: the analysis's own diagnostics, not a first look's (on a loaded machine
+  -- the analysis can take far longer than the first look).
+  vim.wait(timeout, function()
     local s = foe.status_details(bufnr)
     return s ~= nil and s.state ~= "analysing"
   end, 50)

@@ -17,9 +17,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Port the hostile files connect to (`init_connect.c`): below Linux's ephemeral range (32768–60999), where a port
-/// the system hands out (to another test's `bind(":0")`, running beside this one) would collide with it now and then.
-const LISTENER_PORT: u16 = 29317;
+/// The port the hostile files connect to as written (`init_connect.c`); each run of the test listens on a port the
+/// system hands out and writes it into its copy of the file, so that test runs side by side on one machine (a
+/// stress run beside the suite) never contend for one port.
+const WRITTEN_PORT: &str = "29317";
 /// The bound on one `foe check` of a small hostile file.
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 
@@ -61,12 +62,14 @@ fn processes_with(marker: &str) -> Vec<String> {
 
 struct Listener {
     connections: Arc<AtomicUsize>,
+    port: u16,
 }
 
 impl Listener {
-    /// Listens on the loopback port the hostile file knows, counting connections.
+    /// Listens on a loopback port of the system's choosing, counting connections.
     fn start() -> Option<Listener> {
-        let listener = TcpListener::bind(("127.0.0.1", LISTENER_PORT)).ok()?;
+        let listener = TcpListener::bind(("127.0.0.1", 0)).ok()?;
+        let port = listener.local_addr().ok()?.port();
         let connections = Arc::new(AtomicUsize::new(0));
         let count = connections.clone();
         std::thread::spawn(move || {
@@ -78,7 +81,7 @@ impl Listener {
                 }
             }
         });
-        Some(Listener { connections })
+        Some(Listener { connections, port })
     }
 }
 
@@ -97,7 +100,12 @@ fn check_hostile(file: &Path, listener: &Listener) -> Vec<String> {
         std::fs::write(dir.join("precious"), "keep me").unwrap();
     }
     let source = workspace.path().join(&name);
-    std::fs::copy(file, &source).unwrap();
+    let bytes = std::fs::read(file).unwrap();
+    let copy = match String::from_utf8(bytes) {
+        Ok(text) => text.replace(WRITTEN_PORT, &listener.port.to_string()).into_bytes(),
+        Err(e) => e.into_bytes(),
+    };
+    std::fs::write(&source, copy).unwrap();
     let before = listener.connections.load(Ordering::SeqCst);
     let started = Instant::now();
     let mut child = Command::new(foe_binary())
@@ -198,7 +206,7 @@ fn check_hostile(file: &Path, listener: &Listener) -> Vec<String> {
 
 #[test]
 fn hostile_files_are_contained() {
-    let listener = Listener::start().expect("the test's listener binds 127.0.0.1:29317");
+    let listener = Listener::start().expect("the test's listener binds a loopback port");
     let mut problems = vec![];
     for file in hostile_files() {
         problems.extend(check_hostile(&file, &listener));

@@ -102,7 +102,9 @@ fn check_hostile(file: &Path, listener: &Listener) -> Vec<String> {
     let source = workspace.path().join(&name);
     let bytes = std::fs::read(file).unwrap();
     let copy = match String::from_utf8(bytes) {
-        Ok(text) => text.replace(WRITTEN_PORT, &listener.port.to_string()).into_bytes(),
+        Ok(text) => text
+            .replace(WRITTEN_PORT, &listener.port.to_string())
+            .into_bytes(),
         Err(e) => e.into_bytes(),
     };
     std::fs::write(&source, copy).unwrap();

@@ -190,6 +190,8 @@ pub struct WrittenOutput {
     pub param: u32,
     pub offset: i64,
     pub value: OutputTerm,
+    /// Where the path stored it (the store's line and column), when debug information says.
+    pub stored_at: Option<SourceLoc>,
 }
 
 /// How an explored path ends.

@@ -177,7 +177,8 @@ impl ResultDifference {
     }
 }
 
-/// An input on which P and P' raise different exception traces, confirmed by running both.
+/// An input on which P and P' raise different exception traces or produce different results, confirmed by running
+/// both.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Divergence {
     pub inputs: Vec<NamedValue>,

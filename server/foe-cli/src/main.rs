@@ -25,7 +25,7 @@ use std::process::ExitCode;
 #[command(
     name = "foe",
     version,
-    about = "Find where -ffast-math changes a C program's floating-point exceptions"
+    about = "Find where -ffast-math changes what a C program computes: its floating-point exceptions, special values and accuracy"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -34,8 +34,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Analyse a file: report inputs where P and P' raise different exception traces. With `-p BUILD_DIR`, every
-    /// file of that compilation database (or the named ones), one report for all.
+    /// Analyse a file: report inputs where P and P' raise different exceptions or produce different results.
+    /// With `-p BUILD_DIR`, every file of that compilation database (or the named ones), one report for all.
     Check {
         /// The file; with -p, the files of the database to analyse (default all of them).
         #[arg(required_unless_present = "build_dir")]

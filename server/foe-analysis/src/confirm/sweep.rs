@@ -13,6 +13,7 @@ use super::{Harness, Probe, ShippedEnd, ShippedRun};
 use crate::accuracy::PathOutputs;
 use crate::domain::Domain;
 use crate::exec::Runner;
+use crate::model::PathEnd;
 
 use crate::report::{Divergence, DivergenceClass, RunEnd, TraceEvent};
 use crate::search::{self, results};
@@ -106,9 +107,11 @@ pub fn shipped_only(
         if let Some(r) = d.result.as_mut() {
             r.reference = Some(results::reference(r, &d.end_p, cx.paths, cx.sig, &input));
         }
-        // The location of a result-only difference: the last operation the instrumented P' runs on that input.
+        // The location of a result-only difference: where the plain build stores the output that differs, else
+        // the last operation the instrumented P' runs on that input.
         if d.location.is_none() {
-            d.location = last_operation(cx.runner, cx.sig, &input);
+            d.location =
+                stored_at(d, cx.paths).or_else(|| last_operation(cx.runner, cx.sig, &input));
         }
     }
     tracing::debug!(
@@ -277,6 +280,23 @@ fn has_operation(cx: &Sweep<'_>, line: u32) -> bool {
 
 /// Where the instrumented P' computes its last value on `input`: for a difference only the shipped code
 /// generation makes, the operation nearest to what the caller observes.
+/// Where the model saw P store the output `d`'s result difference is about (an output behind a pointer, not the
+/// return value), on any path that stores it.
+fn stored_at(d: &Divergence, paths: &[PathOutputs]) -> Option<SourceLoc> {
+    let name = d.result.as_ref()?.output.as_deref()?;
+    let RunEnd::Returned { outputs, .. } = &d.end_p else {
+        return None;
+    };
+    let output = outputs.iter().find(|o| o.name == name)?;
+    paths.iter().find_map(|path| match &path.end {
+        PathEnd::Returned { writes, .. } => writes
+            .iter()
+            .find(|w| w.param == output.param && w.offset == output.offset as i64)
+            .and_then(|w| w.stored_at),
+        PathEnd::Stopped(_) => None,
+    })
+}
+
 fn last_operation(
     runner: &mut Runner,
     sig: &FunctionSignature,

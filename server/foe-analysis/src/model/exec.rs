@@ -476,6 +476,7 @@ impl<'m> Executor<'m> {
                 param,
                 offset,
                 value: output_term(&v),
+                stored_at: st.memory.stored_at(param, offset),
             })
             .collect();
         let mut ret = value;
@@ -486,6 +487,7 @@ impl<'m> Executor<'m> {
                 param: RETURN_PARAM,
                 offset,
                 value: output_term(&v),
+                stored_at: None,
             }));
             ret = None;
         }

@@ -7,7 +7,7 @@ use super::error::ModelError;
 use super::llvm::{LLVMTypeKind, Layout, Ty};
 use crate::round::FloatFormat;
 use crate::sym::{self, Expr, VarType};
-use crate::types::ParamType;
+use crate::types::{ParamType, SourceLoc};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Where a pointer points: a region and a byte offset into it.
@@ -406,6 +406,8 @@ pub struct Memory {
     pub pointees: Pointees,
     /// Whether this path read, through a pointer parameter, a value no input stands for (taken as zero).
     pub read_unmodelled: std::cell::Cell<bool>,
+    /// Where the path last stored through each pointer parameter, by (parameter, byte offset of the store).
+    pub stored_at: BTreeMap<(u32, i64), SourceLoc>,
 }
 
 impl Memory {
@@ -415,11 +417,30 @@ impl Memory {
             regions: Vec::new(),
             pointees,
             read_unmodelled: std::cell::Cell::new(false),
+            stored_at: BTreeMap::new(),
         }
     }
 
     /// The scalar values stored so far through each pointer parameter, as (C parameter index, byte offset,
     /// value), by parameter and offset: what the caller finds in its buffers when the function returns.
+    /// The pointer parameter whose buffer `p` points into, if any.
+    pub fn param_of(&self, p: Pointer) -> Option<u32> {
+        match self.region(p).ok()?.fill {
+            Fill::Param(param) => Some(param),
+            _ => None,
+        }
+    }
+
+    /// Where the path last stored the bytes at `offset` of pointer parameter `param`'s buffer: the last store at
+    /// that offset or before it (a store of a struct covers its fields).
+    pub fn stored_at(&self, param: u32, offset: i64) -> Option<SourceLoc> {
+        self.stored_at
+            .range(..=(param, offset))
+            .next_back()
+            .filter(|((p, _), _)| *p == param)
+            .map(|(_, &loc)| loc)
+    }
+
     pub fn written_through_params(&self) -> Vec<(u32, i64, Value)> {
         let mut out = Vec::new();
         for region in &self.regions {

@@ -197,7 +197,12 @@ impl GroupSearch<'_> {
             }
             if class == DivergenceClass::Appears && inside {
                 c.done = true;
-                break;
+                // The rest of this round's points have run already: special inputs still give their agreed
+                // ones to the shipped sweep (a neighbour at a subnormal diverges first, while the one that
+                // only the shipped code generation parts on comes later).
+                if !self.special {
+                    break;
+                }
             }
         }
         c.next = hi;

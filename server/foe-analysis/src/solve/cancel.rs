@@ -13,8 +13,9 @@ use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::model::CancellationQuery;
 use crate::rng::SplitMix;
+use crate::round::FloatFormat;
 use crate::sym::{self, Formula, VarType};
-use crate::types::{FunctionSignature, Input};
+use crate::types::{ArgValue, FunctionSignature, Input};
 use std::collections::HashSet;
 
 /// Z3 work (in milliseconds of budget) one function's cancellation queries may spend at most.
@@ -43,6 +44,59 @@ fn anchored(formula: &Formula) -> Option<Formula> {
     ]))
 }
 
+/// `formula` with every float input but one pinned to an ordinary value with many significant bits (chosen from
+/// the formula's fingerprint), and the pinned values. A quotient or product of inputs (`x / w`) that an integer
+/// rounding then takes (`floor(x / w)`) is nonlinear integer arithmetic, which Z3 gives up on at once; with all
+/// but one input fixed it is linear.
+fn pinned(formula: &Formula) -> Vec<(Formula, Vec<(u32, ArgValue)>)> {
+    let floats: Vec<(u32, VarType)> = formula
+        .params()
+        .into_iter()
+        .filter(|(_, ty)| matches!(ty, VarType::Float(_)))
+        .collect();
+    if floats.len() < 2 {
+        return vec![];
+    }
+    let mut rng = SplitMix(formula.fingerprint() as u64 ^ 0x9e37_79b9_7f4a_7c15);
+    let mut variants = vec![];
+    // Several sets of pinned values: whether the builds' roundings part where the free input meets the condition
+    // depends on the pinned values (for `floor(x / w)` at x = n·w, on w's reciprocal), about one time in seven.
+    for _ in 0..PINNED_SETS {
+        let values: Vec<ArgValue> = floats
+            .iter()
+            .map(|(_, ty)| {
+                let v = (1.0 + rng.unit()) * (2f64).powi(rng.range(-4, 4) as i32);
+                match ty {
+                    VarType::Float(FloatFormat::Single) => ArgValue::F32(v as f32),
+                    _ => ArgValue::F64(v),
+                }
+            })
+            .collect();
+        for &(free, _) in floats.iter().take(PINNED_FREE) {
+            let pins: Vec<(u32, ArgValue)> = floats
+                .iter()
+                .zip(&values)
+                .filter(|((index, _), _)| *index != free)
+                .map(|(&(index, _), &v)| (index, v))
+                .collect();
+            let terms = pins
+                .iter()
+                .filter_map(|&(index, v)| match v {
+                    ArgValue::F64(v) => Some((index, sym::real_f64(v))),
+                    ArgValue::F32(v) => Some((index, sym::real_f64(v as f64))),
+                    _ => None,
+                })
+                .collect();
+            variants.push((formula.substitute(&terms), pins));
+        }
+    }
+    variants
+}
+
+/// The inputs [`pinned`] leaves free in turn, at most, and the sets of values it pins the others to.
+const PINNED_FREE: usize = 3;
+const PINNED_SETS: usize = 6;
+
 /// What solving the cancellation queries gave: distinct inputs in query order, and the work spent.
 #[derive(Debug, Default)]
 pub struct Cancellations {
@@ -64,33 +118,75 @@ pub fn solve_cancellations(
     // Each query anchored first (an input with many significant bits), then as it is.
     let mut ordered: Vec<&CancellationQuery> = queries.iter().collect();
     ordered.sort_by_key(|q| q.kind);
-    let jobs: Vec<Formula> = ordered
+    let queries: Vec<&Formula> = ordered
         .into_iter()
-        .filter(|q| !q.formula.is_false() && seen.insert(q.formula.fingerprint()))
-        .flat_map(|q| anchored(&q.formula).into_iter().chain([q.formula.clone()]))
+        .map(|q| &q.formula)
+        .filter(|f| !f.is_false() && seen.insert(f.fingerprint()))
+        .collect();
+    let plain: HashSet<u128> = queries.iter().map(|f| f.fingerprint()).collect();
+    let jobs: Vec<Formula> = queries
+        .iter()
+        .flat_map(|f| anchored(f).into_iter().chain([(*f).clone()]))
         .collect();
     if jobs.is_empty() || budget == 0 {
         return Cancellations::default();
     }
+    let solve = |formula: &Formula, limiter: &limit::Limiter<'_>| {
+        // No wall-clock check: the work budget bounds these few queries, and a deadline would make which inputs
+        // the search gets depend on the machine's load.
+        if interval::refutes(formula, sig, domain) {
+            return None;
+        }
+        limiter.label(formula.fingerprint());
+        let r = solve_real(sig, formula, domain, QUERY_MS, Approach::Whole, limiter);
+        (r.verdict == Verdict::Sat).then_some(r.input).flatten()
+    };
     let meter = WorkMeter {
         limit: Some(budget),
         spent: Default::default(),
         exhausted: Default::default(),
     };
-    let solved = meter.map(
-        &jobs,
-        cfg.threads,
-        |formula, limiter: &limit::Limiter<'_>| {
-            // No wall-clock check: the work budget bounds these few queries, and a deadline would make which inputs
-            // the search gets depend on the machine's load.
-            if interval::refutes(formula, sig, domain) {
-                return None;
-            }
-            limiter.label(formula.fingerprint());
-            let r = solve_real(sig, formula, domain, QUERY_MS, Approach::Whole, limiter);
-            (r.verdict == Verdict::Sat).then_some(r.input).flatten()
-        },
-    );
+    let mut solved = meter.map(&jobs, cfg.threads, solve);
+    // Then, from what is left, the queries neither form answered with inputs pinned but one ([`pinned`]).
+    let answered: HashSet<u128> = jobs
+        .iter()
+        .zip(&solved)
+        .filter(|(_, r)| matches!(r, Some(Some(_))))
+        .map(|(f, _)| f.fingerprint())
+        .collect();
+    let unanswered = |q: &&Formula| {
+        !answered.contains(&q.fingerprint())
+            && anchored(q).is_none_or(|a| !answered.contains(&a.fingerprint()))
+    };
+    let (second, pins): (Vec<Formula>, Vec<_>) = jobs
+        .iter()
+        .filter(|f| plain.contains(&f.fingerprint()))
+        .filter(unanswered)
+        .flat_map(pinned)
+        .unzip();
+    let spent = meter.spent.get();
+    if !second.is_empty() && spent < budget {
+        let more = WorkMeter {
+            limit: Some(budget - spent),
+            spent: Default::default(),
+            exhausted: Default::default(),
+        };
+        let answers = more.map(&second, cfg.threads, solve);
+        // the pinned inputs are not in the model: put them back
+        solved.extend(answers.into_iter().zip(pins).map(|(answer, pins)| {
+            answer.map(|input| {
+                input.map(|mut input| {
+                    for (index, v) in pins {
+                        if let Some(slot) = input.0.get_mut(index as usize) {
+                            *slot = v;
+                        }
+                    }
+                    input
+                })
+            })
+        }));
+        meter.spent.set(spent + more.spent.get());
+    }
     let mut keys = HashSet::new();
     let inputs: Vec<Input> = solved
         .into_iter()

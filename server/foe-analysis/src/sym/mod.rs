@@ -12,6 +12,7 @@ mod cancellation;
 mod display;
 mod exceptions;
 mod libm;
+mod substitute;
 mod wire;
 
 pub use build::*;

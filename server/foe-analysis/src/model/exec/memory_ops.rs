@@ -48,7 +48,11 @@ impl<'m> Executor<'m> {
             .ok_or_else(|| ModelError::internal("store without value"))?
             .ty();
         let p = self.pointer_operand(st, inst, 1)?;
-        st.memory.store(p, &v, ty, self.layout)
+        st.memory.store(p, &v, ty, self.layout)?;
+        if let (Some(param), Some(loc)) = (st.memory.param_of(p), self.at.loc) {
+            st.memory.stored_at.insert((param, p.offset), loc);
+        }
+        Ok(())
     }
 
     /// The value of a constant (scalars, aggregates, globals' addresses, constant GEPs).

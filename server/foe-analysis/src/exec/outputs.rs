@@ -17,7 +17,7 @@ pub struct RawOutput {
     pub word: u64,
 }
 
-/// The outputs of both builds' runs of `sig` on `input`: every field of every word either run changed, read in
+/// The outputs of both builds' runs of `sig` on `input`: every field either run changed, read in
 /// both (a word one build left alone holds what the call started with: zeros and the input's values behind the
 /// pointer). Fields of pointers whose type the debug info does not give are not read.
 pub fn decode_pair(
@@ -51,6 +51,12 @@ pub fn decode_pair(
         for (index, field, at) in layout.fields_in(offset, 8) {
             let Some(ty) = field.ty else { continue };
             let within = (at - offset) as usize;
+            // A field neither run changed is not an output (`cx[1]` beside an `int` written as `*cx`).
+            let span = within..(within + ty.bytes() as usize).min(8);
+            let initial = start.to_le_bytes();
+            if wp[span.clone()] == initial[span.clone()] && wpp[span.clone()] == initial[span] {
+                continue;
+            }
             let (Some(vp), Some(vpp)) = (ty.read(&wp[within..]), ty.read(&wpp[within..])) else {
                 continue;
             };

@@ -130,68 +130,82 @@ fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).expect("valid regex"))
 }
 
+/// A metadata number (`!12` → 12); 0 where the text is not one.
+fn num(s: &str) -> u32 {
+    s.parse::<u32>().unwrap_or(0)
+}
+
+/// The `name:`, `baseType:`, `size:`, `offset:` and `elements:` fields of one metadata record.
+fn fields_of(rest: &str) -> HashMap<String, String> {
+    static FIELD: OnceLock<Regex> = OnceLock::new();
+    let field = re(
+        &FIELD,
+        r#"\b(name|baseType|size|offset|elements): (?:!|")?([\w]+)"#,
+    );
+    field
+        .captures_iter(rest)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect()
+}
+
 impl TypeFacts {
+    /// The type facts of a module's textual IR, one kind of debug-info record at a time.
     pub fn from_ll(ll: &str) -> TypeFacts {
+        let mut facts = TypeFacts::default();
+        facts.read_derived(ll);
+        facts.read_composites(ll);
+        facts.read_subroutines(ll);
+        facts.read_tuples(ll);
+        facts.read_basic(ll);
+        facts
+    }
+
+    /// Pointers, typedefs, qualifiers and struct members (`!DIDerivedType`).
+    fn read_derived(&mut self, ll: &str) {
         static DERIVED: OnceLock<Regex> = OnceLock::new();
-        static STRUCT: OnceLock<Regex> = OnceLock::new();
-        static TUPLE: OnceLock<Regex> = OnceLock::new();
-        static FIELD: OnceLock<Regex> = OnceLock::new();
-        static BASIC: OnceLock<Regex> = OnceLock::new();
         let derived = re(
             &DERIVED,
             r#"(?m)^!(\d+) = !DIDerivedType\(tag: DW_TAG_(\w+),(.*)$"#,
         );
-        let structure = re(
-            &STRUCT,
-            r#"(?m)^!(\d+) = (?:distinct )?!DICompositeType\(tag: DW_TAG_structure_type,(.*)$"#,
-        );
-        let tuple = re(&TUPLE, r#"(?m)^!(\d+) = !\{([^}]*)\}"#);
-        let field = re(
-            &FIELD,
-            r#"\b(name|baseType|size|offset|elements): (?:!|")?([\w]+)"#,
-        );
-        let basic = re(
-            &BASIC,
-            r#"(?m)^!(\d+) = !DIBasicType\(.*?\bsize: (\d+), encoding: DW_ATE_(\w+)"#,
-        );
-        let num = |s: &str| s.parse::<u32>().unwrap_or(0);
-        let fields_of = |rest: &str| -> HashMap<String, String> {
-            field
-                .captures_iter(rest)
-                .map(|c| (c[1].to_string(), c[2].to_string()))
-                .collect()
-        };
-        let mut facts = TypeFacts::default();
         for c in derived.captures_iter(ll) {
             let id = num(&c[1]);
             let f = fields_of(&c[3]);
             let base = f.get("baseType").map_or(0, |b| num(b));
             match &c[2] {
                 "pointer_type" => {
-                    facts.pointer_base.insert(id, base);
+                    self.pointer_base.insert(id, base);
                 }
                 "typedef" | "const_type" | "volatile_type" => {
-                    facts.qualified_base.insert(id, base);
+                    self.qualified_base.insert(id, base);
                     if let (Some(name), "typedef") = (f.get("name"), &c[2]) {
-                        facts.names.insert(id, name.clone());
+                        self.names.insert(id, name.clone());
                     }
                 }
                 "member" => {
                     let name = f.get("name").cloned().unwrap_or_default();
                     let offset = f.get("offset").map_or(0, |o| num(o));
                     let size = f.get("size").map_or(0, |s| num(s));
-                    facts.members.insert(id, (name, base, offset, size));
+                    self.members.insert(id, (name, base, offset, size));
                 }
                 _ => {}
             }
         }
+    }
+
+    /// Structs and vector types (`!DICompositeType`).
+    fn read_composites(&mut self, ll: &str) {
+        static STRUCT: OnceLock<Regex> = OnceLock::new();
+        let structure = re(
+            &STRUCT,
+            r#"(?m)^!(\d+) = (?:distinct )?!DICompositeType\(tag: DW_TAG_structure_type,(.*)$"#,
+        );
         for c in structure.captures_iter(ll) {
             let f = fields_of(&c[2]);
             if let Some(name) = f.get("name") {
-                facts.names.insert(num(&c[1]), format!("struct {name}"));
+                self.names.insert(num(&c[1]), format!("struct {name}"));
             }
             if let (Some(size), Some(elements)) = (f.get("size"), f.get("elements")) {
-                facts.structs.insert(num(&c[1]), (num(size), num(elements)));
+                self.structs.insert(num(&c[1]), (num(size), num(elements)));
             }
         }
         static VECTOR: OnceLock<Regex> = OnceLock::new();
@@ -202,39 +216,56 @@ impl TypeFacts {
         for c in vector.captures_iter(ll) {
             let f = fields_of(&c[2]);
             if let (Some(size), Some(base)) = (f.get("size"), f.get("baseType")) {
-                facts.vectors.insert(num(&c[1]), (num(size), num(base)));
+                self.vectors.insert(num(&c[1]), (num(size), num(base)));
             }
         }
+    }
+
+    /// Function types and their type lists (`!DISubroutineType`).
+    fn read_subroutines(&mut self, ll: &str) {
         static SUBROUTINE: OnceLock<Regex> = OnceLock::new();
         let subroutine = re(
             &SUBROUTINE,
             r#"(?m)^!(\d+) = !DISubroutineType\((?:.*?\btypes: !(\d+))?"#,
         );
         for c in subroutine.captures_iter(ll) {
-            facts.subroutines.insert(num(&c[1]));
+            self.subroutines.insert(num(&c[1]));
             if let Some(types) = c.get(2) {
-                facts
-                    .subroutine_types
+                self.subroutine_types
                     .insert(num(&c[1]), num(types.as_str()));
             }
         }
+    }
+
+    /// Metadata tuples (`!{!1, !2}`): element lists and type lists.
+    fn read_tuples(&mut self, ll: &str) {
+        static TUPLE: OnceLock<Regex> = OnceLock::new();
+        let tuple = re(&TUPLE, r#"(?m)^!(\d+) = !\{([^}]*)\}"#);
         for c in tuple.captures_iter(ll) {
             let head = c[2].split(',').next().unwrap_or("").trim();
             let head = head.strip_prefix('!').map(num);
-            facts.tuple_heads.insert(num(&c[1]), head);
+            self.tuple_heads.insert(num(&c[1]), head);
             let items = c[2]
                 .split(',')
                 .filter_map(|i| i.trim().strip_prefix('!'))
                 .map(num)
                 .collect();
-            facts.tuples.insert(num(&c[1]), items);
+            self.tuples.insert(num(&c[1]), items);
         }
+    }
+
+    /// Scalar types (`!DIBasicType`).
+    fn read_basic(&mut self, ll: &str) {
+        static BASIC: OnceLock<Regex> = OnceLock::new();
+        let basic = re(
+            &BASIC,
+            r#"(?m)^!(\d+) = !DIBasicType\(.*?\bsize: (\d+), encoding: DW_ATE_(\w+)"#,
+        );
         for c in basic.captures_iter(ll) {
             if let Some(ty) = basic_scalar(&c[3], num(&c[2])) {
-                facts.scalars.insert(num(&c[1]), ty);
+                self.scalars.insert(num(&c[1]), ty);
             }
         }
-        facts
     }
 
     /// The C name of a parameter type that is a struct (`b2Vec2`, `struct point`) or a named vector (`__m128`,

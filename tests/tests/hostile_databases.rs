@@ -516,10 +516,31 @@ fn sigkill_at(moment: Moment) {
     let home = tempfile::tempdir().unwrap();
     let cache = home.path().join(".cache");
     let marker = format!("HOME={}", home.path().display());
-    let foe = |file: &Path| {
+    // The runtime's build takes a fraction of a second, which a poll of the process table on a loaded machine can
+    // miss: the first foe's compiler (the user's own setting, `--clang`) waits 60 s before it compiles the
+    // runtime, in the process that then becomes clang, so only a kill that reaches the compiler ends it in time.
+    // The script spells the runtime's name in two pieces: only the compile of the runtime names it whole.
+    let tools = tempfile::tempdir().unwrap();
+    let slow_clang = tools.path().join("clang");
+    std::fs::write(
+        &slow_clang,
+        "#!/bin/sh\nexec python3 -c 'import os, sys, time\n\
+         if any(a.endswith(\"foe_\" \"runtime.c\") for a in sys.argv[1:]): time.sleep(60)\n\
+         os.execvp(\"clang-19\", [\"clang-19\"] + sys.argv[1:])' \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &slow_clang,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let foe = |file: &Path, first: bool| {
         let mut cmd = Command::new(foe_binary());
-        cmd.args(["check", "--format", "json"])
-            .arg(file)
+        cmd.args(["check", "--format", "json"]);
+        if first && matches!(moment, Moment::RuntimeBuild) {
+            cmd.arg("--clang").arg(&slow_clang);
+        }
+        cmd.arg(file)
             .env("TMPDIR", tmp.path())
             .env("HOME", home.path())
             .env("XDG_CACHE_HOME", &cache)
@@ -528,7 +549,7 @@ fn sigkill_at(moment: Moment) {
         cmd
     };
     let slow = foe_e2e::repo_root().join("fixtures/bench/jetengine.c");
-    let mut first = foe(&slow).process_group(0).spawn().unwrap();
+    let mut first = foe(&slow, true).process_group(0).spawn().unwrap();
     let group = first.id();
     let runtime_builds = || {
         let pick = |n: &str| n.starts_with("foe-runtime-build");
@@ -575,7 +596,7 @@ fn sigkill_at(moment: Moment) {
     );
     // the next foe cleans what the first left
     let small = foe_e2e::repo_root().join("fixtures/hostile/databases/target.c");
-    let status = foe(&small).status().unwrap();
+    let status = foe(&small, false).status().unwrap();
     assert!(matches!(status.code(), Some(0..=2)), "{status}");
     assert_eq!(processes_of(&marker, group), Vec::<String>::new());
     let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().collect();

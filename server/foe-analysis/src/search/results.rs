@@ -239,7 +239,9 @@ pub fn avoidability(
 /// categories (or whose comparisons answer differently), else the first comparison P makes that the fast-math
 /// build no longer makes (a folded `isnan`), else the first operation it no longer computes (a compensation term
 /// folded away); for an accuracy divergence the first location whose values are at least `accuracy_bits` bits
-/// apart. `None` when nothing tells (the function's declaration is flagged then).
+/// apart, else the first operation the fast-math build no longer computes (`(x + c) - c` folded to `x`), else the
+/// location whose values lie the most floats apart. `None` when nothing tells (the function's declaration is
+/// flagged then).
 pub fn where_values_part(
     runner: &mut Runner,
     sig: &FunctionSignature,
@@ -270,6 +272,7 @@ pub fn where_values_part(
     let mut seen: HashMap<SourceLoc, usize> = HashMap::new();
     let mut missing_comparison = None;
     let mut missing = None;
+    let mut furthest: Option<(u64, SourceLoc)> = None;
     for (loc, v, comparison) in &p {
         let n = seen.entry(*loc).or_default();
         let other = at.get(loc).and_then(|vs| vs.get(*n)).copied();
@@ -285,9 +288,13 @@ pub fn where_values_part(
             continue;
         };
         let parts = match class {
-            DivergenceClass::Accuracy => v
-                .ulps(w)
-                .is_some_and(|u| ((u as f64) + 1.0).log2() >= accuracy_bits as f64),
+            DivergenceClass::Accuracy => {
+                let ulps = v.ulps(w);
+                if let Some(u) = ulps.filter(|&u| u > 0 && furthest.is_none_or(|(f, _)| u > f)) {
+                    furthest = Some((u, *loc));
+                }
+                ulps.is_some_and(|u| ((u as f64) + 1.0).log2() >= accuracy_bits as f64)
+            }
             _ => match (v.class(), w.class()) {
                 (Some(a), Some(b)) => a != b,
                 _ => !v.same(w),
@@ -298,7 +305,7 @@ pub fn where_values_part(
         }
     }
     match class {
-        DivergenceClass::Accuracy => None,
+        DivergenceClass::Accuracy => missing.or(furthest.map(|(_, loc)| loc)),
         _ => missing_comparison.or(missing),
     }
 }

@@ -78,6 +78,9 @@ pub(super) struct Executor<'m> {
     instruction_numbers: HashMap<Val<'m>, u32>,
     /// The plain build's paths as they end, with their outputs (nothing is recorded for the fast-math build).
     pub(super) outputs: Vec<PathOutputs>,
+    /// Where each floating-point instruction's value was first computed, by its term's fingerprint: where a
+    /// returned struct's field comes from (a returned value has no store to point at).
+    pub(super) computed_at: crate::sym::FingerprintMap<SourceLoc>,
 }
 
 impl<'m> Executor<'m> {
@@ -111,6 +114,7 @@ impl<'m> Executor<'m> {
             path_stops: BTreeMap::new(),
             pointees,
             instruction_numbers: HashMap::new(),
+            computed_at: Default::default(),
             outputs: Vec::new(),
         }
     }
@@ -352,7 +356,11 @@ impl<'m> Executor<'m> {
             LLVMUnreachable => return Ok(Flow::End),
             LLVMFAdd | LLVMFSub | LLVMFMul | LLVMFDiv | LLVMFRem | LLVMFCmp | LLVMFPToSI
             | LLVMFPToUI | LLVMSIToFP | LLVMUIToFP | LLVMFPTrunc | LLVMFPExt => {
-                Some(self.symex_fp_instruction(st, inst, opcode, None)?)
+                let v = self.symex_fp_instruction(st, inst, opcode, None)?;
+                if let (Some(term), Some(loc)) = (v.term(), self.at.loc) {
+                    self.computed_at.entry(term.fingerprint()).or_insert(loc);
+                }
+                Some(v)
             }
             LLVMFNeg => Some(self.symex_fneg(st, inst)?),
             LLVMICmp => Some(self.symex_icmp(st, inst)?),

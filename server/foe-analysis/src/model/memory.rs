@@ -54,6 +54,16 @@ pub enum Value {
     Poison,
 }
 
+impl Value {
+    /// The term a scalar stands for (a real, an integer or a condition).
+    pub fn term(&self) -> Option<&Expr> {
+        match self {
+            Value::Real { e, .. } | Value::Int { e, .. } | Value::Bool(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The scalar types memory cells hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {

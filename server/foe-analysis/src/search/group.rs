@@ -155,8 +155,8 @@ impl GroupSearch<'_> {
         active
     }
 
-    /// Judges one candidate's points up to `round_end`, keeping its best divergences; it is done once an
-    /// `appears` divergence inside the domain is found or its neighbourhood is exhausted.
+    /// Judges one candidate's points up to `round_end`, keeping its best divergences; a solver candidate is done
+    /// once an `appears` divergence inside the domain is found, any candidate once its neighbourhood is exhausted.
     fn judge_candidate(
         &self,
         c: &mut CandidateState,
@@ -195,14 +195,12 @@ impl GroupSearch<'_> {
                     class,
                 });
             }
-            if class == DivergenceClass::Appears && inside {
+            // A solver candidate is done at its first divergence that appears. A special or model candidate's
+            // neighbourhood runs whole: its agreed inputs go to the shipped sweep, and the one only the shipped
+            // code generation parts on often comes after a neighbour at a subnormal that diverges at once.
+            if class == DivergenceClass::Appears && inside && !self.special {
                 c.done = true;
-                // The rest of this round's points have run already: special inputs still give their agreed
-                // ones to the shipped sweep (a neighbour at a subnormal diverges first, while the one that
-                // only the shipped code generation parts on comes later).
-                if !self.special {
-                    break;
-                }
+                break;
             }
         }
         c.next = hi;

@@ -74,11 +74,15 @@ impl<'m> Executor<'m> {
         if let (Some(v @ (Value::Lanes(_) | Value::Fields(_))), Some(ty)) = (value, ty) {
             let mut fields = vec![];
             self.returned_fields(v, ty, 0, &mut fields);
-            writes.extend(fields.into_iter().map(|(offset, v)| WrittenOutput {
-                param: RETURN_PARAM,
-                offset,
-                value: output_term(&v),
-                stored_at: None,
+            writes.extend(fields.into_iter().map(|(offset, v)| {
+                WrittenOutput {
+                    param: RETURN_PARAM,
+                    offset,
+                    value: output_term(&v),
+                    stored_at: v
+                        .term()
+                        .and_then(|t| self.computed_at.get(&t.fingerprint()).copied()),
+                }
             }));
             ret = None;
         }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine and runs the whole test suite: Rust unit and end-to-end tests (CLI on fixtures,
-# LSP over stdio, headless Neovim, hostile files), the hostile suite again as an unprivileged user, and the
-# VS Code extension's type-check and packaging.
+# LSP over stdio, headless Neovim, hostile files), the hostile suite again as an unprivileged user, the
+# VS Code extension's type-check and packaging, and the extension in a real VS Code.
 #
 # With cargo-nextest (on this project's machines) every test runs in a process of its own, once: a test that
 # fails fails the suite (a flaky test is a bug to find, not to retry).
@@ -17,4 +17,7 @@ fi
 scripts/hostile-unprivileged.sh
 if [ -f package.json ] && grep -q '"test"' package.json; then
   npm test
+  # The extension in a real VS Code (code-server in Debian's headless Chromium, both installed by the script when
+  # missing) against the debug build: diagnostics, status, hover, quick fix and trace.
+  FOE_E2E_SKIP_BUILD=1 FOE_BIN="$PWD/target/debug/foe" scripts/vscode-e2e.sh
 fi

@@ -128,10 +128,18 @@ try {
   const counts = await page.locator('[id="status.problems"]').first().getAttribute("aria-label");
   log(`status bar: ${counts}`);
   check(/Warnings: [1-9]/.test(counts ?? ""), `foe's in-domain findings are warnings (status bar: ${counts})`);
-  // foe's own status item at rest: idle, with its counts.
+  // foe's own status item at rest: idle, with its counts, once the analysis after the first look is done (the
+  // first diagnostics are the first look's; the item spins until the solver and the confirmation are).
   const foeStatus = page.locator(".statusbar-item", { hasText: /foe/ }).first();
-  const statusText = await foeStatus.innerText().catch(() => "");
-  const statusLabel = (await foeStatus.getAttribute("aria-label").catch(() => "")) ?? "";
+  let statusText = "";
+  let statusLabel = "";
+  const restDeadline = Date.now() + timeoutMs;
+  do {
+    statusText = await foeStatus.innerText().catch(() => "");
+    statusLabel = (await foeStatus.getAttribute("aria-label").catch(() => "")) ?? "";
+    if (/foe/.test(statusText) && !/sync/.test(statusLabel)) break;
+    await sleep(500);
+  } while (Date.now() < restDeadline);
   log(`foe status item: ${statusText} (${statusLabel})`);
   check(/foe/.test(statusText) && !/sync/.test(statusLabel), `foe's status item is shown at rest (${statusText})`);
 
@@ -187,7 +195,12 @@ try {
   if (south) {
     await drag({ x: south.x + south.width / 2, y: south.y + 2 }, { x: south.x + south.width / 2, y: 770 });
   }
-  await page.mouse.move(x + 30, y + 40, { steps: 3 }); // back inside the hover, off the sashes
+  // Back inside the hover, off the sashes: to its middle (VS Code puts it above or below the line, whichever has
+  // the room, so a fixed offset from the squiggle can leave it, and a hover the mouse leaves closes).
+  const resized = await widget.boundingBox();
+  if (resized) {
+    await page.mouse.move(resized.x + resized.width / 2, resized.y + resized.height / 2, { steps: 3 });
+  }
   await sleep(800);
   check(await hover.isVisible(), "hover still open after resizing");
   await shot("vscode-hover.png");

@@ -53,12 +53,14 @@ log "foe binary: $FOE_BIN"
 
 # --- system packages ----------------------------------------------------------------------------------------
 apt_updated=0
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
 apt_install() {
   if [ "$apt_updated" = 0 ]; then
-    apt-get update -qq
+    $sudo_cmd apt-get update -qq
     apt_updated=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "$@" >/dev/null
 }
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 if [ ! -x "$CHROMIUM" ]; then

@@ -16,6 +16,7 @@ use crate::exec::Runner;
 use crate::model::PathEnd;
 
 use crate::report::{Divergence, DivergenceClass, RunEnd, TraceEvent};
+use crate::scalar::{Scalar, ValueClass};
 use crate::search::{self, results};
 use crate::types::{Build, FunctionSignature, Input, SourceLoc};
 use std::collections::HashMap;
@@ -110,8 +111,9 @@ pub fn shipped_only(
         // The location of a result-only difference: where the plain build stores the output that differs, else
         // the last operation the instrumented P' runs on that input.
         if d.location.is_none() {
-            d.location =
-                stored_at(d, cx.paths).or_else(|| last_operation(cx.runner, cx.sig, &input));
+            d.location = stored_at(d, cx.paths)
+                .or_else(|| computed_at(cx.runner, cx.sig, &input, d))
+                .or_else(|| last_operation(cx.runner, cx.sig, &input));
         }
     }
     tracing::debug!(
@@ -294,6 +296,36 @@ fn stored_at(d: &Divergence, paths: &[PathOutputs]) -> Option<SourceLoc> {
             .find(|w| w.param == output.param && w.offset == output.offset as i64)
             .and_then(|w| w.stored_at),
         PathEnd::Stopped(_) => None,
+    })
+}
+
+/// Where the instrumented P last computed the plain build's value of the output `d`'s result difference is about:
+/// the last operation whose value is that value, unless it is zero (a returned struct packed into one integer has
+/// no store and no field of its own in the model).
+fn computed_at(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    input: &Input,
+    d: &Divergence,
+) -> Option<SourceLoc> {
+    let name = d.result.as_ref()?.output.as_deref()?;
+    let RunEnd::Returned { outputs, .. } = &d.end_p else {
+        return None;
+    };
+    let value = outputs.iter().find(|o| o.name == name)?.value;
+    // A zero is every other operation's value too: no telling where it came from.
+    if matches!(value, Scalar::Int(0) | Scalar::UInt(0)) || value.class() == Some(ValueClass::Zero)
+    {
+        return None;
+    }
+    let pair = runner.values(&sig.name, input).ok()?;
+    pair.p.values.iter().rev().find_map(|v| {
+        let site = runner.sites().get(v.param)?;
+        let computed = site.value?.read(&v.word.to_le_bytes())?;
+        computed.same(value).then_some(SourceLoc {
+            line: site.line?,
+            column: site.column.unwrap_or(0),
+        })
     })
 }
 

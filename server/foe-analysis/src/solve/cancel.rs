@@ -93,8 +93,9 @@ fn pinned(formula: &Formula) -> Vec<(Formula, Vec<(u32, ArgValue)>)> {
     variants
 }
 
-/// The inputs [`pinned`] leaves free in turn, at most, and the sets of values it pins the others to.
+/// The inputs [`pinned`] leaves free in turn, at most.
 const PINNED_FREE: usize = 3;
+/// The sets of ordinary values [`pinned`] gives the other inputs (each a seeded draw in [1/16, 32)).
 const PINNED_SETS: usize = 6;
 
 /// What solving the cancellation queries gave: distinct inputs in query order, and the work spent.

@@ -124,7 +124,6 @@ pub fn solve_cancellations(
         .map(|q| &q.formula)
         .filter(|f| !f.is_false() && seen.insert(f.fingerprint()))
         .collect();
-    let plain: HashSet<u128> = queries.iter().map(|f| f.fingerprint()).collect();
     let jobs: Vec<Formula> = queries
         .iter()
         .flat_map(|f| anchored(f).into_iter().chain([(*f).clone()]))
@@ -155,15 +154,14 @@ pub fn solve_cancellations(
         .filter(|(_, r)| matches!(r, Some(Some(_))))
         .map(|(f, _)| f.fingerprint())
         .collect();
-    let unanswered = |q: &&Formula| {
+    let unanswered = |q: &&&Formula| {
         !answered.contains(&q.fingerprint())
             && anchored(q).is_none_or(|a| !answered.contains(&a.fingerprint()))
     };
-    let (second, pins): (Vec<Formula>, Vec<_>) = jobs
+    let (second, pins): (Vec<Formula>, Vec<_>) = queries
         .iter()
-        .filter(|f| plain.contains(&f.fingerprint()))
         .filter(unanswered)
-        .flat_map(pinned)
+        .flat_map(|q| pinned(q))
         .unzip();
     let spent = meter.spent.get();
     if !second.is_empty() && spent < budget {

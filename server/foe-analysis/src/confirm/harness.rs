@@ -4,6 +4,7 @@
 
 use super::build;
 use super::driver::{run_driver, Reply};
+use super::reuse::{self, RunCache, SameBinaries};
 use super::thunks;
 use super::trace;
 use crate::compile;
@@ -175,6 +176,10 @@ pub struct Harness {
     pub(super) background: Option<(Vec<Probe>, std::thread::JoinHandle<Harness>)>,
     /// Harnesses whose binaries this one took over, kept for their directories.
     pub(super) adopted: Vec<Harness>,
+    /// The binaries linked so far, shared with the siblings: a probe that comes out the same is not linked again.
+    same: SameBinaries,
+    /// The runs made so far.
+    runs: RunCache,
 }
 
 impl Harness {
@@ -203,6 +208,8 @@ impl Harness {
             stubbed: Default::default(),
             background: None,
             adopted: Vec::new(),
+            same: SameBinaries::default(),
+            runs: RunCache::default(),
         }
     }
 
@@ -245,6 +252,7 @@ impl Harness {
         other.unresolved_data = self.unresolved_data.clone();
         other.beyond_cap = self.beyond_cap.clone();
         other.expected_stubs = self.expected_stubs.clone();
+        other.same = self.same.clone();
         other
     }
 
@@ -550,7 +558,21 @@ impl Harness {
             Probe::Without(cause) => format!("pp-{cause:?}").to_lowercase(),
         };
         let obj = self.object(dir, source, spec.compile_flags, &name)?;
+        let object = reuse::object_hash(&obj);
+        if let Some(exe) = object
+            .as_ref()
+            .and_then(|o| self.same.find(clang, o, spec.units, spec.link_flags))
+        {
+            tracing::debug!(probe = ?spec.probe, exe = %exe.display(), "the same binary as an earlier one");
+            return Ok(exe);
+        }
         let exe = dir.join(&name);
+        let built = |exe: PathBuf| {
+            if let Some(object) = object {
+                self.same.add(object, spec.units, spec.link_flags, &exe);
+            }
+            Ok(exe)
+        };
         let with = |stubs: Option<&Path>| {
             let mut objects = vec![obj.clone(), driver.to_path_buf()];
             objects.extend(spec.units.unwrap_or_default().iter().cloned());
@@ -565,7 +587,7 @@ impl Harness {
             &exe,
             &with(known.as_ref().map(|k| k.1.as_path())),
         )? {
-            Ok(()) => return Ok(exe),
+            Ok(()) => return built(exe),
             Err(out) => out,
         };
         let missing = build::undefined_symbols(&out.stderr);
@@ -613,7 +635,7 @@ impl Harness {
                         *known = Some((names, stubs));
                     }
                 }
-                Ok(exe)
+                built(exe)
             }
             Err(out) => Err(format!(
                 "cannot link the shipped build: {}",
@@ -646,12 +668,44 @@ impl Harness {
                 format!("{index} {}\n", words.join(" "))
             })
             .collect();
+        let mut runs: Vec<Option<ShippedRun>> =
+            lines.iter().map(|l| self.runs.get(&exe, l)).collect();
+        let todo: Vec<String> = lines
+            .iter()
+            .zip(&runs)
+            .filter(|(_, run)| run.is_none())
+            .map(|(l, _)| l.clone())
+            .collect();
+        if !todo.is_empty() {
+            let mut fresh = self.run_lines(probe, function, &exe, &todo)?.into_iter();
+            for (line, run) in lines.iter().zip(&mut runs) {
+                if run.is_none() {
+                    let made = fresh.next().expect("a run per line");
+                    self.runs.insert(&exe, line, &made);
+                    *run = Some(made);
+                }
+            }
+        }
+        Ok(runs
+            .into_iter()
+            .map(|r| r.expect("every line run"))
+            .collect())
+    }
+
+    /// Runs `lines` (the driver's input lines) on `exe`, a process per stretch of lines up to a crash.
+    fn run_lines(
+        &self,
+        probe: Probe,
+        function: &str,
+        exe: &Path,
+        lines: &[String],
+    ) -> Result<Vec<ShippedRun>, String> {
         let limit_ms = self.config.exec_timeout_ms.max(1);
         let t0 = std::time::Instant::now();
-        let mut replies: Vec<Reply> = Vec::with_capacity(inputs.len());
-        while replies.len() < inputs.len() {
+        let mut replies: Vec<Reply> = Vec::with_capacity(lines.len());
+        while replies.len() < lines.len() {
             let rest = &lines[replies.len()..];
-            let got = run_driver(&exe, rest, limit_ms, self.config.memory_limit_mib)?;
+            let got = run_driver(exe, rest, limit_ms, self.config.memory_limit_mib)?;
             let n = got.len();
             let stopped = got.last().is_some_and(|r| r.0 == ShippedEnd::TimedOut);
             replies.extend(got);
@@ -666,16 +720,16 @@ impl Harness {
                 ));
             }
         }
-        replies.truncate(inputs.len());
+        replies.truncate(lines.len());
         let debug_info = replies
             .iter()
             .any(|r| r.1.iter().any(|e| e.addr.is_some()))
-            .then(|| trace::loader(&exe))
+            .then(|| trace::loader(exe))
             .flatten();
         tracing::trace!(
             ?probe,
             function,
-            inputs = inputs.len(),
+            inputs = lines.len(),
             ms = t0.elapsed().as_millis() as u64,
             "probe ran"
         );

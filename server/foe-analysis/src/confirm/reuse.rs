@@ -1,0 +1,117 @@
+//! Work the shipped binaries need not do twice. A probe whose object is byte for byte an earlier binary's object,
+//! linked with the same units and the same link command, is that binary: it is not linked again, and its runs
+//! are that binary's runs (`-fno-reciprocal-math` often changes nothing in a file that divides by no variable).
+//! A binary's run on an input is made once: the sweep's, the confirmation's and the probes' runs share it.
+
+use super::harness::ShippedRun;
+use crate::process;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// One linked binary: what went into it and where it is.
+struct Linked {
+    object: blake3::Hash,
+    units: Option<Vec<PathBuf>>,
+    link_flags: Vec<String>,
+    exe: PathBuf,
+}
+
+/// The binaries a file's harnesses linked (shared by a harness and its siblings).
+#[derive(Clone, Default)]
+pub(super) struct SameBinaries(Arc<Mutex<Vec<Linked>>>);
+
+impl SameBinaries {
+    /// A binary already linked from the same object and units with a link command the same as `link_flags`'.
+    pub(super) fn find(
+        &self,
+        clang: &Path,
+        object: &blake3::Hash,
+        units: Option<&[PathBuf]>,
+        link_flags: &[String],
+    ) -> Option<PathBuf> {
+        let same_inputs: Vec<(Vec<String>, PathBuf)> = {
+            let linked = self.0.lock().ok()?;
+            linked
+                .iter()
+                .filter(|l| &l.object == object && l.units.as_deref() == units)
+                .map(|l| (l.link_flags.clone(), l.exe.clone()))
+                .collect()
+        };
+        let mine = || link_command(clang, link_flags);
+        same_inputs.into_iter().find_map(|(flags, exe)| {
+            let same = flags == link_flags
+                || mine().is_some_and(|m| Some(m) == link_command(clang, &flags));
+            same.then_some(exe)
+        })
+    }
+
+    pub(super) fn add(
+        &self,
+        object: blake3::Hash,
+        units: Option<&[PathBuf]>,
+        link_flags: &[String],
+        exe: &Path,
+    ) {
+        if let Ok(mut linked) = self.0.lock() {
+            linked.push(Linked {
+                object,
+                units: units.map(<[PathBuf]>::to_vec),
+                link_flags: link_flags.to_vec(),
+                exe: exe.to_path_buf(),
+            });
+        }
+    }
+}
+
+/// The hash of an object file's bytes (`None` when it cannot be read: then nothing is shared).
+pub(super) fn object_hash(obj: &Path) -> Option<blake3::Hash> {
+    std::fs::read(obj).ok().map(|bytes| blake3::hash(&bytes))
+}
+
+/// What clang would run to link objects with `link_flags` (`clang -###`, with the same stand-in object and output for
+/// every flag set), once per clang and flag set in this process; `None` when clang does not say.
+fn link_command(clang: &Path, link_flags: &[String]) -> Option<Vec<String>> {
+    type Commands = Mutex<HashMap<(PathBuf, Vec<String>), Option<Vec<String>>>>;
+    static KNOWN: OnceLock<Commands> = OnceLock::new();
+    let key = (clang.to_path_buf(), link_flags.to_vec());
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(command) = known.lock().ok()?.get(&key) {
+        return command.clone();
+    }
+    let mut cmd = process::command(clang, &std::env::temp_dir());
+    cmd.arg("-###")
+        .args(link_flags)
+        .args(["-o", "foe-probe", "/dev/null", "-lm"]);
+    let command = process::run_tool(cmd, None, Duration::from_secs(30))
+        .ok()
+        .filter(|out| out.status == Some(0))
+        .map(|out| {
+            out.stderr
+                .lines()
+                .filter(|l| l.starts_with(" \""))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|lines| !lines.is_empty());
+    if let Ok(mut known) = known.lock() {
+        known.insert(key, command.clone());
+    }
+    command
+}
+
+/// Runs already made, per binary and input line.
+#[derive(Default)]
+pub(super) struct RunCache(HashMap<(PathBuf, String), ShippedRun>);
+
+impl RunCache {
+    pub(super) fn get(&self, exe: &Path, line: &str) -> Option<ShippedRun> {
+        self.0.get(&(exe.to_path_buf(), line.to_string())).cloned()
+    }
+
+    pub(super) fn insert(&mut self, exe: &Path, line: &str, run: &ShippedRun) {
+        self.0
+            .insert((exe.to_path_buf(), line.to_string()), run.clone());
+    }
+}

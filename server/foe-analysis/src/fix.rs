@@ -547,7 +547,7 @@ mod tests {
             judge_target(&[ftz], &sq),
             Ok(FixVerdict::Verified { build_only: 1 })
         );
-        // Each reporter may come from a report of its own (`only_function`); one that did not run is no verdict.
+        // Each reporter may come from a report of its own (`only_functions`); one that did not run is no verdict.
         let mut only_f = helpers(7, vec![], vec![]);
         only_f.functions[3] = FunctionReport::skipped("g", "not selected");
         let only_g = helpers(7, vec![], vec![]);

@@ -41,8 +41,8 @@ pub struct AnalysisRequest<'a> {
     /// The file's text, saved or not.
     pub text: &'a str,
     pub config: &'a AnalysisConfig,
-    /// Analyse only this function (others are reported as skipped with reason "not selected").
-    pub only_function: Option<&'a str>,
+    /// Analyse only these functions (others are reported as skipped with reason "not selected").
+    pub only_functions: Option<&'a [String]>,
 }
 
 /// Failures that stop the analysis of the whole file. Per-function problems are not errors: they make

@@ -67,7 +67,7 @@ pub fn run(files: &[PathBuf], runs: usize, config: &AnalysisConfig) -> anyhow::R
             path: file,
             text: &text,
             config,
-            only_function: None,
+            only_functions: None,
         };
         let mut samples: Vec<std::collections::BTreeMap<String, u64>> = Vec::new();
         let mut diffs = 0;

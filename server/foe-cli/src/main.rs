@@ -460,7 +460,7 @@ fn check_file(
         path: file,
         text: &text,
         config: &config,
-        only_function: function.as_deref(),
+        only_functions: function.as_ref().map(std::slice::from_ref),
     };
     let report = match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {
         Ok(r) => r,
@@ -521,7 +521,7 @@ fn replay(
         path: file,
         text: &text,
         config: &config,
-        only_function: None,
+        only_functions: None,
     };
     let replayed = match pipeline::replay(&request, function, &assignments) {
         Ok(r) => r,
@@ -547,7 +547,7 @@ fn table(files: &[PathBuf], settings: &Settings) -> anyhow::Result<ExitCode> {
             path: file,
             text: &text,
             config: &config,
-            only_function: None,
+            only_functions: None,
         };
         let started = std::time::Instant::now();
         match pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()) {

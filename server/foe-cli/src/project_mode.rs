@@ -280,7 +280,7 @@ fn manifest(
             path: file,
             text: &text,
             config: &context.config,
-            only_function: None,
+            only_functions: None,
         };
         for header in pipeline::included_files(&request, context.db.as_ref()).ok()? {
             let hash = result_cache::content_hash(&header)?;

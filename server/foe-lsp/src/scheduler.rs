@@ -168,7 +168,7 @@ impl Scheduler {
                     path: &j.path,
                     text: &j.text,
                     config: &config,
-                    only_function: None,
+                    only_functions: None,
                 };
                 engine.analyse(&request, &*state.cache, &NoProgress, &cancel)
             })
@@ -239,7 +239,7 @@ impl Scheduler {
                 path: &j.path,
                 text: &j.text,
                 config: j.config.analysis(),
-                only_function: None,
+                only_functions: None,
             };
             engine.analyse(&request, &*state.cache, &*progress, &j.cancel)
         })
@@ -574,20 +574,17 @@ impl Scheduler {
             all.reporters.clone(),
             fixed.clone(),
         );
-        // One run per reporter (usually one), in one blocking task under the permit.
+        // One run of every reporter together (the file is compiled, linked and confirmed once), under the permit.
         let result = blocking(move || {
-            reporters
-                .iter()
-                .map(|name| {
-                    let request = AnalysisRequest {
-                        path: &a.path,
-                        text: &fixed,
-                        config: a.config.analysis(),
-                        only_function: Some(name),
-                    };
-                    engine.analyse(&request, &*cache, &NoProgress, &a.cancel)
-                })
-                .collect::<Result<Vec<_>, _>>()
+            let request = AnalysisRequest {
+                path: &a.path,
+                text: &fixed,
+                config: a.config.analysis(),
+                only_functions: Some(&reporters),
+            };
+            engine
+                .analyse(&request, &*cache, &NoProgress, &a.cancel)
+                .map(|report| vec![report])
         })
         .await;
         let unchecked = |why: String| {

@@ -54,9 +54,9 @@ impl Engine for Scripted {
         if !quick {
             self.started.fetch_add(1, Ordering::SeqCst);
         }
-        match request.only_function {
+        match request.only_functions {
             _ if quick => {}
-            Some(f) => self.verifications.lock().unwrap().push(f.to_string()),
+            Some(only) => self.verifications.lock().unwrap().extend(only.iter().cloned()),
             None => self
                 .seen
                 .lock()

@@ -70,7 +70,10 @@ pub(super) fn select_functions<'ctx>(
         let (domain, domain_errors) =
             domain::domain_for(request.text, &info.signature, prev_end, decl_line);
         prev_end = end_line.max(prev_end);
-        if request.only_function.is_some_and(|f| f != name) {
+        if request
+            .only_functions
+            .is_some_and(|only| !only.contains(&name))
+        {
             let mut r =
                 FunctionReport::skipped_because(&name, ReasonCode::NotSelected, "not selected");
             r.signature = Some(info.signature.clone());

@@ -119,7 +119,7 @@ fn an_analysis_reads_its_database_once() {
         path: &file,
         text: a,
         config: &config,
-        only_function: None,
+        only_functions: None,
     };
     let report =
         pipeline::analyse(&request, &NoCache, &NoProgress, &CancelToken::default()).unwrap();

@@ -56,7 +56,11 @@ impl Engine for Scripted {
         }
         match request.only_functions {
             _ if quick => {}
-            Some(only) => self.verifications.lock().unwrap().extend(only.iter().cloned()),
+            Some(only) => self
+                .verifications
+                .lock()
+                .unwrap()
+                .extend(only.iter().cloned()),
             None => self
                 .seen
                 .lock()

@@ -170,6 +170,9 @@ static void foe_flush(void) {
 
 /* Appends a record with the current trace (and the outputs, for a run that returned); flushes first when the
  * buffer could overflow. */
+/* Set while the record of a crash the worker survived is written. */
+static int g_survived;
+
 static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t detail, uint64_t ret) {
     uint32_t n = g_trace_len;
     uint32_t nout = status == FOE_STATUS_RETURNED && build != FOE_BUILD_DONE ? g_output_count : 0;
@@ -183,7 +186,8 @@ static void foe_emit(uint32_t input, uint32_t build, uint32_t status, uint32_t d
     rec.input = input;
     rec.build = (uint8_t)build;
     rec.status = (uint8_t)status;
-    rec.flags = g_trace_truncated ? FOE_RECORD_TRUNCATED : 0;
+    rec.flags = (uint16_t)((g_trace_truncated ? FOE_RECORD_TRUNCATED : 0) |
+                           (status == FOE_STATUS_CRASHED && g_survived ? FOE_RECORD_GOES_ON : 0));
     rec.detail = detail;
     rec.nevents = n;
     rec.ret = ret;
@@ -234,7 +238,8 @@ void __foe_undefined(uint32_t index) {
 
 static jmp_buf g_stop_jump;
 static volatile uint32_t g_stop_index;
-/* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines (foe_on_crash). */
+/* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines, or
+ * FOE_STATUS_CRASHED for one that touched the null page (foe_on_crash). */
 static volatile uint32_t g_stop_status = FOE_STATUS_STOPPED;
 
 void __foe_stop(uint32_t stop) {
@@ -260,6 +265,9 @@ static int foe_protect_guard(void) {
     return mprotect(__start_foe_guard, (size_t)(__stop_foe_guard - __start_foe_guard), PROT_NONE);
 }
 
+/* Addresses below this are never mapped (Linux's vm.mmap_min_addr): a fault there is a null pointer followed. */
+#define FOE_NULL_PAGE 65536u
+
 /* The stub index of the datum whose block holds `addr`, or -1. */
 static long foe_guard_index(const char *addr) {
     if (!__start_foe_guard || !&__foe_guard_count || addr < __start_foe_guard || addr >= __stop_foe_guard)
@@ -282,6 +290,15 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
             sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
             g_stop_status = FOE_STATUS_UNKNOWN_DATA;
             g_stop_index = (uint32_t)datum;
+            longjmp(g_stop_jump, 1);
+        }
+        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR && (uintptr_t)info->si_addr < FOE_NULL_PAGE) {
+            /* A null pointer followed (a pointer behind a pointer, which the worker passes as zeros): x86 faults
+             * are precise, so the access did nothing and the run ends as a crash without ending the worker. A
+             * new worker per such run was most of the time of code that reads through a context pointer. */
+            sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
+            g_stop_status = FOE_STATUS_CRASHED;
+            g_stop_index = (uint32_t)sig;
             longjmp(g_stop_jump, 1);
         }
         foe_die(FOE_STATUS_CRASHED, (uint32_t)sig, 70);
@@ -411,9 +428,12 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_seq++;
     foe_set_mode(ftz);
     if (setjmp(g_stop_jump) != 0) {
-        /* __foe_stop: the trace up to the stopping call is complete; or the run read unknown data. */
+        /* __foe_stop: the trace up to the stopping call is complete; or the run read unknown data, or followed a
+         * null pointer. */
         g_running = 0;
+        g_survived = 1;
         foe_emit(input, build, g_stop_status, g_stop_index, 0);
+        g_survived = 0;
         if (flush_each || g_flush_requested)
             foe_flush();
         return;

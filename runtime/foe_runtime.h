@@ -79,7 +79,7 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 4u
+#define FOE_PROTOCOL_VERSION 5u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */
@@ -92,6 +92,7 @@ struct foe_batch_header {
                                       stub index */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
+#define FOE_RECORD_GOES_ON 2u   /* a crash the worker survived (a read or write of the null page): more records follow */
 
 struct foe_record {
     uint32_t input;

@@ -293,6 +293,7 @@ fn crashes_hangs_and_huge_allocations_are_contained() {
 #include <stdlib.h>
 #include <string.h>
 double crash(double x) { if (x > 1.0) *(volatile int *)0 = 0; return x * 2; }
+double wild(double x) { if (x > 1.0) *(volatile int *)0x12345678 = 0; return x * 2; }
 double hang(double x) { volatile double y = x; while (y > 1.0) { y = y + 1.0; } return y; }
 // Direct calls of the C library are stopped before they run; through pointers they run, and are contained.
 static void *(*volatile alloc)(size_t) = malloc;
@@ -329,6 +330,12 @@ int idiv(int a, int b) { return a / b; }
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
     assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
     assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
+    // A null pointer followed ends the run, not the worker; a fault anywhere else ends the worker too.
+    assert_eq!(r.stats().worker_starts, 1);
+    let out = r.run("wild", &ins[..3]).unwrap();
+    assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
+    assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
+    assert_eq!(r.stats().worker_starts, 3);
 
     let out = r
         .run("hang", &[f64s(&[0.5]), f64s(&[2.0]), f64s(&[-1.0])])
@@ -697,7 +704,7 @@ static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents
   put_out(input, build, detail, nevents, 0);
 }
 int main(void) {
-  put(0xffffffffu, 0xff, 4, 0);
+  put(0xffffffffu, 0xff, 5, 0); /* the hello: FOE_PROTOCOL_VERSION */
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1

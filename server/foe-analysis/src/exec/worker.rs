@@ -32,8 +32,10 @@ const STATUS_UNDEFINED: u8 = 5;
 const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
+/// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run followed a null pointer).
+const RECORD_GOES_ON: u16 = 2;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 4;
+const PROTOCOL_VERSION: u32 = 5;
 const RECORD_BYTES: usize = 40;
 const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
@@ -507,11 +509,14 @@ impl Batches<'_> {
                 return Err(ExecError::Worker(format!("unknown record status {other}")));
             }
         };
-        // A run that read unknown data ends at the read; the worker goes on (foe_on_crash).
-        let terminal = !matches!(
-            end,
-            RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
-        );
+        // A run that read unknown data ends at the read, one that followed a null pointer at the access; the
+        // worker goes on (foe_on_crash).
+        let survived = matches!(end, RawEnd::Crashed(_)) && rec.flags & RECORD_GOES_ON != 0;
+        let terminal = !survived
+            && !matches!(
+                end,
+                RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
+            );
         let truncated = rec.flags & RECORD_TRUNCATED != 0;
         store(
             &mut self.p,

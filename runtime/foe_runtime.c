@@ -239,7 +239,8 @@ void __foe_undefined(uint32_t index) {
 static jmp_buf g_stop_jump;
 static volatile uint32_t g_stop_index;
 /* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines, or
- * FOE_STATUS_CRASHED for one that touched the null page (foe_on_crash). */
+ * FOE_STATUS_CRASHED for one that accessed an address where nothing is mapped
+ * (foe_on_crash). */
 static volatile uint32_t g_stop_status = FOE_STATUS_STOPPED;
 
 void __foe_stop(uint32_t stop) {
@@ -265,9 +266,6 @@ static int foe_protect_guard(void) {
     return mprotect(__start_foe_guard, (size_t)(__stop_foe_guard - __start_foe_guard), PROT_NONE);
 }
 
-/* Addresses below this are never mapped (Linux's vm.mmap_min_addr): a fault there is a null pointer followed. */
-#define FOE_NULL_PAGE 65536u
-
 /* The stub index of the datum whose block holds `addr`, or -1. */
 static long foe_guard_index(const char *addr) {
     if (!__start_foe_guard || !&__foe_guard_count || addr < __start_foe_guard || addr >= __stop_foe_guard)
@@ -292,10 +290,11 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
             g_stop_index = (uint32_t)datum;
             longjmp(g_stop_jump, 1);
         }
-        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR && (uintptr_t)info->si_addr < FOE_NULL_PAGE) {
-            /* A null pointer followed (a pointer behind a pointer, which the worker passes as zeros): x86 faults
-             * are precise, so the access did nothing and the run ends as a crash without ending the worker. A
-             * new worker per such run was most of the time of code that reads through a context pointer. */
+        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR) {
+            /* An access where nothing is mapped (a null pointer followed, plus an index: a pointer behind a
+             * pointer, which the worker passes as zeros): x86 faults are precise, so the access did nothing and
+             * the run ends as a crash without ending the worker. A new worker per such run was most of the time
+             * of code that reads through a context pointer. */
             sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
             g_stop_status = FOE_STATUS_CRASHED;
             g_stop_index = (uint32_t)sig;

@@ -294,6 +294,7 @@ fn crashes_hangs_and_huge_allocations_are_contained() {
 #include <string.h>
 double crash(double x) { if (x > 1.0) *(volatile int *)0 = 0; return x * 2; }
 double wild(double x) { if (x > 1.0) *(volatile int *)0x12345678 = 0; return x * 2; }
+double constant(double x) { if (x > 1.0) *(volatile char *)"abc" = 0; return x * 2; }
 double hang(double x) { volatile double y = x; while (y > 1.0) { y = y + 1.0; } return y; }
 // Direct calls of the C library are stopped before they run; through pointers they run, and are contained.
 static void *(*volatile alloc)(size_t) = malloc;
@@ -330,10 +331,14 @@ int idiv(int a, int b) { return a / b; }
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
     assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
     assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
-    // A null pointer followed ends the run, not the worker; a fault anywhere else ends the worker too.
-    assert_eq!(r.stats().worker_starts, 1);
+    // An access where nothing is mapped (a null pointer followed, with or without an index) ends the run, not
+    // the worker; a write to read-only memory ends the worker too.
     let out = r.run("wild", &ins[..3]).unwrap();
     assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
+    assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
+    assert_eq!(r.stats().worker_starts, 1);
+    let out = r.run("constant", &ins[..3]).unwrap();
+    assert!(matches!(&out[1].pp.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
     assert_eq!(r.stats().worker_starts, 3);
 

@@ -297,7 +297,7 @@ pub fn user_functions<'ctx>(
 /// `x != x`, an ordered/unordered comparison, a comparison with an infinite constant. Such a function expects
 /// these values, so what fast-math makes of them there is a warning, not a hint.
 pub fn tests_special_values(function: FunctionValue<'_>) -> bool {
-    use inkwell::values::{AnyValue, BasicValueEnum, InstructionOpcode};
+    use inkwell::values::{BasicValueEnum, InstructionOpcode};
     use inkwell::FloatPredicate;
     let infinite = |v: Option<BasicValueEnum<'_>>| match v {
         Some(BasicValueEnum::FloatValue(f)) => {
@@ -337,7 +337,8 @@ pub fn tests_special_values(function: FunctionValue<'_>) -> bool {
                         .checked_sub(1)
                         .and_then(|last| inst.get_operand(last))
                         .and_then(|o| o.value())
-                        .map(|v| v.print_to_string().to_string())
+                        // The name, not the printed callee (printing a function prints its whole body).
+                        .map(|v| v.get_name().to_string_lossy().into_owned())
                         .unwrap_or_default();
                     if ["isnan", "isinf", "finite", "fpclassify", "llvm.is.fpclass"]
                         .iter()
@@ -366,14 +367,55 @@ pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
     last
 }
 
-/// The textual IR of one function with metadata numbering removed (it shifts when other functions change),
-/// for cache keys. Debug locations are kept as line:column pairs, lines relative to `base_line`.
-pub fn function_fingerprint(function: FunctionValue<'_>, base_line: u32) -> String {
-    static MD: OnceLock<Regex> = OnceLock::new();
-    let md = re(&MD, r"!\d+");
-    use inkwell::values::AnyValue;
-    let text = function.print_to_string().to_string();
-    let mut key = md.replace_all(&text, "!").into_owned();
+/// The textual IR of a module's function definitions, each with metadata numbering removed (it shifts when other
+/// functions change): printed once for the module, as printing one function alone walks the whole module's
+/// metadata (a file of a hundred functions with their callees took minutes).
+pub struct ModuleText {
+    functions: HashMap<String, String>,
+}
+
+impl ModuleText {
+    pub fn of(module: &inkwell::module::Module<'_>) -> ModuleText {
+        static MD: OnceLock<Regex> = OnceLock::new();
+        static NAME: OnceLock<Regex> = OnceLock::new();
+        let md = re(&MD, r"!\d+");
+        let name = re(&NAME, r#"@("(?:[^"\\]|\\.)*"|[-\w.$]+)\("#);
+        let text = module.print_to_string().to_string();
+        let mut functions = HashMap::new();
+        let mut current: Option<(String, String)> = None;
+        for line in text.lines() {
+            if let Some((_, body)) = current.as_mut() {
+                body.push_str(line);
+                body.push('\n');
+                if line == "}" {
+                    let (f, body) = current.take().expect("a function");
+                    functions.insert(f, md.replace_all(&body, "!").into_owned());
+                }
+            } else if line.starts_with("define ") {
+                if let Some(c) = name.captures(line) {
+                    let f = c[1].trim_matches('"').to_string();
+                    current = Some((f, format!("{line}\n")));
+                }
+            }
+        }
+        ModuleText { functions }
+    }
+
+    /// The text of the definition of `name` (empty when the module defines none).
+    pub fn function(&self, name: &str) -> &str {
+        self.functions.get(name).map_or("", String::as_str)
+    }
+}
+
+/// The textual IR of one function (from its module's [`ModuleText`]), for cache keys. Debug locations are kept as
+/// line:column pairs, lines relative to `base_line`.
+pub fn function_fingerprint(
+    text: &ModuleText,
+    function: FunctionValue<'_>,
+    base_line: u32,
+) -> String {
+    let name = function.get_name().to_string_lossy();
+    let mut key = text.function(&name).to_string();
     for block in function.get_basic_block_iter() {
         for inst in block.get_instructions() {
             if let Some(loc) = inst.get_debug_location() {

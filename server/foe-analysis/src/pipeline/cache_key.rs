@@ -16,8 +16,8 @@ pub(super) fn cache_key<'ctx>(
     domain: &Domain,
     p_function: FunctionValue<'ctx>,
     pp_function: FunctionValue<'ctx>,
-    p_module: &Module<'ctx>,
-    pp_module: &Module<'ctx>,
+    p_module: (&Module<'ctx>, &ir::ModuleText),
+    pp_module: (&Module<'ctx>, &ir::ModuleText),
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(config.fingerprint().as_bytes());
@@ -27,9 +27,9 @@ pub(super) fn cache_key<'ctx>(
         .as_ref()
         .map(|s| (s.body_line - s.line, s.end_line - s.line));
     hasher.update(format!("{:?}{span:?}{:?}", info.signature, domain.text).as_bytes());
-    for (function, module) in [(p_function, p_module), (pp_function, pp_module)] {
+    for (function, (module, text)) in [(p_function, p_module), (pp_function, pp_module)] {
         for f in with_callees(function, module) {
-            hasher.update(ir::function_fingerprint(f, base).as_bytes());
+            hasher.update(ir::function_fingerprint(text, f, base).as_bytes());
         }
     }
     hasher.finalize().to_hex().to_string()

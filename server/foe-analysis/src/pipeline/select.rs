@@ -50,6 +50,8 @@ pub(super) fn select_functions<'ctx>(
         inlined_away: vec![],
     };
     let mut prev_end = 0;
+    // Both modules' text for the cache keys, printed once each when the first key is made.
+    let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
     for (index, entry) in described.into_iter().enumerate() {
         let info = match entry {
             Ok(info) => info,
@@ -110,8 +112,14 @@ pub(super) fn select_functions<'ctx>(
             &domain,
             p_function,
             pp_function,
-            p_module,
-            pp_module,
+            (
+                p_module,
+                texts.0.get_or_init(|| ir::ModuleText::of(p_module)),
+            ),
+            (
+                pp_module,
+                texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
+            ),
         );
         if let Some(mut hit) = cache.get(&key) {
             hit.cached = true;

@@ -9,6 +9,8 @@
 //! ([`ModelError`], a leaf).
 
 mod bits;
+#[cfg(test)]
+mod bits_tests;
 mod calls;
 mod error;
 mod exec;

@@ -8,6 +8,8 @@ use super::llvm::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind,
 use super::memory::Value;
 use super::values::{icmp, int_binary, int_parts, opcode_name, select};
 use crate::sym::{self, ArithOp, Integral, MathFn};
+use num_bigint::BigInt;
+use num_traits::{One, Signed, ToPrimitive};
 
 /// What a call instruction calls.
 pub(super) enum Callee<'m> {
@@ -121,11 +123,118 @@ fn sse_call(rest: &str) -> Option<SseCall> {
     })
 }
 
-/// Integer intrinsics, modelled by a comparison and a choice.
+/// Integer intrinsics: min, max and abs modelled by a comparison and a choice; the bit manipulations (hashes,
+/// bit sets) exact on constants and an uninterpreted integer of their operands otherwise.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum IntegerCall {
     MinMax { signed: bool, min: bool },
     Abs,
+    Bits(BitCall),
+}
+
+/// `llvm.fshl`/`fshr` (funnel shifts: rotations when both inputs are the same), `llvm.cttz`/`ctlz`,
+/// `llvm.ctpop`, `llvm.bswap`, `llvm.bitreverse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BitCall {
+    Funnel { left: bool },
+    CountZeros { trailing: bool },
+    PopCount,
+    ByteSwap,
+    BitReverse,
+}
+
+impl BitCall {
+    /// The integer operands the intrinsic takes (`cttz`/`ctlz`'s second, an `i1` flag, is not one).
+    pub(super) fn operands(self) -> u32 {
+        match self {
+            BitCall::Funnel { .. } => 3,
+            _ => 1,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            BitCall::Funnel { left: true } => "fshl",
+            BitCall::Funnel { left: false } => "fshr",
+            BitCall::CountZeros { trailing: true } => "cttz",
+            BitCall::CountZeros { trailing: false } => "ctlz",
+            BitCall::PopCount => "ctpop",
+            BitCall::ByteSwap => "bswap",
+            BitCall::BitReverse => "bitreverse",
+        }
+    }
+
+    /// The result on constants of `bits` bits (at most 64), each given as its unsigned bits.
+    pub(super) fn on_constants(self, args: &[u64], bits: u32) -> u64 {
+        let mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        let x = args[0] & mask;
+        let r = match self {
+            BitCall::Funnel { left } => {
+                let (a, b) = (x, args[1] & mask);
+                let s = (args[2] & mask) % bits as u64;
+                match (s, left) {
+                    (0, true) => a,
+                    (0, false) => b,
+                    (s, true) => (a << s) | (b >> (bits as u64 - s)),
+                    (s, false) => (a << (bits as u64 - s)) | (b >> s),
+                }
+            }
+            // Of zero: the width (LLVM's result when zero is not poison).
+            BitCall::CountZeros { .. } if x == 0 => bits as u64,
+            BitCall::CountZeros { trailing: true } => x.trailing_zeros() as u64,
+            BitCall::CountZeros { trailing: false } => (x.leading_zeros() - (64 - bits)) as u64,
+            BitCall::PopCount => x.count_ones() as u64,
+            BitCall::ByteSwap => x.swap_bytes() >> (64 - bits),
+            BitCall::BitReverse => x.reverse_bits() >> (64 - bits),
+        };
+        r & mask
+    }
+}
+
+/// A [`BitCall`] on `args` (integers of one width): exact when all are constants, else an uninterpreted integer of
+/// them (what the solver may choose freely; the runs compute it).
+pub(super) fn bit_call(op: BitCall, args: &[Value]) -> Result<Value, ModelError> {
+    let mut exprs = Vec::with_capacity(args.len());
+    let mut width = None;
+    for a in args {
+        let Some((e, bits)) = int_parts(a) else {
+            return Ok(Value::Poison);
+        };
+        width.get_or_insert(bits);
+        exprs.push(e);
+    }
+    let Some(bits) = width.filter(|b| (1..=64).contains(b)) else {
+        return Err(ModelError::Unsupported(format!(
+            "`llvm.{}` on integers wider than 64 bits",
+            op.name()
+        )));
+    };
+    let constants: Option<Vec<u64>> = exprs
+        .iter()
+        .map(|e| {
+            e.as_int().and_then(|v| {
+                let unsigned = sym::wrap_signed(v, bits);
+                let unsigned = if unsigned.is_negative() {
+                    unsigned + (BigInt::one() << bits as usize)
+                } else {
+                    unsigned
+                };
+                unsigned.to_u64()
+            })
+        })
+        .collect();
+    let e = match constants {
+        Some(c) => sym::int(sym::wrap_signed(
+            &BigInt::from(op.on_constants(&c, bits)),
+            bits,
+        )),
+        None => sym::opaque(op.name(), bits, exprs),
+    };
+    Ok(Value::Int { e, bits })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -414,6 +523,21 @@ fn intrinsic(name: String) -> Result<Callee<'static>, ModelError> {
             name,
             op: IntegerCall::Abs,
         }),
+        "fshl" | "fshr" | "cttz" | "ctlz" | "ctpop" | "bswap" | "bitreverse" => {
+            let op = match base {
+                "fshl" => BitCall::Funnel { left: true },
+                "fshr" => BitCall::Funnel { left: false },
+                "cttz" => BitCall::CountZeros { trailing: true },
+                "ctlz" => BitCall::CountZeros { trailing: false },
+                "ctpop" => BitCall::PopCount,
+                "bswap" => BitCall::ByteSwap,
+                _ => BitCall::BitReverse,
+            };
+            Ok(Callee::Integer {
+                name,
+                op: IntegerCall::Bits(op),
+            })
+        }
         "x86" => match sse_call(rest.trim_start_matches("x86.")) {
             Some(op) => Ok(Callee::Sse { name, op }),
             None => Err(ModelError::UnmodelledIntrinsic { callee: name }),
@@ -503,6 +627,7 @@ pub(super) fn integer_call(op: IntegerCall, a: Value, b: Value) -> Result<Value,
             };
             select(icmp(pred, a.clone(), b.clone())?, a, b)
         }
+        IntegerCall::Bits(bit) => bit_call(bit, &[a, b]),
         IntegerCall::Abs => {
             let Some((_, bits)) = int_parts(&a) else {
                 return Ok(Value::Poison);

@@ -5,7 +5,7 @@
 
 use super::{Executor, MAX_INLINE_DEPTH};
 use crate::model::calls::{
-    classify, classify_function, integer_call, value_args, Callee, IntegerCall,
+    bit_call, classify, classify_function, integer_call, value_args, Callee, IntegerCall,
 };
 use crate::model::error::ModelError;
 use crate::model::llvm::{Block, LLVMTypeKind, Ty, Val};
@@ -268,12 +268,22 @@ impl<'m> Executor<'m> {
                 };
                 Some(self.reduce(st, op, start, lanes, inst.allows_reassociation())?)
             }
+            Callee::Integer {
+                op: IntegerCall::Bits(bit),
+                ..
+            } => {
+                let mut args = Vec::with_capacity(bit.operands() as usize);
+                for i in 0..bit.operands() {
+                    args.push(self.operand(st, inst, i)?);
+                }
+                Some(bit_call(bit, &args)?)
+            }
             Callee::Integer { op, .. } => {
                 let a = self.operand(st, inst, 0)?;
                 let b = match op {
                     IntegerCall::MinMax { .. } => self.operand(st, inst, 1)?,
                     // abs(x) = x < 0 ? 0 - x : x (wrapping, so abs(INT_MIN) = INT_MIN as LLVM defines it).
-                    IntegerCall::Abs => a.clone(),
+                    IntegerCall::Abs | IntegerCall::Bits(_) => a.clone(),
                 };
                 Some(self.lanes2(st, a, b, &mut |_, _, a, b| integer_call(op, a, b))?)
             }

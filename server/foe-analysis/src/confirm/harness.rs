@@ -180,6 +180,10 @@ pub struct Harness {
     same: SameBinaries,
     /// The runs made so far.
     runs: RunCache,
+    /// How many calls the binaries ran (each input line of each binary once), for the search's work.
+    pub(super) calls_run: u64,
+    /// How many processes ran them.
+    launches: u64,
 }
 
 impl Harness {
@@ -210,6 +214,8 @@ impl Harness {
             adopted: Vec::new(),
             same: SameBinaries::default(),
             runs: RunCache::default(),
+            calls_run: 0,
+            launches: 0,
         }
     }
 
@@ -243,6 +249,12 @@ impl Harness {
             })
             .collect();
         self
+    }
+
+    /// How many calls the shipped binaries ran so far (a call a cache answered is not one), and in how many
+    /// processes.
+    pub fn calls_run(&self) -> (u64, u64) {
+        (self.calls_run, self.launches)
     }
 
     /// A harness of the same file, functions and units, with nothing built (its own directory).
@@ -677,7 +689,10 @@ impl Harness {
             .map(|(l, _)| l.clone())
             .collect();
         if !todo.is_empty() {
-            let mut fresh = self.run_lines(probe, function, &exe, &todo)?.into_iter();
+            let (made, launches) = self.run_lines(probe, function, &exe, &todo)?;
+            let mut fresh = made.into_iter();
+            self.calls_run += todo.len() as u64;
+            self.launches += launches;
             for (line, run) in lines.iter().zip(&mut runs) {
                 if run.is_none() {
                     let made = fresh.next().expect("a run per line");
@@ -692,20 +707,23 @@ impl Harness {
             .collect())
     }
 
-    /// Runs `lines` (the driver's input lines) on `exe`, a process per stretch of lines up to a crash.
+    /// Runs `lines` (the driver's input lines) on `exe`, a process per stretch of lines up to a crash; the runs
+    /// and the processes it took.
     fn run_lines(
         &self,
         probe: Probe,
         function: &str,
         exe: &Path,
         lines: &[String],
-    ) -> Result<Vec<ShippedRun>, String> {
+    ) -> Result<(Vec<ShippedRun>, u64), String> {
+        let mut launches = 0;
         let limit_ms = self.config.exec_timeout_ms.max(1);
         let t0 = std::time::Instant::now();
         let mut replies: Vec<Reply> = Vec::with_capacity(lines.len());
         while replies.len() < lines.len() {
             let rest = &lines[replies.len()..];
             let got = run_driver(exe, rest, limit_ms, self.config.memory_limit_mib)?;
+            launches += 1;
             let n = got.len();
             let stopped = got.last().is_some_and(|r| r.0 == ShippedEnd::TimedOut);
             replies.extend(got);
@@ -734,19 +752,22 @@ impl Harness {
             "probe ran"
         );
         let lines_in_file = self.text.lines().count() as u32;
-        Ok(replies
-            .into_iter()
-            .map(|(end, events, dropped, stopped_at, produced)| match end {
-                ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => ShippedRun {
-                    end,
-                    trace: trace::to_trace(debug_info.as_ref(), lines_in_file, &events),
-                    dropped,
-                    stopped_at,
-                    produced,
-                },
-                _ => ShippedRun::ended(end),
-            })
-            .collect())
+        Ok((
+            replies
+                .into_iter()
+                .map(|(end, events, dropped, stopped_at, produced)| match end {
+                    ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => ShippedRun {
+                        end,
+                        trace: trace::to_trace(debug_info.as_ref(), lines_in_file, &events),
+                        dropped,
+                        stopped_at,
+                        produced,
+                    },
+                    _ => ShippedRun::ended(end),
+                })
+                .collect(),
+            launches,
+        ))
     }
 }
 

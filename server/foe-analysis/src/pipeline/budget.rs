@@ -25,6 +25,10 @@ pub(super) const MODEL_SHARE: f64 = 0.25;
 pub(super) const SOLVE_SHARE: f64 = 0.75;
 /// The least time a function gets in a phase, however late it comes.
 const PHASE_FLOOR: Duration = Duration::from_millis(100);
+/// The least search work a function gets once what the file's budget leaves cannot give every function still
+/// waiting [`PHASE_FLOOR`]: its first inputs run, then it is `partial` for the budget (a file of 400 functions kept
+/// within its budget, not 400 floors past it).
+const LATE_SEARCH_FLOOR_MS: u64 = 5;
 /// The solve phase's wall-clock deadlines are this many times its work budget: a safety net for queries whose
 /// resource units run slower than calibrated, not what decides where a solve stops.
 const SOLVE_SAFETY_FACTOR: f64 = 2.0;
@@ -78,7 +82,11 @@ impl Budget {
         let own = (self.function.as_millis() as u64).saturating_sub(solve_spent);
         let file = self.file.as_millis() as u64;
         let fair = file.saturating_sub(file_spent) / waiting.max(1) as u64;
-        let ms = own.min(fair).max(PHASE_FLOOR.as_millis() as u64);
+        let floor = match fair >= PHASE_FLOOR.as_millis() as u64 {
+            true => PHASE_FLOOR.as_millis() as u64,
+            false => LATE_SEARCH_FLOOR_MS,
+        };
+        let ms = own.min(fair).max(floor);
         crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR)
     }
 

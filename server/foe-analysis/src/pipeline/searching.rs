@@ -60,8 +60,14 @@ pub(super) fn search_functions(
     let mut confirm_ms = 0;
     let mut executions = 0;
     let count = solved.len();
-    // The file's work so far, in milliseconds of an idle machine: every function's solver work, then each search.
-    let mut file_work: u64 = solved.iter().map(|(_, s)| s.work_spent_ms).sum();
+    // The file's work so far, in milliseconds: compiling and modelling it (their wall clock: they come out of the
+    // file's budget too), every function's solver work, then each search.
+    let before_solving: u64 = ["compile", "model"]
+        .iter()
+        .filter_map(|phase| timings.get(*phase))
+        .sum();
+    let mut file_work: u64 =
+        before_solving + solved.iter().map(|(_, s)| s.work_spent_ms).sum::<u64>();
     for (i, (item, solution)) in solved.iter().enumerate() {
         cx.cancel.check()?;
         cx.progress.phase(Phase::Execute, &item.info.signature.name);
@@ -209,7 +215,12 @@ fn confirm_on_shipped(
         swept = work;
     }
     if !report.divergences.is_empty() {
+        let (calls, launches) = shipped.get().calls_run();
         confirm::confirm_function(shipped.get(), &item.info.signature, report);
+        // The confirmation's calls count as the sweep's do, and each process that ran them.
+        let (calls_after, launches_after) = shipped.get().calls_run();
+        swept += (calls_after - calls) * crate::search::work::SHIPPED_RUN_NS
+            + (launches_after - launches) * crate::search::work::SHIPPED_LAUNCH_NS;
     }
     swept
 }

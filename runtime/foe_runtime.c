@@ -278,6 +278,30 @@ static long foe_guard_index(const char *addr) {
     return -1;
 }
 
+/* The two stretches of address space far from every mapping of the process, set at start-up (nothing survives
+ * until then): below the executable, and between its data (with the heap above it) and the libraries and the
+ * stack. An access there is a null pointer followed, plus an index; one near a mapping may be a loop that wrote
+ * past its buffer first. */
+static uintptr_t g_low_end, g_gap_start, g_gap_end;
+
+extern char __executable_start, _end;
+
+static void foe_find_mappings(void) {
+    const uintptr_t near = (uintptr_t)1 << 30;
+    uintptr_t start = (uintptr_t)&__executable_start, data_end = (uintptr_t)&_end;
+    uintptr_t libraries = (uintptr_t)memcpy, stack = (uintptr_t)&start;
+    uintptr_t above = libraries < stack ? libraries : stack;
+    g_low_end = start > (16u << 20) ? start - (16u << 20) : start / 2;
+    if (above > data_end + 4 * near + near) {
+        g_gap_start = data_end + 4 * near;
+        g_gap_end = above - near;
+    }
+}
+
+static int foe_far_from_mappings(uintptr_t addr) {
+    return addr < g_low_end || (addr > g_gap_start && addr < g_gap_end);
+}
+
 static void foe_on_crash(int sig, siginfo_t *info, void *context) {
     if (g_running) {
         long datum = (sig == SIGSEGV || sig == SIGBUS) ? foe_guard_index(info->si_addr) : -1;
@@ -290,11 +314,13 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
             g_stop_index = (uint32_t)datum;
             longjmp(g_stop_jump, 1);
         }
-        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR) {
-            /* An access where nothing is mapped (a null pointer followed, plus an index: a pointer behind a
-             * pointer, which the worker passes as zeros): x86 faults are precise, so the access did nothing and
-             * the run ends as a crash without ending the worker. A new worker per such run was most of the time
-             * of code that reads through a context pointer. */
+        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR && foe_far_from_mappings((uintptr_t)info->si_addr)) {
+            /* An access far from everything the process maps (a null pointer followed, plus an index: a pointer
+             * behind a pointer, which the worker passes as zeros): x86 faults are precise, so the access did
+             * nothing and the run ends as a crash without ending the worker. A new worker per such run was most
+             * of the time of code that reads through a context pointer. A fault at the end of a mapping (a loop
+             * writing past its buffer, over the stack or the runtime's data) still ends the worker: what the run
+             * wrote before it cannot be trusted. */
             sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
             g_stop_status = FOE_STATUS_CRASHED;
             g_stop_index = (uint32_t)sig;
@@ -338,6 +364,7 @@ static void foe_on_exit(int status, void *arg) {
 }
 
 static void foe_install_handlers(void) {
+    foe_find_mappings();
     static unsigned char altstack[1u << 16];
     stack_t ss;
     ss.ss_sp = altstack;

@@ -289,7 +289,9 @@ extern char __executable_start, _end;
 static void foe_find_mappings(void) {
     const uintptr_t near = (uintptr_t)1 << 30;
     uintptr_t start = (uintptr_t)&__executable_start, data_end = (uintptr_t)&_end;
-    uintptr_t libraries = (uintptr_t)memcpy, stack = (uintptr_t)&start;
+    /* errno lives in the thread's TLS block, which the loader maps beside the libraries (the address of a libc
+     * function may be its PLT entry in the executable). */
+    uintptr_t libraries = (uintptr_t)&errno, stack = (uintptr_t)&start;
     uintptr_t above = libraries < stack ? libraries : stack;
     g_low_end = start > (16u << 20) ? start - (16u << 20) : start / 2;
     if (above > data_end + 4 * near + near) {
@@ -299,7 +301,8 @@ static void foe_find_mappings(void) {
 }
 
 static int foe_far_from_mappings(uintptr_t addr) {
-    return addr < g_low_end || (addr > g_gap_start && addr < g_gap_end);
+    /* Above 2^56 is the kernel's half of the address space (a null pointer less a small offset: an index of -1). */
+    return addr < g_low_end || (addr > g_gap_start && addr < g_gap_end) || addr >= ((uintptr_t)1 << 56);
 }
 
 static void foe_on_crash(int sig, siginfo_t *info, void *context) {

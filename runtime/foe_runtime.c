@@ -239,8 +239,7 @@ void __foe_undefined(uint32_t index) {
 static jmp_buf g_stop_jump;
 static volatile uint32_t g_stop_index;
 /* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines, or
- * FOE_STATUS_CRASHED for one that accessed an address where nothing is mapped
- * (foe_on_crash). */
+ * FOE_STATUS_CRASHED for one that accessed an address far from every mapping (foe_on_crash). */
 static volatile uint32_t g_stop_status = FOE_STATUS_STOPPED;
 
 void __foe_stop(uint32_t stop) {
@@ -457,8 +456,8 @@ static void foe_run_one(foe_entry_fn entry, const uint64_t *args, uint32_t input
     g_seq++;
     foe_set_mode(ftz);
     if (setjmp(g_stop_jump) != 0) {
-        /* __foe_stop: the trace up to the stopping call is complete; or the run read unknown data, or followed a
-         * null pointer. */
+        /* __foe_stop: the trace up to the stopping call is complete; or the run read unknown data, or accessed an
+         * address far from every mapping. */
         g_running = 0;
         g_survived = 1;
         foe_emit(input, build, g_stop_status, g_stop_index, 0);

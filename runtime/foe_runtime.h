@@ -92,7 +92,7 @@ struct foe_batch_header {
                                       stub index */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
-#define FOE_RECORD_GOES_ON 2u   /* a crash the worker survived (an access where nothing is mapped): more records follow */
+#define FOE_RECORD_GOES_ON 2u   /* a crash the worker survived (an access far from every mapping): more records follow */
 
 struct foe_record {
     uint32_t input;

@@ -94,9 +94,8 @@ pub struct RawRun {
     /// Operations the run checked (floating-point operations and calls, each once as it ran): its work, the
     /// same on any load (meaningless for a run that timed out).
     pub ops: u64,
-    /// Whether the run ended the worker (a crash other than an access where nothing is
-    /// mapped, `exit`, a time-out): the
-    /// next run waits for a new one.
+    /// Whether the run ended the worker (a crash other than an access far from every mapping, `exit`, a
+    /// time-out): the next run waits for a new one.
     pub ended_worker: bool,
 }
 

@@ -181,7 +181,7 @@ pub struct Harness {
     /// The runs made so far.
     runs: RunCache,
     /// How many calls the binaries ran (each input line of each binary once), for the search's work.
-    pub(super) calls_run: u64,
+    calls_run: u64,
     /// How many processes ran them.
     launches: u64,
 }
@@ -696,7 +696,7 @@ impl Harness {
             for (line, run) in lines.iter().zip(&mut runs) {
                 if run.is_none() {
                     let made = fresh.next().expect("a run per line");
-                    self.runs.insert(&exe, line, &made);
+                    self.runs.insert(&exe, line, made.clone());
                     *run = Some(made);
                 }
             }

@@ -103,15 +103,17 @@ fn link_command(clang: &Path, link_flags: &[String]) -> Option<Vec<String>> {
 
 /// Runs already made, per binary and input line.
 #[derive(Default)]
-pub(super) struct RunCache(HashMap<(PathBuf, String), ShippedRun>);
+pub(super) struct RunCache(HashMap<PathBuf, HashMap<String, ShippedRun>>);
 
 impl RunCache {
     pub(super) fn get(&self, exe: &Path, line: &str) -> Option<ShippedRun> {
-        self.0.get(&(exe.to_path_buf(), line.to_string())).cloned()
+        self.0.get(exe)?.get(line).cloned()
     }
 
-    pub(super) fn insert(&mut self, exe: &Path, line: &str, run: &ShippedRun) {
+    pub(super) fn insert(&mut self, exe: &Path, line: &str, run: ShippedRun) {
         self.0
-            .insert((exe.to_path_buf(), line.to_string()), run.clone());
+            .entry(exe.to_path_buf())
+            .or_default()
+            .insert(line.to_string(), run);
     }
 }

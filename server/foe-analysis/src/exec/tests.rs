@@ -331,7 +331,7 @@ int idiv(int a, int b) { return a / b; }
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
     assert!(matches!(out[3].pp.end, RunEnd::Crashed { .. }));
     assert!(matches!(out[4].p.end, RunEnd::Crashed { .. }));
-    // An access where nothing is mapped (a null pointer followed, with or without an index) ends the run, not
+    // An access far from every mapping (a null pointer followed, with or without an index) ends the run, not
     // the worker; a write to read-only memory ends the worker too.
     let out = r.run("wild", &ins[..3]).unwrap();
     assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));

@@ -32,7 +32,7 @@ const STATUS_UNDEFINED: u8 = 5;
 const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
 const RECORD_TRUNCATED: u16 = 1;
-/// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run accessed an address where nothing is mapped).
+/// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run accessed an address far from every mapping).
 const RECORD_GOES_ON: u16 = 2;
 const HELLO_INPUT: u32 = u32::MAX;
 const PROTOCOL_VERSION: u32 = 5;
@@ -509,7 +509,7 @@ impl Batches<'_> {
                 return Err(ExecError::Worker(format!("unknown record status {other}")));
             }
         };
-        // A run that read unknown data ends at the read, one that accessed an unmapped address at the access; the
+        // A run that read unknown data ends at the read, one that accessed an address far from every mapping at it; the
         // worker goes on (foe_on_crash).
         let survived = matches!(end, RawEnd::Crashed(_)) && rec.flags & RECORD_GOES_ON != 0;
         let terminal = !survived

@@ -82,9 +82,10 @@ impl Budget {
         let own = (self.function.as_millis() as u64).saturating_sub(solve_spent);
         let file = self.file.as_millis() as u64;
         let fair = file.saturating_sub(file_spent) / waiting.max(1) as u64;
-        let floor = match fair >= PHASE_FLOOR.as_millis() as u64 {
-            true => PHASE_FLOOR.as_millis() as u64,
-            false => LATE_SEARCH_FLOOR_MS,
+        let floor = if fair >= PHASE_FLOOR.as_millis() as u64 {
+            PHASE_FLOOR.as_millis() as u64
+        } else {
+            LATE_SEARCH_FLOOR_MS
         };
         let ms = own.min(fair).max(floor);
         crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR)

@@ -3,9 +3,8 @@
 //!
 //! A run costs a constant (the protocol, the worker's bookkeeping, judging it) plus a constant per operation the
 //! runtime checked on it (`RawRun::ops`, counted by `__foe_check`); a run that timed out costs its whole limit;
-//! one that ended the worker (a crash other than an access where nothing is
-//! mapped, `exit`, a time-out) also costs a
-//! restart. A run of the shipped binaries
+//! one that ended the worker (a crash other than an access far from every mapping, `exit`, a time-out) also
+//! costs a restart. A run of the shipped binaries
 //! (the confirmation sweep, the confirmation) costs a constant of its own, and each process that ran such calls
 //! another. The constants are calibrated on an idle machine
 //! (`docs/figures.md`), so the work budgets end where the wall-clock budgets did; the wall clock is kept only as a
@@ -22,7 +21,7 @@ pub const RUN_NS: u64 = 1_500;
 pub const OP_NS: u64 = 25;
 /// Work of restarting the worker after a run that ended it.
 pub const RESTART_NS: u64 = 5_000_000;
-/// Work of a crash the worker survived (an access where nothing is mapped: the signal, the jump back, the record;
+/// Work of a crash the worker survived (an access far from every mapping: the signal, the jump back, the record;
 /// measured: 10,298 runs of Box2D's `b2SolveMoverJoint`, most of them such crashes, in 383 ms).
 pub const CRASH_NS: u64 = 40_000;
 /// Work of one run of a shipped binary (a line of text each way, the traps that record its trace; measured:
@@ -120,7 +119,7 @@ mod tests {
         );
         assert!(run_work(&run(RawEnd::TimedOut, 0), 500) >= 500_000_000);
         assert!(run_work(&run(RawEnd::Crashed(11), 10), 500) > small);
-        // A run that accessed an unmapped address ends without ending the worker: a signal, not a restart.
+        // A run that accessed an address far from every mapping ends without ending the worker: a signal, not a restart.
         let survived = RawRun {
             ended_worker: false,
             ..run(RawEnd::Crashed(11), 10)

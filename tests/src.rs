@@ -59,3 +59,39 @@ pub fn has_a_fix(text: &str) -> bool {
     .iter()
     .any(|scope| scope.pragmas().iter().all(|p| text.contains(p)))
 }
+
+/// The live processes (zombies and this test aside) that `pick` takes, as `pid: command line`; `pick` is given
+/// the process's environment entries (`KEY=value`) and its process group.
+pub fn live_processes(pick: impl Fn(&[&[u8]], Option<u32>) -> bool) -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = vec![];
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
+            continue;
+        }
+        // state and process group follow the command name's closing parenthesis
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        if fields.is_empty() || fields[0] == "Z" {
+            continue;
+        }
+        let group = fields.get(2).and_then(|g| g.parse().ok());
+        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        let env: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+        if pick(&env, group) {
+            let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
+            found.push(format!("{name}: {}", cmd.replace('\0', " ")));
+        }
+    }
+    found
+}
+
+/// The live processes whose environment holds `entry` (`HOME=…`: the unique home a test gives foe, which every
+/// child of foe inherits).
+pub fn processes_with_env(entry: &str) -> Vec<String> {
+    live_processes(|env, _| env.contains(&entry.as_bytes()))
+}

@@ -460,30 +460,7 @@ fn a_command_string_with_shell_quoting_is_read_as_an_arguments_array() {
 /// Processes (other than this test) whose environment holds `marker` or whose process group is `group`; zombies
 /// (already dead, waiting for a parent to reap them) are not counted.
 fn processes_of(marker: &str, group: u32) -> Vec<String> {
-    let me = std::process::id().to_string();
-    let mut found = vec![];
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
-            continue;
-        }
-        // state and process group follow the command name's closing parenthesis
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        if fields.is_empty() || fields[0] == "Z" {
-            continue;
-        }
-        let in_group = fields.get(2) == Some(&group.to_string().as_str());
-        let env = std::fs::read(entry.path().join("environ")).unwrap_or_default();
-        if in_group || env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
-            let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(format!("{name}: {}", cmd.replace('\0', " ")));
-        }
-    }
-    found
+    foe_e2e::live_processes(|env, g| g == Some(group) || env.contains(&marker.as_bytes()))
 }
 
 /// Everything under `dir`, `depth` levels deep, whose name `pick` takes.

@@ -36,30 +36,6 @@ fn hostile_files() -> Vec<PathBuf> {
     files
 }
 
-/// Processes (other than this test) whose environment holds `marker` (the unique `$HOME` given to foe; every
-/// child of foe inherits it).
-fn processes_with(marker: &str) -> Vec<String> {
-    let me = std::process::id().to_string();
-    let mut found = vec![];
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
-            continue;
-        }
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env
-            .split(|&b| b == 0)
-            .any(|kv| kv == format!("HOME={marker}").as_bytes())
-        {
-            let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(format!("{name}: {}", cmd.replace('\0', " ")));
-        }
-    }
-    found
-}
-
 struct Listener {
     connections: Arc<AtomicUsize>,
     port: u16,
@@ -177,7 +153,7 @@ fn check_hostile(file: &Path, listener: &Listener) -> Vec<String> {
     }
     // Anything left of foe's children has the unique $HOME in its environment.
     std::thread::sleep(Duration::from_millis(200));
-    let left = processes_with(&home.path().to_string_lossy());
+    let left = foe_e2e::processes_with_env(&format!("HOME={}", home.path().display()));
     if !left.is_empty() {
         problems.push(format!("{name}: processes outlived foe: {left:?}"));
     }

@@ -101,7 +101,7 @@ impl Server {
         let marker = format!("HOME={}", self.home.path().display());
         let deadline = Instant::now() + Duration::from_secs(2);
         loop {
-            let procs = processes_with(&marker);
+            let procs = foe_e2e::processes_with_env(&marker);
             let temps: Vec<_> = std::fs::read_dir(self.tmp.path())
                 .unwrap()
                 .flatten()
@@ -159,25 +159,6 @@ fn process_state(pid: &str) -> String {
         read("stack"),
         read("status").replace('\n', ", ")
     )
-}
-
-fn processes_with(marker: &str) -> Vec<String> {
-    let me = std::process::id().to_string();
-    let mut found = vec![];
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
-            continue;
-        }
-        let Ok(env) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if env.split(|&b| b == 0).any(|kv| kv == marker.as_bytes()) {
-            let cmd = std::fs::read_to_string(entry.path().join("cmdline")).unwrap_or_default();
-            found.push(format!("{name}: {}", cmd.replace('\0', " ")));
-        }
-    }
-    found
 }
 
 fn slow_file() -> String {
@@ -245,7 +226,9 @@ fn end_during_analysis(ending: Ending) {
     // Wait until the analysis is under way (its solver or worker processes exist).
     let marker = format!("HOME={}", s.home.path().display());
     let started = Instant::now();
-    while processes_with(&marker).len() < 2 && started.elapsed() < Duration::from_secs(30) {
+    while foe_e2e::processes_with_env(&marker).len() < 2
+        && started.elapsed() < Duration::from_secs(30)
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
     let ended = Instant::now();
@@ -323,7 +306,7 @@ fn two_hundred_analyses_leave_nothing_behind() {
             .client
             .request("foe/stats", None, REQUEST)
             .is_ok_and(|v| v["jobsRunning"] == 0);
-        if idle && processes_with(&marker).len() <= 1 {
+        if idle && foe_e2e::processes_with_env(&marker).len() <= 1 {
             let since = *quiet_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= Duration::from_secs(1) {
                 break;
@@ -333,7 +316,7 @@ fn two_hundred_analyses_leave_nothing_behind() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let me_and_server: Vec<_> = processes_with(&marker);
+    let me_and_server: Vec<_> = foe_e2e::processes_with_env(&marker);
     let server = s.client.child_mut().expect("a process").id().to_string();
     let others: Vec<String> = me_and_server
         .iter()

@@ -20,7 +20,7 @@ mod memory;
 mod sse_tests;
 mod state;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod values;
 
 use crate::config::AnalysisConfig;

@@ -4,32 +4,11 @@
 use super::*;
 use crate::config::AnalysisConfig;
 use crate::ir::{describe_functions, parse_module};
+use crate::model::tests::{compile, FLAGS_P, FLAGS_PP};
 use crate::model::{model_pair, prepare_for_modelling, ModelledPair};
 use crate::types::{ArgValue, Build};
 use inkwell::context::Context;
 use rug::{Float, Rational};
-use std::time::Duration;
-
-const FLAGS_P: &[&str] = &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"];
-const FLAGS_PP: &[&str] = &["-O2", "-ffast-math"];
-
-/// The textual IR of `source` built with `flags`.
-fn compile(source: &str, flags: &[&str]) -> String {
-    // In foe's scratch directory: the only place the confined compiler may write.
-    let dir = crate::scratch::tempdir("accuracy").expect("temp dir");
-    let c = dir.path().join("t.c");
-    let ll = dir.path().join("t.ll");
-    std::fs::write(&c, source).expect("write C file");
-    let mut cmd = crate::process::command(AnalysisConfig::default().clang, dir.path());
-    cmd.args(["-S", "-emit-llvm", "-g"])
-        .args(flags)
-        .arg(&c)
-        .arg("-o")
-        .arg(&ll);
-    let out = crate::process::run_tool(cmd, None, Duration::from_secs(60)).expect("run clang");
-    assert_eq!(out.status, Some(0), "clang failed: {}", out.stderr);
-    std::fs::read_to_string(&ll).expect("read IR")
-}
 
 /// `function` of `source` modelled in both builds, as the pipeline does.
 fn modelled(source: &str, function: &str) -> ModelledPair {

@@ -15,11 +15,12 @@ use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature};
 use inkwell::context::Context;
 use std::time::{Duration, Instant};
 
-const FLAGS_P: &[&str] = &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"];
-const FLAGS_PP: &[&str] = &["-O2", "-ffast-math"];
+pub(crate) const FLAGS_P: &[&str] = &["-O0", "-Xclang", "-disable-O0-optnone", "-ffp-contract=off"];
+pub(crate) const FLAGS_PP: &[&str] = &["-O2", "-ffast-math"];
 
-/// The textual IR of `source` built with `flags`.
-fn compile(source: &str, flags: &[&str]) -> String {
+/// The textual IR of `source` built with `flags` (in foe's scratch directory: the only place the confined
+/// compiler may write).
+pub(crate) fn compile(source: &str, flags: &[&str]) -> String {
     let dir = crate::scratch::tempdir("foe-test").expect("temp dir");
     let c = dir.path().join("t.c");
     let ll = dir.path().join("t.ll");

@@ -173,24 +173,10 @@ impl Plan {
         let root = c"/";
         // SAFETY: mount calls with NUL-terminated paths owned by this process.
         unsafe {
-            if libc::mount(
-                std::ptr::null(),
-                root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
+            if !private_mounts() {
                 return false;
             }
-            if libc::mount(
-                scratch.as_ptr(),
-                scratch.as_ptr(),
-                std::ptr::null(),
-                libc::MS_BIND,
-                std::ptr::null(),
-            ) != 0
-            {
+            if !bind_onto_itself(scratch, libc::MS_BIND) {
                 return false;
             }
             if !set_mount_attr(
@@ -205,6 +191,36 @@ impl Plan {
             set_mount_attr(scratch.as_ptr(), 0, MOUNT_ATTR_RDONLY, false)
                 && libc::chdir(scratch.as_ptr()) == 0
         }
+    }
+}
+
+/// Makes every mount of the new namespace private (nothing propagates out); whether the kernel took it. Only a
+/// system call: safe between fork and exec.
+unsafe fn private_mounts() -> bool {
+    // SAFETY: a constant NUL-terminated path; the other pointers may be null for this call.
+    unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+    }
+}
+
+/// Bind-mounts `dir` onto itself (`flags`: `MS_BIND`, with `MS_REC` for what is mounted below it), so that its
+/// attributes can differ from its parent's; whether the kernel took it. Only a system call.
+unsafe fn bind_onto_itself(dir: &std::ffi::CStr, flags: libc::c_ulong) -> bool {
+    // SAFETY: `dir` is NUL-terminated and outlives the call.
+    unsafe {
+        libc::mount(
+            dir.as_ptr(),
+            dir.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        ) == 0
     }
 }
 
@@ -402,24 +418,11 @@ impl ToolPlan {
         let root = c"/";
         // SAFETY: mount calls with NUL-terminated paths owned by this process.
         unsafe {
-            if libc::mount(
-                std::ptr::null(),
-                root.as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
+            if !private_mounts() {
                 return false;
             }
             for dir in self.writable.iter().flatten() {
-                libc::mount(
-                    dir.as_ptr(),
-                    dir.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                );
+                bind_onto_itself(dir, libc::MS_BIND | libc::MS_REC);
             }
             if !set_mount_attr(
                 root.as_ptr(),

@@ -100,6 +100,20 @@ pub struct RawRun {
 }
 
 impl RawRun {
+    /// A run the worker reported nothing of (it overran its time limit, or the worker died): no events, no
+    /// outputs, and the worker gone.
+    pub fn without_record(end: RawEnd) -> RawRun {
+        RawRun {
+            events: vec![],
+            truncated: false,
+            end,
+            outputs: vec![],
+            values: vec![],
+            ops: 0,
+            ended_worker: true,
+        }
+    }
+
     pub fn returned(&self) -> bool {
         matches!(self.end, RawEnd::Returned(_))
     }

@@ -246,11 +246,7 @@ impl LspClient {
         version: Option<i64>,
         timeout: Duration,
     ) -> Option<Received> {
-        self.wait_for("textDocument/publishDiagnostics", timeout, |p| {
-            p["uri"] == uri
-                && (version.is_none() || p["version"].as_i64() == version)
-                && !is_first_look(p)
-        })
+        self.wait_published(uri, version, timeout, false)
     }
 
     /// The first diagnostics of a document's version, a first look included (`foe.firstLook`).
@@ -260,8 +256,20 @@ impl LspClient {
         version: Option<i64>,
         timeout: Duration,
     ) -> Option<Received> {
+        self.wait_published(uri, version, timeout, true)
+    }
+
+    fn wait_published(
+        &mut self,
+        uri: &str,
+        version: Option<i64>,
+        timeout: Duration,
+        first_looks_too: bool,
+    ) -> Option<Received> {
         self.wait_for("textDocument/publishDiagnostics", timeout, |p| {
-            p["uri"] == uri && (version.is_none() || p["version"].as_i64() == version)
+            p["uri"] == uri
+                && (version.is_none() || p["version"].as_i64() == version)
+                && (first_looks_too || !is_first_look(p))
         })
     }
 

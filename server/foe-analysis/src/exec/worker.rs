@@ -610,20 +610,7 @@ fn unexplained_death(
             None => RawEnd::Crashed(0),
         }
     };
-    store(
-        p,
-        pp,
-        next,
-        RawRun {
-            events: vec![],
-            truncated: false,
-            end,
-            outputs: vec![],
-            values: vec![],
-            ops: 0,
-            ended_worker: true,
-        },
-    );
+    store(p, pp, next, RawRun::without_record(end));
     // After a stall the other build is likely stuck too: stay in flush mode to find it without a second wait.
     *flush_each = stalled;
 }

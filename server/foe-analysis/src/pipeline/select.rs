@@ -28,6 +28,37 @@ pub(super) struct Selection {
     pub inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
 }
 
+/// A function foe cannot drive, skipped with the reason in C words.
+fn undrivable_report(undrivable: ir::Undrivable) -> FunctionReport {
+    let mut r = FunctionReport::skipped(&undrivable.name, undrivable.reason);
+    r.span = undrivable.span;
+    r.header = undrivable.header;
+    r
+}
+
+/// A function the request did not ask for (`only_functions`).
+fn not_selected(info: FunctionInfo) -> FunctionReport {
+    let mut r = FunctionReport::skipped_because(
+        &info.signature.name,
+        ReasonCode::NotSelected,
+        "not selected",
+    );
+    r.signature = Some(info.signature);
+    r.span = info.span;
+    r
+}
+
+/// The cache's report of the function `key` names, moved to where `info` says the function now starts (keys
+/// hold lines relative to the declaration).
+fn cached(cache: &dyn FunctionCache, key: &str, info: &FunctionInfo) -> Option<FunctionReport> {
+    let mut hit = cache.get(key)?;
+    hit.cached = true;
+    if let (Some(now), Some(then)) = (&info.span, &hit.span) {
+        hit.shift_lines(now.line as i64 - then.line as i64);
+    }
+    Some(hit)
+}
+
 /// Sorts the functions P defines (less those linked in from other units) into what each needs.
 pub(super) fn select_functions<'ctx>(
     request: &AnalysisRequest<'_>,
@@ -56,10 +87,7 @@ pub(super) fn select_functions<'ctx>(
         let info = match entry {
             Ok(info) => info,
             Err(undrivable) => {
-                let mut r = FunctionReport::skipped(&undrivable.name, undrivable.reason);
-                r.span = undrivable.span;
-                r.header = undrivable.header;
-                selection.reports[index] = Some(r);
+                selection.reports[index] = Some(undrivable_report(undrivable));
                 continue;
             }
         };
@@ -76,11 +104,7 @@ pub(super) fn select_functions<'ctx>(
             .only_functions
             .is_some_and(|only| !only.contains(&name))
         {
-            let mut r =
-                FunctionReport::skipped_because(&name, ReasonCode::NotSelected, "not selected");
-            r.signature = Some(info.signature.clone());
-            r.span = info.span.clone();
-            selection.reports[index] = Some(r);
+            selection.reports[index] = Some(not_selected(info));
             continue;
         }
         if let Some(err) = domain_errors.first() {
@@ -121,12 +145,7 @@ pub(super) fn select_functions<'ctx>(
                 texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
             ),
         );
-        if let Some(mut hit) = cache.get(&key) {
-            hit.cached = true;
-            // Keys hold lines relative to the declaration: the cached function may have moved.
-            if let (Some(now), Some(then)) = (&info.span, &hit.span) {
-                hit.shift_lines(now.line as i64 - then.line as i64);
-            }
+        if let Some(hit) = cached(cache, &key, &info) {
             selection.reports[index] = Some(hit);
             continue;
         }

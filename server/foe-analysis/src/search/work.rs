@@ -96,13 +96,9 @@ mod tests {
 
     fn run(end: RawEnd, ops: u64) -> RawRun {
         RawRun {
-            events: vec![],
-            truncated: false,
-            end,
-            outputs: vec![],
-            values: vec![],
             ops,
             ended_worker: !matches!(end, RawEnd::Returned(_)),
+            ..RawRun::without_record(end)
         }
     }
 

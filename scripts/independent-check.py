@@ -126,15 +126,86 @@ def word(ty, text):
     return int(text, 0) & ((1 << ty["bits"]) - 1)
 
 
-def driver_source(sig):
-    """A driver for one function: argv holds one hexadecimal word per parameter of foe's signature."""
-    ret = c_type(sig["ret"])
-    call = [p for p in sig["params"] if not p.get("pointee")]
+RETURN_PARAM = 0xFFFFFFFF  # the `param` of an output that is a field of the returned struct
+
+
+def size_of(ty):
+    return {"f64": 8, "f32": 4}.get(ty["type"]) or ty.get("bits", 64) // 8
+
+
+def struct_decl(tag, fields, size, in_memory=False):
+    """A C struct of `size` bytes with each (offset, C type, size) of `fields` at its offset and unsigned chars in
+    the gaps: the same bytes, and for a struct of 16 bytes or fewer whose every byte is a field, the same x86-64
+    classification (so it travels in the same registers) as the struct it stands for. One passed in memory
+    (`byval`) is packed: only some of its fields are known, and its bytes go to the same eightbyte-aligned stack
+    slot whatever its alignment up to 8."""
+    members, at = [], 0
+    for k, (offset, ctype, n) in enumerate(sorted(fields)):
+        if offset < at:
+            return None
+        if offset > at:
+            members.append(f"unsigned char gap{k}[{offset - at}];")
+        members.append(f"{ctype} f{k};")
+        at = offset + n
+    if at < size:
+        members.append(f"unsigned char tail[{size - at}];")
+    packed = " __attribute__((packed))" if in_memory else ""
+    return (f"struct{packed} {tag} {{ {' '.join(members)} }};\n"
+            f"_Static_assert(sizeof(struct {tag}) == {size}, \"layout of {tag}\");")
+
+
+def return_fields(sig, divergences):
+    """The returned struct's fields (offset, C type, size) that foe's outputs name, when they cover its bytes."""
+    fields = {}
+    for d in divergences:
+        for end in ("end_p", "end_pp"):
+            for o in (d.get(end) or {}).get("outputs", []):
+                if o.get("param") == RETURN_PARAM and c_type(o["ctype"]):
+                    fields[o["offset"]] = (o["offset"], c_type(o["ctype"]), size_of(o["ctype"]))
+    fields = sorted(fields.values())
+    return fields if sum(f[2] for f in fields) == sig["ret"]["bytes"] else None
+
+
+def driver_source(sig, divergences=()):
+    """A driver for one function: argv holds one hexadecimal word per parameter of foe's signature. The fields of a
+    struct passed by value (`by_value`: its C parameter, offset and size) are put together into a struct of the
+    same layout, passed as the C parameter; a returned struct is declared by its size (its fields where foe's
+    outputs name them all) and its bytes printed after the buffers."""
+    decls, ret_struct = [], None
+    if sig["ret"]["type"] == "struct":
+        size = sig["ret"]["bytes"]
+        fields = return_fields(sig, divergences) if not sig["ret"].get("sret") else None
+        if not sig["ret"].get("sret") and size > 16 or sig["ret"].get("sret") and size <= 16:
+            return None
+        decls.append(struct_decl("ret", fields or [], size))
+        ret, ret_struct = "struct ret", fields is not None or bool(sig["ret"].get("sret"))
+    else:
+        ret = c_type(sig["ret"])
     if ret is None or any(c_type(p["ty"]) is None for p in sig["params"]):
         return None
+    # The C call's arguments in order: a scalar parameter, or a struct put together from its fields.
+    call, structs = [], {}
+    for i, p in enumerate(sig["params"]):
+        if p.get("pointee"):
+            continue
+        b = p.get("by_value")
+        if b is None:
+            call.append(("scalar", i))
+            continue
+        if b["c_param"] not in structs:
+            structs[b["c_param"]] = {"bytes": b["bytes"], "memory": b["memory"], "fields": []}
+            call.append(("struct", b["c_param"]))
+        structs[b["c_param"]]["fields"].append((b["offset"], c_type(p["ty"]), size_of(p["ty"]), i))
+    for c, st in structs.items():
+        decl = struct_decl(f"arg{c}", [f[:3] for f in st["fields"]], st["bytes"], st["memory"])
+        if decl is None:
+            return None
+        decls.append(decl)
+    proto = ", ".join(c_type(sig["params"][i]["ty"]) if kind == "scalar" else f"struct arg{i}" for kind, i in call)
     lines = ["#include <fenv.h>", "#include <signal.h>", "#include <stdint.h>", "#include <stdio.h>",
              "#include <stdlib.h>", "#include <string.h>", "#include <sys/mman.h>", "#include <unistd.h>",
-             f"{ret} {sig['name']}({', '.join(c_type(p['ty']) for p in call) or 'void'});",
+             *decls,
+             f"{ret} {sig['name']}({proto or 'void'});",
              "static unsigned char buffers[16][65536];",
              # The stand-ins of data no file defines (see `link`): unreadable, a read ends the run with GUARD_EXIT.
              "extern char __start_harness_guard[] __attribute__((weak));",
@@ -150,16 +221,21 @@ def driver_source(sig):
              "      __start_harness_guard, __stop_harness_guard - __start_harness_guard, PROT_NONE)) return 70;",
              "  uint64_t w[64] = {0};",
              "  for (int i = 1; i < argc && i <= 64; i++) w[i - 1] = strtoull(argv[i], 0, 16);"]
-    args = []
     for i, p in enumerate(sig["params"]):
-        ty = c_type(p["ty"])
         if p.get("pointee"):
             pt = p["pointee"]
-            size = 4 if p["ty"]["type"] == "f32" else (p["ty"].get("bits", 64) // 8)
-            lines.append(f"  memcpy(buffers[{pt['param']}] + {pt['offset']}, &w[{i}], {size});")
-        elif ty == "void *":
+            lines.append(f"  memcpy(buffers[{pt['param']}] + {pt['offset']}, &w[{i}], {size_of(p['ty'])});")
+    args = []
+    for kind, i in call:
+        if kind == "struct":
+            lines.append(f"  struct arg{i} s{i}; memset(&s{i}, 0, sizeof s{i});")
+            for offset, _, n, param in structs[i]["fields"]:
+                lines.append(f"  memcpy((unsigned char *)&s{i} + {offset}, &w[{param}], {n});")
+            args.append(f"s{i}")
+        elif c_type(sig["params"][i]["ty"]) == "void *":
             args.append(f"buffers[{i}]")
         else:
+            ty = c_type(sig["params"][i]["ty"])
             lines.append(f"  {ty} a{i}; memcpy(&a{i}, &w[{i}], sizeof a{i});")
             args.append(f"a{i}")
     lines.append("  feclearexcept(FE_ALL_EXCEPT);")
@@ -168,13 +244,16 @@ def driver_source(sig):
     lines.append("  int flags = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);")
     lines.append('  printf("%d\\n", flags);')
     # The result's bits and the pointer buffers, for result divergences.
-    if ret == "void":
+    if ret == "void" or ret == "struct ret":
         lines.append('  printf("0\\n");')
     else:
         lines.append(f"  {ret} rv = r; uint64_t rb = 0; memcpy(&rb, &rv, sizeof rv); printf(\"%llx\\n\", "
                      "(unsigned long long)rb);")
     lines.append("  for (int b = 0; b < 16; b++) { for (int o = 0; o < 4096; o++) printf(\"%02x\", buffers[b][o]); "
                  "printf(\"\\n\"); }")
+    if ret_struct:
+        lines.append("  struct ret rs = r; for (unsigned o = 0; o < sizeof rs; o++) "
+                     "printf(\"%02x\", ((unsigned char *)&rs)[o]); printf(\"\\n\");")
     lines.append("  return 0;")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -272,7 +351,8 @@ def output_value(d, sig, lines):
         ctype = {"f64": {"type": "f64"}, "f32": {"type": "f32"}}.get(sig["ret"]["type"], sig["ret"])
         return scalar(ctype, int(lines[1], 16).to_bytes(8, "little")), ctype
     place = next(o for o in d["end_p"]["outputs"] if o["name"] == res["output"])
-    buffer = bytes.fromhex(lines[2 + place["param"]])
+    # A returned struct's bytes follow the 16 buffers when the driver knows its layout (`driver_source`).
+    buffer = bytes.fromhex(lines[2 + 16 if place["param"] == RETURN_PARAM else 2 + place["param"]])
     return scalar(place["ctype"], buffer[place["offset"]:]), place["ctype"]
 
 
@@ -303,7 +383,7 @@ def check_file(db_dir, entry, report, archives, work, out):
     for f in targets:
         sig = f.get("signature")
         confirmed = [d for d in f["divergences"] if d.get("confirmation") == "confirmed"]
-        src = driver_source(sig) if sig else None
+        src = driver_source(sig, confirmed) if sig else None
         bins, why, unknown = {}, "foe's signature has no C driver", {}
         if src:
             (work / "driver.c").write_text(src)

@@ -12,8 +12,9 @@
  * foe_confirm_stop: the call is left there, as the instrumented worker stops its run at it, and nothing of the
  * callee runs), or `t` when the call did not return within the time limit (argv[1], milliseconds of the
  * process's CPU time, which the load does not change; or FOE_WALL_FACTOR times as long by the wall clock, for a
- * call that waits without using the CPU); the process then exits. A crash ends the process without a reply; the
- * caller restarts it after that request. An event is `KINDS@OFFSET` (the kinds as FLAGS counts them, the
+ * call that waits without using the CPU); the process then exits. A call that accessed an address far from every
+ * mapping (foe_faults.h) replies `c SIGNAL` and the process goes on; any other crash ends the process without a
+ * reply, and the caller restarts it after that request. An event is `KINDS@OFFSET` (the kinds as FLAGS counts them, the
  * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
  * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
  * frame in the executable less its load bias, minus one (`-` when the unwinder found none), NAME the library
@@ -37,6 +38,7 @@
  * build's start-up code set (flush-to-zero and denormals-are-zero when linked with -ffast-math) is the one the
  * function runs in. */
 #define _GNU_SOURCE
+#include "foe_faults.h"
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
@@ -95,6 +97,20 @@ static const char *volatile g_stopped_at;
 void foe_confirm_stop(const char *name) {
     g_stopped_at = name;
     siglongjmp(g_call, 1);
+}
+
+/* Set while a call of the user's code runs: a fault far from every mapping then ends the call, not the process. */
+static volatile sig_atomic_t g_in_call;
+
+static void on_segv(int sig, siginfo_t *info, void *ctx) {
+    if (g_in_call && info->si_code == SEGV_MAPERR && foe_far_from_mappings((uintptr_t)info->si_addr)) {
+        /* The access did nothing (x86 faults are precise): the signal mask of the interrupted code comes back
+         * and the call ends as a crash; its frames are discarded. */
+        sigprocmask(SIG_SETMASK, &((ucontext_t *)ctx)->uc_sigmask, NULL);
+        siglongjmp(g_call, 2);
+    }
+    /* Any other fault: the default action on the same instruction again (the process ends without a reply). */
+    signal(sig, SIG_DFL);
 }
 
 static void on_alarm(int sig) {
@@ -249,6 +265,9 @@ int main(int argc, char **argv) {
     sigaction(SIGFPE, &sa, NULL);
     sa.sa_sigaction = on_trap;
     sigaction(SIGTRAP, &sa, NULL);
+    sa.sa_sigaction = on_segv;
+    sigaction(SIGSEGV, &sa, NULL);
+    foe_find_mappings();
     dl_iterate_phdr(find_exe, NULL);
     if (__start_foe_guard && __stop_foe_guard > __start_foe_guard &&
         mprotect(__start_foe_guard, (size_t)(__stop_foe_guard - __start_foe_guard), PROT_NONE) != 0)
@@ -298,8 +317,12 @@ int main(int argc, char **argv) {
         unsigned mxcsr = __builtin_ia32_stmxcsr();
         __builtin_ia32_ldmxcsr((mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)));
         g_stopped_at = NULL;
-        if (sigsetjmp(g_call, 0) == 0)
+        int jumped = sigsetjmp(g_call, 0);
+        if (jumped == 0) {
+            g_in_call = 1;
             foe_confirm_table[index](words, result);
+        }
+        g_in_call = 0;
         mxcsr = __builtin_ia32_stmxcsr();
         __builtin_ia32_ldmxcsr(mxcsr | MX_TRACKED_MASKS);
         int raised = fetestexcept(FOE_TRACKED);
@@ -307,6 +330,11 @@ int main(int argc, char **argv) {
                          (raised & FE_OVERFLOW ? 4u : 0u) | (raised & FE_UNDERFLOW ? 8u : 0u);
         arm(ITIMER_PROF, 0);
         arm(ITIMER_REAL, 0);
+        if (jumped == 2) {
+            fprintf(replies, "c %x\n", SIGSEGV);
+            fflush(replies);
+            continue;
+        }
         if (g_stopped_at)
             fprintf(replies, "s %x %s", flags, g_stopped_at);
         else {

@@ -3,6 +3,7 @@
  * See foe_runtime.h for the protocol. Compiled once per foe build with -O2 and without fast math. */
 #define _GNU_SOURCE
 #include "foe_runtime.h"
+#include "foe_faults.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -275,33 +276,6 @@ static long foe_guard_index(const char *addr) {
             return (long)i;
     }
     return -1;
-}
-
-/* The two stretches of address space far from every mapping of the process, set at start-up (nothing survives
- * until then): below the executable, and between its data (with the heap above it) and the libraries and the
- * stack. An access there is a null pointer followed, plus an index; one near a mapping may be a loop that wrote
- * past its buffer first. */
-static uintptr_t g_low_end, g_gap_start, g_gap_end;
-
-extern char __executable_start, _end;
-
-static void foe_find_mappings(void) {
-    const uintptr_t near = (uintptr_t)1 << 30;
-    uintptr_t start = (uintptr_t)&__executable_start, data_end = (uintptr_t)&_end;
-    /* errno lives in the thread's TLS block, which the loader maps beside the libraries (the address of a libc
-     * function may be its PLT entry in the executable). */
-    uintptr_t libraries = (uintptr_t)&errno, stack = (uintptr_t)&start;
-    uintptr_t above = libraries < stack ? libraries : stack;
-    g_low_end = start > (16u << 20) ? start - (16u << 20) : start / 2;
-    if (above > data_end + 4 * near + near) {
-        g_gap_start = data_end + 4 * near;
-        g_gap_end = above - near;
-    }
-}
-
-static int foe_far_from_mappings(uintptr_t addr) {
-    /* Above 2^56 is the kernel's half of the address space (a null pointer less a small offset: an index of -1). */
-    return addr < g_low_end || (addr > g_gap_start && addr < g_gap_end) || addr >= ((uintptr_t)1 << 56);
 }
 
 static void foe_on_crash(int sig, siginfo_t *info, void *context) {

@@ -116,6 +116,7 @@ pub(super) fn driver_object(clang: &Path, dir: &Path) -> Result<PathBuf, String>
         let mut h = blake3::Hasher::new();
         h.update(CONFIRM_C.as_bytes());
         h.update(crate::exec::LIBC_EXTRAS_C.as_bytes());
+        h.update(crate::exec::FAULTS_H.as_bytes());
         h.update(DRIVER_FLAGS.join(" ").as_bytes());
         h.update(clang.as_os_str().as_encoded_bytes());
         h.finalize().to_hex()[..16].to_string()
@@ -126,6 +127,8 @@ pub(super) fn driver_object(clang: &Path, dir: &Path) -> Result<PathBuf, String>
     }
     let src = dir.join("foe_confirm.c");
     std::fs::write(&src, format!("{CONFIRM_C}\n{}", crate::exec::LIBC_EXTRAS_C))
+        .map_err(|e| format!("cannot write the driver: {e}"))?;
+    std::fs::write(dir.join("foe_faults.h"), crate::exec::FAULTS_H)
         .map_err(|e| format!("cannot write the driver: {e}"))?;
     let obj = dir.join("foe_confirm.o");
     let mut cmd = process::command(clang, dir);

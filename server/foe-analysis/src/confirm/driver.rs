@@ -1,144 +1,204 @@
 //! The driver's side of a shipped binary (`runtime/foe_confirm.c`): one line of argument words per call in, one
-//! reply per call out (`r` returned, `s` stopped at a stub, `t` timed out), run in the worker's sandbox.
+//! reply per call out (`r` returned, `s` stopped at a stub, `t` timed out), run in the worker's sandbox and kept
+//! running between batches.
 
 use super::harness::{Produced, ShippedEnd};
 use super::trace::{self, RawEvent};
 use crate::exec::RawOutput;
 use crate::exec::WALL_FACTOR;
 use crate::process::{self, SandboxLimits};
-use std::io::{Read, Write};
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// One reply of the driver: how the call ended, its events, how many it dropped, where it stopped.
 pub(super) type Reply = (ShippedEnd, Vec<RawEvent>, usize, Option<String>, Produced);
 
-/// Runs the driver on `lines` until it exits; its replies in order (fewer than `lines` when it crashed or timed
-/// out), each with its events and how many it dropped.
-pub(super) fn run_driver(
-    exe: &Path,
-    lines: &[String],
-    limit_ms: u64,
-    memory_mib: u64,
-) -> Result<Vec<Reply>, String> {
-    let out = exchange(exe, lines, limit_ms, memory_mib)?;
-    parse_replies(&out)
+/// A binary's driver kept running between batches: starting one in the sandbox costs about 10 ms, and a file of
+/// 400 functions asks each binary for a batch per function. One process per binary, replaced when it crashed,
+/// timed out, grew old, or was started by another thread (a child dies with the thread that started it).
+struct LiveDriver {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    /// The driver's reply lines, read on a thread of their own so that a batch never waits on a full pipe.
+    replies: mpsc::Receiver<String>,
+    started: Instant,
+    thread: std::thread::ThreadId,
 }
 
-/// Starts the driver sandboxed, writes `lines` to it and reads all it writes until it exits.
-fn exchange(
-    exe: &Path,
-    lines: &[String],
-    limit_ms: u64,
-    memory_mib: u64,
-) -> Result<String, String> {
+/// A driver older than this is replaced before its next batch (its CPU-time backstop is cumulative).
+const MAX_DRIVER_AGE: Duration = Duration::from_secs(600);
+/// CPU-seconds backstop of one driver process.
+const DRIVER_CPU_SECONDS: u64 = 1800;
+
+impl Drop for LiveDriver {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = process::end_sandboxed(&mut self.child);
+    }
+}
+
+/// The drivers of a harness's binaries, one running process per binary.
+#[derive(Default)]
+pub(super) struct Drivers {
+    live: HashMap<PathBuf, LiveDriver>,
+}
+
+impl Drivers {
+    /// Runs `exe`'s driver on `lines`: its replies in order (fewer than `lines` when it crashed or timed out on
+    /// the next one; the process is then gone) and whether a process had to be started.
+    pub(super) fn run(
+        &mut self,
+        exe: &Path,
+        lines: &[String],
+        limit_ms: u64,
+        memory_mib: u64,
+    ) -> Result<(Vec<Reply>, bool), String> {
+        let reusable = self.live.get_mut(exe).is_some_and(|d| {
+            d.thread == std::thread::current().id()
+                && d.started.elapsed() < MAX_DRIVER_AGE
+                && matches!(d.child.try_wait(), Ok(None))
+        });
+        if !reusable {
+            tracing::trace!(exe = %exe.display(), "starting a driver");
+            self.live.remove(exe);
+            self.live
+                .insert(exe.to_path_buf(), start(exe, limit_ms, memory_mib)?);
+        }
+        let driver = self.live.get_mut(exe).expect("just made");
+        let (replies, alive) = exchange(driver, lines, limit_ms)?;
+        if !alive {
+            self.live.remove(exe);
+        }
+        Ok((replies, !reusable))
+    }
+}
+
+/// Starts `exe`'s driver sandboxed (as the worker is: the shipped binary runs the user's code), writing only in a
+/// scratch directory of its own.
+fn start(exe: &Path, limit_ms: u64, memory_mib: u64) -> Result<LiveDriver, String> {
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let mut cmd = process::command(exe, dir);
+    // The driver's own limit per call.
     cmd.arg(limit_ms.to_string());
     let limits = SandboxLimits {
         memory_mib: memory_mib.max(64),
-        cpu_seconds: (lines.len() as u64 * limit_ms / 1000).max(1) + 10,
+        cpu_seconds: DRIVER_CPU_SECONDS,
     };
-    // The shipped binary runs the user's code: in the same sandbox as the worker, writing only in a scratch
-    // directory of its own.
     let scratch = dir.join("scratch");
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot make a scratch directory: {e}"))?;
     let (mut child, _layers) = process::spawn_sandboxed(cmd, exe, &scratch, limits)
         .map_err(|e| format!("cannot start the shipped binary: {e}"))?;
-    let mut stdin = child
-        .stdin
-        .take()
-        .ok_or("the shipped binary has no stdin")?;
+    let stdin = child.stdin.take();
     let mut stdout = child
         .stdout
         .take()
         .ok_or("the shipped binary has no stdout")?;
-    let text: String = lines.concat();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(text.as_bytes());
-    });
-    // The driver replies after each call, within the CPU-time limit or `WALL_FACTOR` times it by the wall clock:
-    // silence longer than that means it is stuck (signals blocked by the user's code). How long a whole batch
-    // takes depends on the load, so it decides nothing but a generous backstop.
-    let started = Instant::now();
-    let last_reply_ms = Arc::new(AtomicU64::new(0));
-    let seen = Arc::clone(&last_reply_ms);
-    let reader = std::thread::spawn(move || read_all(&mut stdout, started, &seen));
-    // (Plus 5 s for starting: loading the binary and its libraries on a loaded machine.)
-    let stall = limit_ms.saturating_mul(WALL_FACTOR + 1) + 5000;
-    let backstop = Duration::from_millis(
-        limit_ms
-            .saturating_mul(WALL_FACTOR)
-            .saturating_mul(lines.len() as u64 + 2)
-            + 5000,
-    );
-    let stuck = || {
-        let since = started.elapsed().as_millis() as u64;
-        since.saturating_sub(last_reply_ms.load(Ordering::Relaxed)) > stall
-    };
-    let waited = process::wait_sandboxed_until(&mut child, backstop, &stuck);
-    let _ = writer.join();
-    let out = reader.join().unwrap_or_default();
-    waited.map_err(|e| format!("cannot wait for the shipped binary: {e}"))?;
-    Ok(out)
-}
-
-/// Reads `stdout` to its end, noting in `seen` when each piece arrived (milliseconds after `started`).
-fn read_all(stdout: &mut impl Read, started: Instant, seen: &AtomicU64) -> String {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 1 << 14];
-    loop {
-        match stdout.read(&mut buf) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                out.extend_from_slice(&buf[..n]);
-                seen.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The driver's replies, one a line, up to the first time-out.
-fn parse_replies(out: &str) -> Result<Vec<Reply>, String> {
-    let mut ends = Vec::new();
-    for line in out.lines() {
-        let mut words = line.split_whitespace();
-        match words.next() {
-            Some("r") => ends.push(parse_returned(line, words)?),
-            Some("s") => {
-                let bits = words
-                    .next()
-                    .and_then(|w| u8::from_str_radix(w, 16).ok())
-                    .unwrap_or(0);
-                let name = words.next().map(str::to_string);
-                let (events, dropped) = trace::parse_events(words)?;
-                ends.push((
-                    ShippedEnd::Stopped(bits & 0xf),
-                    events,
-                    dropped,
-                    name,
-                    Produced::default(),
-                ));
-            }
-            Some("t") => {
-                ends.push((
-                    ShippedEnd::TimedOut,
-                    Vec::new(),
-                    0,
-                    None,
-                    Produced::default(),
-                ));
+    let (send, replies) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(&mut stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
                 break;
             }
-            _ => return Err(format!("the shipped binary replied `{line}`")),
+        }
+    });
+    Ok(LiveDriver {
+        child,
+        stdin,
+        replies,
+        started: Instant::now(),
+        thread: std::thread::current().id(),
+    })
+}
+
+/// Writes `lines` to the driver and reads a reply per line, up to a crash (the process ends without one), a
+/// time-out (its `t` reply ends the process) or silence past the stall limit (the process is stuck with its
+/// signals blocked: killed). The replies, and whether the driver is still running.
+fn exchange(
+    driver: &mut LiveDriver,
+    lines: &[String],
+    limit_ms: u64,
+) -> Result<(Vec<Reply>, bool), String> {
+    let text: String = lines.concat();
+    let mut stdin = driver
+        .stdin
+        .take()
+        .ok_or("the shipped binary has no stdin")?;
+    // On a thread: the driver reads a line only when it has answered the one before.
+    let writer = std::thread::spawn(move || {
+        let ok = stdin.write_all(text.as_bytes()).and_then(|_| stdin.flush());
+        ok.is_ok().then_some(stdin)
+    });
+    // The driver replies after each call, within the CPU-time limit or `WALL_FACTOR` times it by the wall clock,
+    // plus 5 s for starting (loading the binary and its libraries on a loaded machine).
+    let stall = Duration::from_millis(limit_ms.saturating_mul(WALL_FACTOR + 1) + 5000);
+    let mut replies = Vec::with_capacity(lines.len());
+    let mut alive = true;
+    while replies.len() < lines.len() {
+        match driver.replies.recv_timeout(stall) {
+            Ok(line) => {
+                let reply = parse_reply(&line)?;
+                let timed_out = reply.0 == ShippedEnd::TimedOut;
+                replies.push(reply);
+                if timed_out {
+                    alive = false;
+                    break;
+                }
+            }
+            Err(_) => {
+                alive = false;
+                break;
+            }
         }
     }
-    Ok(ends)
+    if !alive {
+        let _ = process::end_sandboxed(&mut driver.child);
+    }
+    driver.stdin = writer.join().ok().flatten();
+    Ok((replies, alive && driver.stdin.is_some()))
+}
+
+/// One reply line of the driver.
+fn parse_reply(line: &str) -> Result<Reply, String> {
+    let mut words = line.split_whitespace();
+    match words.next() {
+        Some("r") => parse_returned(line, words),
+        Some("s") => {
+            let bits = words
+                .next()
+                .and_then(|w| u8::from_str_radix(w, 16).ok())
+                .unwrap_or(0);
+            let name = words.next().map(str::to_string);
+            let (events, dropped) = trace::parse_events(words)?;
+            Ok((
+                ShippedEnd::Stopped(bits & 0xf),
+                events,
+                dropped,
+                name,
+                Produced::default(),
+            ))
+        }
+        // A fault far from every mapping: the call crashed, the driver went on.
+        Some("c") => Ok((
+            ShippedEnd::Crashed,
+            Vec::new(),
+            0,
+            None,
+            Produced::default(),
+        )),
+        Some("t") => Ok((
+            ShippedEnd::TimedOut,
+            Vec::new(),
+            0,
+            None,
+            Produced::default(),
+        )),
+        _ => Err(format!("the shipped binary replied `{line}`")),
+    }
 }
 
 /// An `r` reply (its `words` after the `r`): the flags raised, the result, the changed words (`o:`) and the

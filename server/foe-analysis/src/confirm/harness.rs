@@ -3,7 +3,7 @@
 //! with the sticky flags and the trapped trace.
 
 use super::build;
-use super::driver::{run_driver, Reply};
+use super::driver::{Drivers, Reply};
 use super::reuse::{self, RunCache, SameBinaries};
 use super::thunks;
 use super::trace;
@@ -153,6 +153,10 @@ pub struct Harness {
     unresolved_data: std::collections::BTreeSet<String>,
     /// Symbols a unit of the project may define but that were not linked ([`crate::project::Linked::beyond_cap`]).
     beyond_cap: std::collections::BTreeSet<String>,
+    /// The binaries' running drivers (ended before the directory holding them is removed).
+    drivers: Mutex<Drivers>,
+    /// The binaries' debug info, read once each (`None`: unreadable).
+    debug_info: HashMap<PathBuf, Option<Mutex<addr2line::Loader>>>,
     /// A temporary directory holding the objects and binaries, made on first use.
     dir: Option<Result<tempfile::TempDir, String>>,
     driver: Option<Result<PathBuf, String>>,
@@ -202,6 +206,8 @@ impl Harness {
             units: Vec::new(),
             unresolved_data: Default::default(),
             beyond_cap: Default::default(),
+            drivers: Mutex::default(),
+            debug_info: HashMap::new(),
             dir: None,
             driver: None,
             binaries: HashMap::new(),
@@ -710,7 +716,7 @@ impl Harness {
     /// Runs `lines` (the driver's input lines) on `exe`, a process per stretch of lines up to a crash; the runs
     /// and the processes it took.
     fn run_lines(
-        &self,
+        &mut self,
         probe: Probe,
         function: &str,
         exe: &Path,
@@ -722,8 +728,9 @@ impl Harness {
         let mut replies: Vec<Reply> = Vec::with_capacity(lines.len());
         while replies.len() < lines.len() {
             let rest = &lines[replies.len()..];
-            let got = run_driver(exe, rest, limit_ms, self.config.memory_limit_mib)?;
-            launches += 1;
+            let drivers = self.drivers.get_mut().map_err(|_| "a driver panicked")?;
+            let (got, started) = drivers.run(exe, rest, limit_ms, self.config.memory_limit_mib)?;
+            launches += u64::from(started);
             let n = got.len();
             let stopped = got.last().is_some_and(|r| r.0 == ShippedEnd::TimedOut);
             replies.extend(got);
@@ -739,11 +746,16 @@ impl Harness {
             }
         }
         replies.truncate(lines.len());
-        let debug_info = replies
-            .iter()
-            .any(|r| r.1.iter().any(|e| e.addr.is_some()))
-            .then(|| trace::loader(exe))
-            .flatten();
+        let with_addresses = replies.iter().any(|r| r.1.iter().any(|e| e.addr.is_some()));
+        let debug_info = match with_addresses {
+            true => self
+                .debug_info
+                .entry(exe.to_path_buf())
+                .or_insert_with(|| trace::loader(exe).map(Mutex::new))
+                .as_ref()
+                .and_then(|l| l.lock().ok()),
+            false => None,
+        };
         tracing::trace!(
             ?probe,
             function,
@@ -758,7 +770,7 @@ impl Harness {
                 .map(|(end, events, dropped, stopped_at, produced)| match end {
                     ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => ShippedRun {
                         end,
-                        trace: trace::to_trace(debug_info.as_ref(), lines_in_file, &events),
+                        trace: trace::to_trace(debug_info.as_deref(), lines_in_file, &events),
                         dropped,
                         stopped_at,
                         produced,

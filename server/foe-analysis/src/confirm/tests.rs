@@ -397,6 +397,39 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     );
 }
 
+/// A call that follows a null pointer (an address far from every mapping) ends as a crash and the driver goes on
+/// with the next call; a write to read-only memory ends the driver, and the next call runs in a new one.
+#[test]
+fn a_wild_access_ends_the_call_and_the_driver_goes_on() {
+    let src = "#include <stdint.h>\n\
+               double f(double x) {\n\
+                 if (x == 1) return *(volatile double *)(uintptr_t)16;\n\
+                 if (x == 3) { char *s = (char *)\"literal\"; *(volatile char *)s = 0; }\n\
+                 return x * 2;\n\
+               }\n";
+    let (_dir, mut h) = harness_of_f(src);
+    let inputs: Vec<Input> = [1.0, 5.0, 1.0, 3.0, 1e308]
+        .iter()
+        .map(|&x| Input(vec![ArgValue::F64(x)]))
+        .collect();
+    let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
+    assert_eq!(
+        ends,
+        vec![
+            ShippedEnd::Crashed,
+            ShippedEnd::Raised(0),
+            ShippedEnd::Crashed,
+            ShippedEnd::Crashed,
+            ShippedEnd::Raised(4)
+        ]
+    );
+    assert_eq!(h.calls_run(), (5, 2), "one driver, and one more after the write");
+    // The next batch runs in the driver still running.
+    h.run(Probe::Reference, "f", &[Input(vec![ArgValue::F64(7.0)])])
+        .unwrap();
+    assert_eq!(h.calls_run(), (6, 2));
+}
+
 /// The limit is CPU time: a call that sleeps longer than it returns, one that waits forever times out by the wall
 /// clock's safety net.
 #[test]

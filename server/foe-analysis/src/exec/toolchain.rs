@@ -11,6 +11,8 @@ pub const RUNTIME_C: &str = include_str!("../../../../runtime/foe_runtime.c");
 /// Classification functions glibc has only as macros, appended to the runtime and the shipped-binary driver.
 pub const LIBC_EXTRAS_C: &str = include_str!("../../../../runtime/foe_libc_extras.c");
 pub const RUNTIME_H: &str = include_str!("../../../../runtime/foe_runtime.h");
+/// Which faults lie far from every mapping: shared by the runtime and the shipped-binary driver.
+pub const FAULTS_H: &str = include_str!("../../../../runtime/foe_faults.h");
 
 const RUNTIME_FLAGS: &[&str] = &[
     "-c",
@@ -38,6 +40,7 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
         h.update(RUNTIME_C.as_bytes());
         h.update(LIBC_EXTRAS_C.as_bytes());
         h.update(RUNTIME_H.as_bytes());
+        h.update(FAULTS_H.as_bytes());
         h.update(clang.as_os_str().as_encoded_bytes());
         h.update(RUNTIME_FLAGS.join(" ").as_bytes());
         h.finalize().to_hex()[..16].to_string()
@@ -70,6 +73,7 @@ fn compile_runtime(clang: &Path, obj: &Path, key: &str) -> Result<(), ExecError>
         format!("{RUNTIME_C}\n{LIBC_EXTRAS_C}"),
     )?;
     std::fs::write(tmp.path().join("foe_runtime.h"), RUNTIME_H)?;
+    std::fs::write(tmp.path().join("foe_faults.h"), FAULTS_H)?;
     let out = tmp.path().join(format!("foe-runtime-{key}.o"));
     let mut cmd = process::command(clang, tmp.path());
     cmd.args(RUNTIME_FLAGS)

@@ -25,11 +25,16 @@ struct LiveDriver {
     /// The driver's reply lines, read on a thread of their own so that a batch never waits on a full pipe.
     replies: mpsc::Receiver<String>,
     started: Instant,
+    /// Calls it was sent.
+    calls: usize,
     thread: std::thread::ThreadId,
 }
 
 /// A driver older than this is replaced before its next batch (its CPU-time backstop is cumulative).
 const MAX_DRIVER_AGE: Duration = Duration::from_secs(600);
+/// A driver that ran this many calls is replaced before its next batch: what the user's code leaks (memory it
+/// allocates and never frees) must not make later calls fail where a fresh process would not.
+const MAX_DRIVER_CALLS: usize = 4096;
 /// CPU-seconds backstop of one driver process.
 const DRIVER_CPU_SECONDS: u64 = 1800;
 
@@ -59,6 +64,7 @@ impl Drivers {
         let reusable = self.live.get_mut(exe).is_some_and(|d| {
             d.thread == std::thread::current().id()
                 && d.started.elapsed() < MAX_DRIVER_AGE
+                && d.calls < MAX_DRIVER_CALLS
                 && matches!(d.child.try_wait(), Ok(None))
         });
         if !reusable {
@@ -68,11 +74,11 @@ impl Drivers {
                 .insert(exe.to_path_buf(), start(exe, limit_ms, memory_mib)?);
         }
         let driver = self.live.get_mut(exe).expect("just made");
-        let (replies, alive) = exchange(driver, lines, limit_ms)?;
-        if !alive {
+        let exchanged = exchange(driver, lines, limit_ms);
+        if !matches!(exchanged, Ok((_, true))) {
             self.live.remove(exe);
         }
-        Ok((replies, !reusable))
+        exchanged.map(|(replies, _)| (replies, !reusable))
     }
 }
 
@@ -111,6 +117,7 @@ fn start(exe: &Path, limit_ms: u64, memory_mib: u64) -> Result<LiveDriver, Strin
         stdin,
         replies,
         started: Instant::now(),
+        calls: 0,
         thread: std::thread::current().id(),
     })
 }
@@ -124,6 +131,7 @@ fn exchange(
     limit_ms: u64,
 ) -> Result<(Vec<Reply>, bool), String> {
     let text: String = lines.concat();
+    driver.calls += lines.len();
     let mut stdin = driver
         .stdin
         .take()
@@ -141,7 +149,15 @@ fn exchange(
     while replies.len() < lines.len() {
         match driver.replies.recv_timeout(stall) {
             Ok(line) => {
-                let reply = parse_reply(&line)?;
+                let reply = match parse_reply(&line) {
+                    Ok(reply) => reply,
+                    Err(e) => {
+                        // Its later replies cannot be told apart: the driver is ended.
+                        let _ = process::end_sandboxed(&mut driver.child);
+                        let _ = writer.join();
+                        return Err(e);
+                    }
+                };
                 let timed_out = reply.0 == ShippedEnd::TimedOut;
                 replies.push(reply);
                 if timed_out {

@@ -423,7 +423,11 @@ fn a_wild_access_ends_the_call_and_the_driver_goes_on() {
             ShippedEnd::Raised(4)
         ]
     );
-    assert_eq!(h.calls_run(), (5, 2), "one driver, and one more after the write");
+    assert_eq!(
+        h.calls_run(),
+        (5, 2),
+        "one driver, and one more after the write"
+    );
     // The next batch runs in the driver still running.
     h.run(Probe::Reference, "f", &[Input(vec![ArgValue::F64(7.0)])])
         .unwrap();

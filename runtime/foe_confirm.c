@@ -4,7 +4,9 @@
  * flags (fetestexcept) and the exception trace, recorded by trapping (FPSpy's method, inside the process).
  *
  * Protocol, one request per line on stdin: `INDEX W0 W1 ...` (the thunk index, then one hexadecimal 64-bit word
- * per parameter, as the instrumented runner encodes them). One reply per line on stdout, flushed:
+ * per parameter, as the instrumented runner encodes them), optionally after `~XX `: the byte the stack below the
+ * call is filled with first (0 without it), so that a call that reads a local it never wrote reads the same in
+ * every run, and a second run with another fill tells such a call apart. One reply per line on stdout, flushed:
  * `r FLAGS RESULT OUTPUT... EVENT...` (the raised exceptions as bits invalid 1, divide-by-zero 2, overflow 4,
  * underflow 8, and the result's bits, both hexadecimal; then `o:PARAM:OFFSET:WORD` for each 8-byte word of a
  * pointer parameter's buffer the call changed, hexadecimal; then the trace in order), `s FLAGS NAME EVENT...` when the call
@@ -97,6 +99,15 @@ static const char *volatile g_stopped_at;
 void foe_confirm_stop(const char *name) {
     g_stopped_at = name;
     siglongjmp(g_call, 1);
+}
+
+/* The stack the call's frames will take, filled with `fill` before each call (see the protocol). */
+#define FOE_SCRIBBLE_BYTES (64 * 1024)
+
+static __attribute__((noinline)) void scribble_stack(int fill) {
+    unsigned char area[FOE_SCRIBBLE_BYTES];
+    memset(area, fill, sizeof area);
+    __asm__ volatile("" : : "r"(area) : "memory");
 }
 
 /* Set while a call of the user's code runs: a fault far from every mapping then ends the call, not the process. */
@@ -288,6 +299,11 @@ int main(int argc, char **argv) {
     static char line[FOE_MAX_WORDS * 20 + 64];
     while (fgets(line, sizeof line, stdin)) {
         char *p = line, *end;
+        int fill = 0;
+        if (*p == '~') {
+            fill = (int)strtol(p + 1, &end, 16) & 0xff;
+            p = end;
+        }
         long index = strtol(p, &end, 10);
         if (end == p)
             continue;
@@ -319,6 +335,7 @@ int main(int argc, char **argv) {
         g_stopped_at = NULL;
         int jumped = sigsetjmp(g_call, 0);
         if (jumped == 0) {
+            scribble_stack(fill);
             g_in_call = 1;
             foe_confirm_table[index](words, result);
         }

@@ -119,10 +119,26 @@ pub fn confirm_function(
     let mut kept = Vec::new();
     let mut dropped = 0;
     let mut kept_unconfirmed = 0;
+    let mut unsteady = 0;
     // Divergences whose cause is looked for.
     let mut to_explain: Vec<Witness> = Vec::new();
     for ((d, runs), input) in report.divergences.drain(..).zip(shipped).zip(inputs) {
-        match check_divergence(sig, bits, &stubbed, d, runs, input) {
+        let check =
+            |d: Divergence, runs| check_divergence(sig, bits, &stubbed, d, runs, input.clone());
+        // The verdict must not change with what the stack held before the call: a function that reads memory it
+        // never wrote (or state an earlier call left) does not do one thing on the input.
+        let checked = match runs {
+            Some(ShippedPair { first, again }) => {
+                let verdict = check(d.clone(), Some(first));
+                if verdict_of(&verdict) != verdict_of(&check(d, Some(again))) {
+                    unsteady += 1;
+                    continue;
+                }
+                verdict
+            }
+            None => check(d, None),
+        };
+        match checked {
             Checked::Kept(d, explain) => {
                 if let Some((input, p_run, what)) = explain {
                     to_explain.push(Witness {
@@ -142,23 +158,41 @@ pub fn confirm_function(
         }
     }
     report.divergences = kept;
-    report.not_reproduced = dropped;
+    report.not_reproduced = dropped + unsteady;
     note_unchecked(report, kept_unconfirmed, dropped, &stubbed);
+    if unsteady > 0 {
+        let note = format!(
+            "{unsteady} divergences are not reported: on their inputs the shipped binaries read memory the \
+             function never wrote (their runs change with what the stack held before the call)"
+        );
+        report.reason = join(&report.reason, &note);
+    }
     if to_explain.is_empty() {
         return;
     }
     explain_causes(harness, sig, report, &to_explain);
 }
 
-/// Runs the divergences' inputs on the shipped binaries of P and P': the inputs (`None` where one could not be
-/// rebuilt) and, per divergence, the shipped runs of P and P'. `None`, with a note in the reason, when the
-/// shipped binaries could not be built or run.
+/// The byte the second shipped run of each divergence's input fills the stack below the call with (the first
+/// fills it with zeros): all ones, a NaN in every float a function reads without having written it.
+const SECOND_FILL: u8 = 0xff;
+
+/// The shipped runs of one divergence's input: P's and P''s with zeros below the call, and again with
+/// [`SECOND_FILL`].
+struct ShippedPair {
+    first: (ShippedRun, ShippedRun),
+    again: (ShippedRun, ShippedRun),
+}
+
+/// Runs the divergences' inputs on the shipped binaries of P and P', twice each with the stack filled otherwise:
+/// the inputs (`None` where one could not be rebuilt) and, per divergence, the shipped runs. `None`, with a note
+/// in the reason, when the shipped binaries could not be built or run.
 #[allow(clippy::type_complexity)]
 fn run_shipped(
     harness: &mut Harness,
     sig: &FunctionSignature,
     report: &mut FunctionReport,
-) -> Option<(Vec<Option<Input>>, Vec<Option<(ShippedRun, ShippedRun)>>)> {
+) -> Option<(Vec<Option<Input>>, Vec<Option<ShippedPair>>)> {
     let inputs: Vec<Option<Input>> = report
         .divergences
         .iter()
@@ -166,23 +200,57 @@ fn run_shipped(
         .collect();
     let runnable: Vec<Input> = inputs.iter().flatten().cloned().collect();
     harness.prepare(&[Probe::Reference, Probe::Shipped]);
-    let p = harness.run(Probe::Reference, &sig.name, &runnable);
-    let pp = harness.run(Probe::Shipped, &sig.name, &runnable);
-    let (p, pp) = match (p, pp) {
-        (Ok(p), Ok(pp)) => (p, pp),
-        (Err(e), _) | (_, Err(e)) => {
+    let mut run = |probe, fill| harness.run_filled(probe, &sig.name, &runnable, fill);
+    let runs = (|| {
+        Ok::<_, String>((
+            run(Probe::Reference, 0)?,
+            run(Probe::Shipped, 0)?,
+            run(Probe::Reference, SECOND_FILL)?,
+            run(Probe::Shipped, SECOND_FILL)?,
+        ))
+    })();
+    let (p, pp, p_again, pp_again) = match runs {
+        Ok(runs) => runs,
+        Err(e) => {
             let note = format!("not confirmed on the shipped binaries: {e}");
             report.reason = join(&report.reason, &note);
             return None;
         }
     };
     // Per divergence: the shipped runs of P and P' (None when its input could not be rebuilt).
-    let mut runs = p.into_iter().zip(pp);
-    let shipped: Vec<Option<(ShippedRun, ShippedRun)>> = inputs
+    let mut runs = p.into_iter().zip(pp).zip(p_again.into_iter().zip(pp_again));
+    let shipped: Vec<Option<ShippedPair>> = inputs
         .iter()
-        .map(|i| i.as_ref().and_then(|_| runs.next()))
+        .map(|i| {
+            let (first, again) = i.as_ref().and(runs.next())?;
+            Some(ShippedPair { first, again })
+        })
         .collect();
     Some((inputs, shipped))
+}
+
+/// What the report says of a divergence after its shipped runs: kept or not, confirmed or not, and the
+/// shipped sets and traces.
+#[allow(clippy::type_complexity)]
+fn verdict_of(
+    checked: &Checked,
+) -> Option<(
+    Confirmation,
+    &[ExceptionKind],
+    &[ExceptionKind],
+    &[TraceEvent],
+    &[TraceEvent],
+)> {
+    match checked {
+        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some((
+            d.confirmation,
+            &d.shipped_p,
+            &d.shipped_p_prime,
+            &d.shipped_trace_p,
+            &d.shipped_trace_p_prime,
+        )),
+        Checked::Dropped => None,
+    }
 }
 
 /// A confirmed divergence whose cause is looked for.

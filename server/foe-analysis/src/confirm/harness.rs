@@ -670,6 +670,18 @@ impl Harness {
         function: &str,
         inputs: &[Input],
     ) -> Result<Vec<ShippedRun>, String> {
+        self.run_filled(probe, function, inputs, 0)
+    }
+
+    /// [`Harness::run`] with the stack below each call filled with `fill` first (the driver fills it with zeros
+    /// otherwise): a run whose outcome changes with the fill read a local it never wrote.
+    pub fn run_filled(
+        &mut self,
+        probe: Probe,
+        function: &str,
+        inputs: &[Input],
+        fill: u8,
+    ) -> Result<Vec<ShippedRun>, String> {
         let index = self
             .functions
             .iter()
@@ -683,7 +695,11 @@ impl Harness {
             .map(|input| {
                 let words: Vec<String> =
                     input.0.iter().map(|v| format!("{:x}", word(*v))).collect();
-                format!("{index} {}\n", words.join(" "))
+                let fill = match fill {
+                    0 => String::new(),
+                    fill => format!("~{fill:02x} "),
+                };
+                format!("{fill}{index} {}\n", words.join(" "))
             })
             .collect();
         let mut runs: Vec<Option<ShippedRun>> =

@@ -434,6 +434,38 @@ fn a_wild_access_ends_the_call_and_the_driver_goes_on() {
     assert_eq!(h.calls_run(), (6, 2));
 }
 
+/// The driver fills the stack below each call first: a local the function never wrote reads the fill (zeros
+/// unless the request names another byte), the same in every run, and a function that writes what it reads does
+/// not change with the fill.
+#[test]
+fn a_local_never_written_reads_the_fill_of_the_stack() {
+    let src = "double f(double x) {\n\
+                 volatile double never_written[8];\n\
+                 if (x == 1) return never_written[3] + x;\n\
+                 return x * 2;\n\
+               }\n";
+    let (_dir, mut h) = harness_of_f(src);
+    let result = |h: &mut Harness, x: f64, fill: u8| {
+        let runs = h
+            .run_filled(
+                Probe::Reference,
+                "f",
+                &[Input(vec![ArgValue::F64(x)])],
+                fill,
+            )
+            .unwrap();
+        f64::from_bits(runs[0].produced.result)
+    };
+    assert_eq!(result(&mut h, 1.0, 0), 1.0, "zeros below the call");
+    assert!(result(&mut h, 1.0, 0xff).is_nan(), "all ones is a NaN");
+    assert_eq!(
+        result(&mut h, 1.0, 0),
+        1.0,
+        "the same again after another fill"
+    );
+    assert_eq!(result(&mut h, 3.0, 0), result(&mut h, 3.0, 0xff));
+}
+
 /// The limit is CPU time: a call that sleeps longer than it returns, one that waits forever times out by the wall
 /// clock's safety net.
 #[test]

@@ -10,6 +10,11 @@ fn ends(runs: Vec<ShippedRun>) -> Vec<ShippedEnd> {
     runs.into_iter().map(|r| r.end).collect()
 }
 
+/// One input of a function of one `double` per value.
+fn doubles(xs: &[f64]) -> Vec<Input> {
+    xs.iter().map(|&x| Input(vec![ArgValue::F64(x)])).collect()
+}
+
 fn sig(name: &str, params: Vec<Param>, ret: ReturnType) -> FunctionSignature {
     FunctionSignature {
         name: name.into(),
@@ -186,10 +191,7 @@ fn a_call_of_a_function_no_file_defines_stops_the_run_there() {
     std::fs::write(&file, src).unwrap();
     let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
     let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
-    let inputs: Vec<Input> = [1e300, -1e300]
-        .iter()
-        .map(|&x| Input(vec![ArgValue::F64(x)]))
-        .collect();
+    let inputs = doubles(&[1e300, -1e300]);
     let runs = h.run(Probe::Shipped, "f", &inputs).unwrap();
     assert_eq!(
         runs[0].end,
@@ -382,10 +384,7 @@ fn crashes_and_hangs_are_outcomes_and_the_rest_still_runs() {
     let src =
         "double f(double x) { if (x == 1) __builtin_trap(); while (x == 2) {} return x * 2; }\n";
     let (_dir, mut h) = harness_of_f(src);
-    let inputs: Vec<Input> = [1.0, 2.0, 1e308]
-        .iter()
-        .map(|&x| Input(vec![ArgValue::F64(x)]))
-        .collect();
+    let inputs = doubles(&[1.0, 2.0, 1e308]);
     let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
     assert_eq!(
         ends,
@@ -408,10 +407,7 @@ fn a_wild_access_ends_the_call_and_the_driver_goes_on() {
                  return x * 2;\n\
                }\n";
     let (_dir, mut h) = harness_of_f(src);
-    let inputs: Vec<Input> = [1.0, 5.0, 1.0, 3.0, 1e308]
-        .iter()
-        .map(|&x| Input(vec![ArgValue::F64(x)]))
-        .collect();
+    let inputs = doubles(&[1.0, 5.0, 1.0, 3.0, 1e308]);
     let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
     assert_eq!(
         ends,
@@ -473,10 +469,7 @@ fn the_shipped_limit_counts_cpu_time_and_a_call_that_waits_forever_times_out() {
     let src = "#include <unistd.h>\nstatic int (*volatile nap)(useconds_t) = usleep;\n\
                double f(double x) { if (x == 1) nap(300000); if (x == 2) for (;;) nap(20000); return x * 2; }\n";
     let (_dir, mut h) = harness_of_f(src);
-    let inputs: Vec<Input> = [1.0, 2.0, 3.0]
-        .iter()
-        .map(|&x| Input(vec![ArgValue::F64(x)]))
-        .collect();
+    let inputs = doubles(&[1.0, 2.0, 3.0]);
     let t = std::time::Instant::now();
     let ends = ends(h.run(Probe::Reference, "f", &inputs).unwrap());
     assert_eq!(

@@ -158,6 +158,15 @@ fn runtime_hook<'ctx>(
     f
 }
 
+/// The functions `module` defines that are the user's (not the runtime's `__foe*`).
+pub(crate) fn user_functions<'ctx>(
+    module: &Module<'ctx>,
+) -> impl Iterator<Item = FunctionValue<'ctx>> {
+    module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0 && !f.get_name().to_bytes().starts_with(b"__foe"))
+}
+
 /// Inserts `call void @__foe_check(i32 site)` after every floating-point instruction of every function defined
 /// in `module`, recording each site in `sites`. Already instrumented instructions are skipped. Returns the
 /// number of checks inserted.
@@ -172,14 +181,8 @@ pub fn instrument_module(
     let kind = ctx.get_kind_id(SITE_MD);
     let builder = ctx.create_builder();
     let mut inserted = 0;
-    for function in module.get_functions() {
-        if function.count_basic_blocks() == 0 {
-            continue;
-        }
+    for function in user_functions(module) {
         let fname = function.get_name().to_string_lossy().into_owned();
-        if fname.starts_with("__foe") {
-            continue;
-        }
         let mut targets = Vec::new();
         for block in function.get_basic_block_iter() {
             for inst in block.get_instructions() {

@@ -103,11 +103,8 @@ pub fn replace_stopping_calls(
     let stop = runtime_hook(module, STOP_FN, &["nounwind", "noreturn"]);
     let builder = ctx.create_builder();
     let mut replaced = 0;
-    for function in module.get_functions() {
+    for function in super::user_functions(module) {
         let fname = function.get_name().to_string_lossy().into_owned();
-        if function.count_basic_blocks() == 0 || fname.starts_with("__foe") {
-            continue;
-        }
         let mut targets = Vec::new();
         for (inst, callee) in direct_calls(function) {
             let name = callee.get_name().to_string_lossy().into_owned();

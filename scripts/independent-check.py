@@ -175,8 +175,8 @@ def driver_source(sig, divergences=()):
     if sig["ret"]["type"] == "struct":
         size = sig["ret"]["bytes"]
         fields = return_fields(sig, divergences) if not sig["ret"].get("sret") else None
-        if not sig["ret"].get("sret") and size > 16 or sig["ret"].get("sret") and size <= 16:
-            return None
+        if bool(sig["ret"].get("sret")) != (size > 16):
+            return None  # a returned struct's place (registers or memory) the driver would not match
         decls.append(struct_decl("ret", fields or [], size))
         ret, ret_struct = "struct ret", fields is not None or bool(sig["ret"].get("sret"))
     else:

@@ -130,7 +130,7 @@ pub fn confirm_function(
         let checked = match runs {
             Some(ShippedPair { first, again }) => {
                 let verdict = check(d.clone(), Some(first));
-                if verdict_of(&verdict) != verdict_of(&check(d, Some(again))) {
+                if as_reported(&verdict) != as_reported(&check(d, Some(again))) {
                     unsteady += 1;
                     continue;
                 }
@@ -200,16 +200,12 @@ fn run_shipped(
         .collect();
     let runnable: Vec<Input> = inputs.iter().flatten().cloned().collect();
     harness.prepare(&[Probe::Reference, Probe::Shipped]);
-    let mut run = |probe, fill| harness.run_filled(probe, &sig.name, &runnable, fill);
-    let runs = (|| {
-        Ok::<_, String>((
-            run(Probe::Reference, 0)?,
-            run(Probe::Shipped, 0)?,
-            run(Probe::Reference, SECOND_FILL)?,
-            run(Probe::Shipped, SECOND_FILL)?,
-        ))
-    })();
-    let (p, pp, p_again, pp_again) = match runs {
+    let mut both = |fill| -> Result<_, String> {
+        let p = harness.run_filled(Probe::Reference, &sig.name, &runnable, fill)?;
+        let pp = harness.run_filled(Probe::Shipped, &sig.name, &runnable, fill)?;
+        Ok(p.into_iter().zip(pp))
+    };
+    let (first, again) = match both(0).and_then(|first| Ok((first, both(SECOND_FILL)?))) {
         Ok(runs) => runs,
         Err(e) => {
             let note = format!("not confirmed on the shipped binaries: {e}");
@@ -218,7 +214,7 @@ fn run_shipped(
         }
     };
     // Per divergence: the shipped runs of P and P' (None when its input could not be rebuilt).
-    let mut runs = p.into_iter().zip(pp).zip(p_again.into_iter().zip(pp_again));
+    let mut runs = first.zip(again);
     let shipped: Vec<Option<ShippedPair>> = inputs
         .iter()
         .map(|i| {
@@ -229,26 +225,11 @@ fn run_shipped(
     Some((inputs, shipped))
 }
 
-/// What the report says of a divergence after its shipped runs: kept or not, confirmed or not, and the
-/// shipped sets and traces.
-#[allow(clippy::type_complexity)]
-fn verdict_of(
-    checked: &Checked,
-) -> Option<(
-    Confirmation,
-    &[ExceptionKind],
-    &[ExceptionKind],
-    &[TraceEvent],
-    &[TraceEvent],
-)> {
+/// The divergence as the report would keep it after its shipped runs (its confirmation, shipped sets and traces
+/// set), or `None` when it is dropped.
+fn as_reported(checked: &Checked) -> Option<&Divergence> {
     match checked {
-        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some((
-            d.confirmation,
-            &d.shipped_p,
-            &d.shipped_p_prime,
-            &d.shipped_trace_p,
-            &d.shipped_trace_p_prime,
-        )),
+        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some(d),
         Checked::Dropped => None,
     }
 }

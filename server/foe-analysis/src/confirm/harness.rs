@@ -690,15 +690,15 @@ impl Harness {
         thunks::c_prototype(&self.functions[index])?;
         self.prepare(&[probe]);
         let exe = self.binaries[&probe].clone()?;
+        let fill = match fill {
+            0 => String::new(),
+            fill => format!("~{fill:02x} "),
+        };
         let lines: Vec<String> = inputs
             .iter()
             .map(|input| {
                 let words: Vec<String> =
                     input.0.iter().map(|v| format!("{:x}", word(*v))).collect();
-                let fill = match fill {
-                    0 => String::new(),
-                    fill => format!("~{fill:02x} "),
-                };
                 format!("{fill}{index} {}\n", words.join(" "))
             })
             .collect();

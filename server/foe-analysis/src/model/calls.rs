@@ -9,7 +9,7 @@ use super::memory::Value;
 use super::values::{icmp, int_binary, int_parts, opcode_name, select};
 use crate::sym::{self, ArithOp, Integral, MathFn};
 use num_bigint::BigInt;
-use num_traits::{One, Signed, ToPrimitive};
+use num_traits::ToPrimitive;
 
 /// What a call instruction calls.
 pub(super) enum Callee<'m> {
@@ -152,6 +152,21 @@ impl BitCall {
         }
     }
 
+    const ALL: [BitCall; 7] = [
+        BitCall::Funnel { left: true },
+        BitCall::Funnel { left: false },
+        BitCall::CountZeros { trailing: true },
+        BitCall::CountZeros { trailing: false },
+        BitCall::PopCount,
+        BitCall::ByteSwap,
+        BitCall::BitReverse,
+    ];
+
+    /// The bit manipulation an intrinsic's base name (`fshl` of `llvm.fshl.i32`) stands for.
+    fn from_name(base: &str) -> Option<BitCall> {
+        BitCall::ALL.into_iter().find(|op| op.name() == base)
+    }
+
     fn name(self) -> &'static str {
         match self {
             BitCall::Funnel { left: true } => "fshl",
@@ -216,15 +231,8 @@ pub(super) fn bit_call(op: BitCall, args: &[Value]) -> Result<Value, ModelError>
     let constants: Option<Vec<u64>> = exprs
         .iter()
         .map(|e| {
-            e.as_int().and_then(|v| {
-                let unsigned = sym::wrap_signed(v, bits);
-                let unsigned = if unsigned.is_negative() {
-                    unsigned + (BigInt::one() << bits as usize)
-                } else {
-                    unsigned
-                };
-                unsigned.to_u64()
-            })
+            e.as_int()
+                .and_then(|v| sym::to_unsigned_value(&sym::wrap_signed(v, bits), bits).to_u64())
         })
         .collect();
     let e = match constants {
@@ -477,6 +485,12 @@ pub(super) fn value_args(call: Val<'_>) -> u32 {
 fn intrinsic(name: String) -> Result<Callee<'static>, ModelError> {
     let rest = name.strip_prefix("llvm.").unwrap_or(&name).to_string();
     let base = rest.split('.').next().unwrap_or("");
+    if let Some(op) = BitCall::from_name(base) {
+        return Ok(Callee::Integer {
+            name,
+            op: IntegerCall::Bits(op),
+        });
+    }
     match base {
         "dbg" | "lifetime" | "assume" | "experimental" | "invariant" | "var" | "annotation"
         | "donothing" | "prefetch" | "sideeffect" | "pseudoprobe" => Ok(Callee::Ignored(name)),
@@ -523,21 +537,6 @@ fn intrinsic(name: String) -> Result<Callee<'static>, ModelError> {
             name,
             op: IntegerCall::Abs,
         }),
-        "fshl" | "fshr" | "cttz" | "ctlz" | "ctpop" | "bswap" | "bitreverse" => {
-            let op = match base {
-                "fshl" => BitCall::Funnel { left: true },
-                "fshr" => BitCall::Funnel { left: false },
-                "cttz" => BitCall::CountZeros { trailing: true },
-                "ctlz" => BitCall::CountZeros { trailing: false },
-                "ctpop" => BitCall::PopCount,
-                "bswap" => BitCall::ByteSwap,
-                _ => BitCall::BitReverse,
-            };
-            Ok(Callee::Integer {
-                name,
-                op: IntegerCall::Bits(op),
-            })
-        }
         "x86" => match sse_call(rest.trim_start_matches("x86.")) {
             Some(op) => Ok(Callee::Sse { name, op }),
             None => Err(ModelError::UnmodelledIntrinsic { callee: name }),

@@ -225,11 +225,26 @@ fn run_shipped(
     Some((inputs, shipped))
 }
 
-/// The divergence as the report would keep it after its shipped runs (its confirmation, shipped sets and traces
-/// set), or `None` when it is dropped.
-fn as_reported(checked: &Checked) -> Option<&Divergence> {
+/// What the shipped runs decided of a divergence: kept or not, confirmed or not, the shipped sets and traces. Not
+/// the whole [`Divergence`]: its inputs and values may be NaN, which compares unequal to itself.
+#[allow(clippy::type_complexity)]
+fn as_reported(
+    checked: &Checked,
+) -> Option<(
+    Confirmation,
+    &[ExceptionKind],
+    &[ExceptionKind],
+    &[TraceEvent],
+    &[TraceEvent],
+)> {
     match checked {
-        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some(d),
+        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some((
+            d.confirmation,
+            &d.shipped_p,
+            &d.shipped_p_prime,
+            &d.shipped_trace_p,
+            &d.shipped_trace_p_prime,
+        )),
         Checked::Dropped => None,
     }
 }

@@ -21,7 +21,8 @@ class Client:
         self.p = subprocess.Popen([foe, "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.q, self.id, self.kept = queue.Queue(), 0, []
         threading.Thread(target=self._read, daemon=True).start()
-        caps = {"workspace": {"workspaceEdit": {"documentChanges": True}, "configuration": True}}
+        caps = {"workspace": {"workspaceEdit": {"documentChanges": True}, "configuration": True},
+                "textDocument": {"codeAction": {"disabledSupport": True}}}
         self.request("initialize", {"processId": None, "rootUri": "file://" + root, "capabilities": caps})
         self.notify("initialized", {})
 
@@ -145,7 +146,11 @@ def main():
         if not any("verifying" in x["title"] for x in actions) or time.time() > deadline:
             break
         time.sleep(1)
-    print(f"  quick fixes: {[x['title'] for x in actions] or 'none offered'}")
+    print(f"  quick fixes: {[x['title'] for x in actions if 'disabled' not in x] or 'none offered'}")
+    for x in actions:
+        if "disabled" in x:
+            print(f"  shown greyed: {x['title']}: {x['disabled']['reason']}")
+    actions = [x for x in actions if "disabled" not in x]
     if not actions:
         c.close()
         return

@@ -371,13 +371,17 @@ impl Scheduler {
         let Some(report) = analysis.report() else {
             return;
         };
-        let mut functions: Vec<String> = vec![];
-        for f in analysis
+        // The checks run one at a time: the fixes of warnings first, in the order of their lines, as a user meets
+        // them.
+        let mut shown: Vec<_> = analysis
             .shown
             .findings
             .iter()
             .filter(|f| f.code.is_divergence())
-        {
+            .collect();
+        shown.sort_by_key(|f| (f.severity, f.line));
+        let mut functions: Vec<String> = vec![];
+        for f in shown {
             if let Some(t) = fix::target(report, &f.function, Some(f.line)) {
                 if !functions.contains(&t.function) {
                     functions.push(t.function);

@@ -110,6 +110,12 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.workspace_edit.as_ref())
                 .and_then(|e| e.document_changes)
                 .unwrap_or(false),
+            disabled_code_actions: caps
+                .text_document
+                .as_ref()
+                .and_then(|t| t.code_action.as_ref())
+                .and_then(|c| c.disabled_support)
+                .unwrap_or(false),
         });
         if let Some(options) = &params.initialization_options {
             let (config, warnings) = ServerConfig::from_json(options);
@@ -253,7 +259,7 @@ impl LanguageServer for Backend {
         let Some(analysis) = self.state.current_analysis(&uri) else {
             return Ok(None);
         };
-        let document_changes = self.state.caps().document_changes;
+        let caps = self.state.caps();
         let scheduler = self.scheduler.clone();
         guarded(async move {
             let mut actions = vec![];
@@ -267,7 +273,7 @@ impl LanguageServer for Backend {
                     &function,
                     &check,
                     diagnostics,
-                    document_changes,
+                    caps,
                 ));
             }
             Some(actions)

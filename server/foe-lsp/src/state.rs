@@ -27,6 +27,8 @@ pub struct ClientCaps {
     pub configuration: bool,
     /// `workspace.workspaceEdit.documentChanges`: edits can carry the document version.
     pub document_changes: bool,
+    /// `textDocument.codeAction.disabledSupport`: a fix that is not offered can be shown greyed, with the reason.
+    pub disabled_code_actions: bool,
 }
 
 /// An open document.

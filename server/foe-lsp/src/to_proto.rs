@@ -4,7 +4,7 @@
 //! UTF-16 columns. What is shown (grouping, codes, severities, messages, hover text) is decided by the
 //! engine's findings (`foe_analysis::findings`); this module only converts them.
 
-use crate::state::{Analysis, Fix, FixCheck, Outcome, State};
+use crate::state::{Analysis, ClientCaps, Fix, FixCheck, Outcome, State};
 use foe_analysis::findings::{Finding, Severity};
 use foe_analysis::fix::SourceEdit;
 use foe_analysis::report::FunctionStatus;
@@ -13,9 +13,9 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use tower_lsp::lsp_types::{
-    CodeAction, CodeActionKind, CodeActionOrCommand, CodeDescription, Diagnostic,
-    DiagnosticRelatedInformation, DiagnosticSeverity, DocumentChanges, Hover, HoverContents,
-    Location, MarkupContent, MarkupKind, NumberOrString, OneOf,
+    CodeAction, CodeActionDisabled, CodeActionKind, CodeActionOrCommand, CodeDescription,
+    Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, DocumentChanges, Hover,
+    HoverContents, Location, MarkupContent, MarkupKind, NumberOrString, OneOf,
     OptionalVersionedTextDocumentIdentifier, Position, Range, TextDocumentEdit, TextEdit, Url,
     WorkspaceEdit,
 };
@@ -257,7 +257,7 @@ pub fn code_action(
     function: &str,
     check: &FixCheck,
     diagnostics: Vec<Diagnostic>,
-    document_changes: bool,
+    caps: ClientCaps,
 ) -> Option<CodeActionOrCommand> {
     // Short titles: what it turns off, where, and the verdict in a few words (the hover has the rest).
     let title = |fix: &Fix, verdict: String| {
@@ -292,12 +292,23 @@ pub fn code_action(
         ),
         FixCheck::Unchecked { fix, .. } => (fix, title(fix, "not verified".into()), false),
         FixCheck::Pending(fix) => (fix, title(fix, "verifying…".into()), false),
-        // A fix that adds findings is never offered.
-        FixCheck::Worse { .. } | FixCheck::Unavailable => return None,
+        // A fix that adds findings is never offered: shown greyed with the reason where the client can.
+        FixCheck::Worse {
+            fix,
+            added,
+            moved_to,
+        } => {
+            return caps.disabled_code_actions.then(|| {
+                let title = title(fix, format!("would add {added} warning{}", plural(*added)));
+                let reason = worse_reason(fix, function, *added, moved_to);
+                not_offered(title, reason, diagnostics)
+            })
+        }
+        FixCheck::Unavailable => return None,
     };
     let idx = LineIndex::new(&analysis.text);
     let text_edits: Vec<TextEdit> = fix.edits.iter().map(|e| text_edit(&idx, e)).collect();
-    let workspace_edit = if document_changes {
+    let workspace_edit = if caps.document_changes {
         WorkspaceEdit {
             document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
                 text_document: OptionalVersionedTextDocumentIdentifier {
@@ -322,6 +333,33 @@ pub fn code_action(
         is_preferred: Some(preferred),
         ..Default::default()
     }))
+}
+
+/// A quick fix shown greyed (LSP `disabled`), with no edit: the client shows `reason` when it is picked.
+fn not_offered(title: String, reason: String, diagnostics: Vec<Diagnostic>) -> CodeActionOrCommand {
+    CodeActionOrCommand::CodeAction(CodeAction {
+        title,
+        kind: Some(CodeActionKind::QUICKFIX),
+        diagnostics: (!diagnostics.is_empty()).then_some(diagnostics),
+        disabled: Some(CodeActionDisabled { reason }),
+        ..Default::default()
+    })
+}
+
+/// Why a fix that would add warnings is not offered, in a sentence: where the warnings would appear.
+fn worse_reason(fix: &Fix, function: &str, added: usize, moved_to: &[String]) -> String {
+    let warnings = format!("{added} warning{}", plural(added));
+    let names: Vec<String> = moved_to.iter().map(|f| format!("`{f}`")).collect();
+    let inside = match names.as_slice() {
+        [] => String::new(),
+        [only] if only.trim_matches('`') == function => " further on in it".to_string(),
+        names => format!(" in {}", names.join(", ")),
+    };
+    format!(
+        "Not offered: with {} off in `{function}`, re-analysing the file shows {warnings}{inside} that it does \
+         not show now (what fast-math still does outside `{function}` changes the values it computes)",
+        fix.scope.what()
+    )
 }
 
 /// An insertion at a 1-based (line, byte column).
@@ -493,5 +531,34 @@ mod tests {
             Range::new(Position::new(1, 2), Position::new(1, 13))
         );
         assert_eq!(idx.position(9, 3), Position::new(8, 0));
+    }
+
+    #[test]
+    fn a_fix_that_would_add_warnings_says_where_they_would_appear() {
+        let fix = Fix {
+            scope: foe_analysis::fix::FixScope::FastMath,
+            edits: vec![],
+            also: vec![],
+        };
+        let own = worse_reason(&fix, "lngamma", 2, &["lngamma".to_string()]);
+        assert!(own.contains("2 warnings further on in it"), "{own}");
+        assert!(own.contains("fast-math off in `lngamma`"), "{own}");
+        let elsewhere = worse_reason(
+            &fix,
+            "helper",
+            1,
+            &["caller".to_string(), "other".to_string()],
+        );
+        assert!(
+            elsewhere.contains("1 warning in `caller`, `other`"),
+            "{elsewhere}"
+        );
+        let CodeActionOrCommand::CodeAction(action) =
+            not_offered("t".into(), elsewhere.clone(), vec![])
+        else {
+            panic!("a code action")
+        };
+        assert!(action.edit.is_none(), "a greyed fix edits nothing");
+        assert_eq!(action.disabled.map(|d| d.reason), Some(elsewhere));
     }
 }

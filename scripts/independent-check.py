@@ -130,7 +130,7 @@ RETURN_PARAM = 0xFFFFFFFF  # the `param` of an output that is a field of the ret
 
 
 def size_of(ty):
-    return {"f64": 8, "f32": 4}.get(ty["type"]) or ty.get("bits", 64) // 8
+    return {"f64": 8, "f32": 4}.get(ty["type"]) or (ty.get("bits", 64) + 7) // 8  # a `_Bool` (1 bit): 1 byte
 
 
 def struct_decl(tag, fields, size, in_memory=False):

@@ -11,7 +11,10 @@
 #                     (default: ../.cache/foe-vscode beside the repository; never inside it)
 #   FOE_BIN           the foe binary (default: target-main/release/foe, else target/release/foe; not built here)
 #   FOE_E2E_TIMEOUT   seconds to wait for the first foe diagnostic (default 120)
-#   FOE_E2E_FILE      the file to open: physics.c (default) or statistics.c
+#   FOE_E2E_FILE      the file to open: physics.c (default) or statistics.c; with FOE_E2E_WORKSPACE, a path in it
+#   FOE_E2E_WORKSPACE a project to open instead of the fixtures (e.g. an instantiated ../shared/realworld corpus,
+#                     its compile_commands.json at the top): a tour for docs/editors.md, where only a file with no
+#                     foe diagnostic fails; with --docs its screenshots go to docs/images/vscode-NAME-*.png
 #   FOE_E2E_SKIP_BUILD=1  reuse editors/vscode/foe.vsix instead of running `npm test`
 # Idempotent: Chromium (apt), code-server and playwright-core (npm, into the cache) are installed only when missing.
 set -euo pipefail
@@ -25,7 +28,7 @@ DOCS=0
 for arg in "$@"; do
   case "$arg" in
     --docs) DOCS=1 ;;
-    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "vscode-e2e: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
@@ -135,8 +138,14 @@ fi
 # --- a fresh run directory: profile, extensions, workspace -----------------------------------------------------
 RUN="$CACHE/run"
 rm -rf "$RUN"
-mkdir -p "$RUN/user-data/User" "$RUN/extensions" "$RUN/workspace" "$RUN/screenshots"
-cp "$ROOT/fixtures/editors/physics.c" "$ROOT/fixtures/editors/statistics.c" "$RUN/workspace/"
+mkdir -p "$RUN/user-data/User" "$RUN/extensions" "$RUN/screenshots"
+WORKSPACE="$RUN/workspace"
+if [ -n "${FOE_E2E_WORKSPACE:-}" ]; then
+  WORKSPACE="$(cd "$FOE_E2E_WORKSPACE" && pwd)"
+else
+  mkdir -p "$WORKSPACE"
+  cp "$ROOT/fixtures/editors/physics.c" "$ROOT/fixtures/editors/statistics.c" "$WORKSPACE/"
+fi
 cat >"$RUN/user-data/User/settings.json" <<EOF
 {
   "foe.path": "$FOE_BIN",
@@ -179,7 +188,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 log "starting code-server on 127.0.0.1:$PORT"
-setsid "$CODE_SERVER" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" "$RUN/workspace" >"$RUN/code-server.log" 2>&1 &
+setsid "$CODE_SERVER" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" "$WORKSPACE" >"$RUN/code-server.log" 2>&1 &
 CS_PID=$!
 healthy() { node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "http://127.0.0.1:$PORT/healthz"; }
 for _ in $(seq 120); do
@@ -190,13 +199,14 @@ done
 healthy || { log "code-server did not answer"; exit 1; }
 
 status=0
-E2E_URL="http://127.0.0.1:$PORT/?folder=$RUN/workspace" \
+E2E_URL="http://127.0.0.1:$PORT/?folder=$WORKSPACE" \
   E2E_FILE="${FOE_E2E_FILE:-physics.c}" \
   E2E_OUT="$RUN/screenshots" \
   E2E_TIMEOUT="$TIMEOUT" \
   E2E_CHROMIUM="$CHROMIUM" \
   E2E_PLAYWRIGHT="$PW_DIR/node_modules/playwright-core" \
   E2E_PROFILE="$RUN/chromium-profile" \
+  E2E_TOUR="$([ -n "${FOE_E2E_WORKSPACE:-}" ] && echo 1 || echo 0)" \
   node "$ROOT/editors/vscode/e2e/run.mjs" || status=$?
 
 if [ "$status" != 0 ]; then
@@ -210,7 +220,15 @@ fi
 
 if [ "$DOCS" = 1 ]; then
   mkdir -p "$ROOT/docs/images"
-  for name in hover problems quickfix; do cp "$RUN/screenshots/vscode-$name.png" "$ROOT/docs/images/"; done
-  log "copied vscode-{hover,problems,quickfix}.png to docs/images/"
+  if [ -n "${FOE_E2E_WORKSPACE:-}" ]; then
+    base="$(basename "${FOE_E2E_FILE:-physics.c}" .c)"
+    for name in hover problems quickfix; do
+      [ -f "$RUN/screenshots/vscode-$name.png" ] && cp "$RUN/screenshots/vscode-$name.png" "$ROOT/docs/images/vscode-$base-$name.png"
+    done
+    log "copied vscode-$base-*.png to docs/images/"
+  else
+    for name in hover problems quickfix; do cp "$RUN/screenshots/vscode-$name.png" "$ROOT/docs/images/"; done
+    log "copied vscode-{hover,problems,quickfix}.png to docs/images/"
+  fi
 fi
 log "passed in $(($(date +%s) - started)) s; screenshots in $RUN/screenshots"

@@ -3,8 +3,10 @@
 // E2E_TIMEOUT seconds), then checks and screenshots the Problems panel, the hover (inputs and traces), the
 // quick-fix menu and the foe.showTrace command; exits 1 if any of these checks fails.
 //
-// Environment (set by the script): E2E_URL, E2E_FILE, E2E_OUT, E2E_TIMEOUT, E2E_CHROMIUM, E2E_PLAYWRIGHT
-// (the playwright-core package directory), E2E_PROFILE (a fresh Chromium user-data-dir).
+// Environment (set by the script): E2E_URL, E2E_FILE (a name in the workspace's top folder, or a path within it,
+// opened through Go to File), E2E_OUT, E2E_TIMEOUT, E2E_CHROMIUM, E2E_PLAYWRIGHT (the playwright-core package
+// directory), E2E_PROFILE (a fresh Chromium user-data-dir), E2E_TOUR=1 (screenshots of a file of any project:
+// the checks are logged, and only a file that gets no foe diagnostic fails).
 
 import { createRequire } from "node:module";
 import { mkdirSync, rmSync } from "node:fs";
@@ -24,6 +26,8 @@ const out = env("E2E_OUT");
 const timeoutMs = Number(env("E2E_TIMEOUT", "120")) * 1000;
 const chromium = env("E2E_CHROMIUM", "/usr/bin/chromium");
 const profile = env("E2E_PROFILE");
+const tour = env("E2E_TOUR", "0") === "1";
+const fileName = path.basename(file);
 const { chromium: browserType } = createRequire(path.join(env("E2E_PLAYWRIGHT"), "package.json"))(".");
 
 const t0 = Date.now();
@@ -101,13 +105,24 @@ try {
   await page.goto(url, { waitUntil: "domcontentloaded" });
   await page.locator(".monaco-workbench").waitFor({ timeout: 60_000 });
   // The explorer lists the workspace once the remote connection is up.
-  const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: file });
+  const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: file.split("/")[0] });
   await row.first().waitFor({ timeout: 60_000 });
   log("workbench up");
-  await row.first().click();
+  if (file.includes("/")) {
+    // A file deeper in the workspace: Go to File with its path.
+    await page.keyboard.press("Control+p");
+    const input = page.locator(".quick-input-widget input.input");
+    await input.waitFor({ state: "visible", timeout: 10_000 });
+    await input.fill(file);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 20_000 });
+    await sleep(300);
+    await page.keyboard.press("Enter");
+  } else {
+    await row.first().click();
+  }
   const editor = page.locator(".editor-instance .monaco-editor").first();
   await editor.waitFor({ timeout: 30_000 });
-  await page.locator(".tabs-container .tab", { hasText: file }).first().waitFor({ timeout: 30_000 });
+  await page.locator(".tabs-container .tab", { hasText: fileName }).first().waitFor({ timeout: 30_000 });
   log(`${file} open`);
   await command("View: Close Primary Side Bar"); // the editor and the panels get the whole width
 
@@ -152,7 +167,10 @@ try {
   const texts = (await foeRows.allInnerTexts()).map((t) => t.replace(/\s+/g, " ").trim());
   log(`${texts.length} foe rows visible in the Problems panel, e.g.:`);
   for (const t of texts.slice(0, 4)) console.log(`  ${t}`);
-  const squiggles = page.locator(".monaco-editor .squiggly-warning, .monaco-editor .squiggly-error");
+  // On a tour, a file with no warning is shown by its first information diagnostic.
+  const squiggles = page.locator(
+    `.monaco-editor .squiggly-warning, .monaco-editor .squiggly-error${tour ? ", .monaco-editor .squiggly-info" : ""}`,
+  );
   await shot("vscode-problems.png");
 
   // Hover over the first squiggle, with the panel closed so the editor has the room. The warnings may lie
@@ -237,7 +255,7 @@ try {
   // The command that opens the inputs and traces beside the editor (cursor is on the flagged line).
   await command("foe: Show Inputs and Traces of the Divergence Here");
   // It opens a read-only markdown preview titled after the file and line (`Preview physics.c:28 (1).md`).
-  const side = page.locator(".tabs-container .tab", { hasText: new RegExp(`${file.replace(".", "\\.")}:\\d+`) });
+  const side = page.locator(".tabs-container .tab", { hasText: new RegExp(`${fileName.replace(".", "\\.")}:\\d+`) });
   try {
     await side.first().waitFor({ timeout: 15_000 });
     await sleep(1500);
@@ -252,7 +270,9 @@ try {
 
   const failed = checks.filter((c) => !c.ok);
   await context.close();
-  if (failed.length) {
+  if (failed.length && tour) {
+    log(`tour of ${file}: ${failed.length} check(s) not met: ${failed.map((c) => c.what).join("; ")}`);
+  } else if (failed.length) {
     log(`FAIL: ${failed.length} check(s) failed: ${failed.map((c) => c.what).join("; ")}`);
     process.exit(1);
   }

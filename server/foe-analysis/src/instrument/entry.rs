@@ -326,7 +326,15 @@ impl<'ctx> EntryBuilder<'ctx> {
                 )
             }
             .map_err(self.error())?;
-            let store = builder.build_store(place, *value).map_err(self.error())?;
+            // A `_Bool` input (an `i1`) goes in as the byte C stores it as: 0 or 1.
+            let value = match value {
+                BasicValueEnum::IntValue(v) if v.get_type().get_bit_width() < 8 => builder
+                    .build_int_z_extend(*v, ctx.i8_type(), "")
+                    .map_err(self.error())?
+                    .into(),
+                v => *v,
+            };
+            let store = builder.build_store(place, value).map_err(self.error())?;
             let _ = store.set_alignment(1);
         }
         Ok(())

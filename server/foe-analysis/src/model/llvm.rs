@@ -211,6 +211,58 @@ impl<'m> Val<'m> {
         unsafe { LLVMGetNumArgOperands(self.raw) }
     }
 
+    /// Whether this load reads a C `_Bool`: an `i8` whose value the code turns into an `i1` (`trunc`, as clang
+    /// reads a `_Bool` at `-O0`) or that carries `!range !{i8 0, i8 2}` (as it does when optimising).
+    pub fn loads_a_bool(self) -> bool {
+        let int_of = |v: Val<'m>, bits: u32| {
+            v.ty().kind() == LLVMTypeKind::LLVMIntegerTypeKind && v.ty().int_width() == bits
+        };
+        self.opcode() == Some(LLVMOpcode::LLVMLoad)
+            && int_of(self, 8)
+            && (self.range_is_0_to_1()
+                || self
+                    .users()
+                    .any(|u| u.opcode() == Some(LLVMOpcode::LLVMTrunc) && int_of(u, 1)))
+    }
+
+    /// The instructions that use this value.
+    fn users(self) -> impl Iterator<Item = Val<'m>> {
+        // SAFETY: valid value handle; each use handle is valid until the next call on the use list, which is not
+        // changed while the model reads the module.
+        let mut use_ = unsafe { LLVMGetFirstUse(self.raw) };
+        std::iter::from_fn(move || {
+            if use_.is_null() {
+                return None;
+            }
+            // SAFETY: `use_` is a valid use of this value.
+            let user = unsafe { LLVMGetUser(use_) };
+            // SAFETY: as above.
+            use_ = unsafe { LLVMGetNextUse(use_) };
+            Val::new(user)
+        })
+    }
+
+    /// Whether the instruction's `!range` metadata is exactly `[0, 2)`.
+    fn range_is_0_to_1(self) -> bool {
+        const RANGE: &str = "range";
+        // SAFETY: valid instruction handle; the kind name is `RANGE.len()` bytes; the metadata, when present, is
+        // an MDNode wrapped as a value, whose operands are written into a buffer of their number.
+        unsafe {
+            let kind = LLVMGetMDKindID(RANGE.as_ptr() as *const libc::c_char, RANGE.len() as u32);
+            let md = LLVMGetMetadata(self.raw, kind);
+            if md.is_null() || LLVMGetMDNodeNumOperands(md) != 2 {
+                return false;
+            }
+            let mut ops = [std::ptr::null_mut(); 2];
+            LLVMGetMDNodeOperands(md, ops.as_mut_ptr());
+            let bound = |v: LLVMValueRef| {
+                (!v.is_null() && !LLVMIsAConstantInt(v).is_null())
+                    .then(|| LLVMConstIntGetSExtValue(v))
+            };
+            bound(ops[0]) == Some(0) && bound(ops[1]) == Some(2)
+        }
+    }
+
     /// The string of a metadata argument (`metadata !"round.tonearest"`); None for any other value.
     pub fn metadata_string(self) -> Option<String> {
         let mut len = 0u32;

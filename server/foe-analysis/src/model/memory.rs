@@ -302,6 +302,9 @@ pub struct PointeeSlot {
     pub param: u32,
     pub offset: i64,
     pub scalar: Scalar,
+    /// A C `_Bool` (first read as one, [`crate::model::llvm::Val::loads_a_bool`]): its input is 0 or 1, as no C
+    /// program stores another value there.
+    pub boolean: bool,
 }
 
 impl PointeeSlot {
@@ -310,6 +313,10 @@ impl PointeeSlot {
         match self.scalar {
             Scalar::Float(FloatFormat::Double) => ParamType::F64,
             Scalar::Float(FloatFormat::Single) => ParamType::F32,
+            Scalar::Int(_) if self.boolean => ParamType::Int {
+                bits: 1,
+                signed: false,
+            },
             Scalar::Int(bits) => ParamType::Int { bits, signed: true },
             Scalar::Ptr => unreachable!("pointers behind pointers are not inputs"),
         }
@@ -354,6 +361,7 @@ impl PointeeTable {
         param: u32,
         offset: i64,
         scalar: Scalar,
+        boolean: bool,
         name: &str,
     ) -> Result<Value, ModelError> {
         let end = offset + scalar.bytes() as i64;
@@ -387,6 +395,7 @@ impl PointeeTable {
             param,
             offset,
             scalar,
+            boolean: boolean && scalar == Scalar::Int(8),
         });
         Ok(self.value(self.slots.len() - 1))
     }
@@ -398,6 +407,17 @@ impl PointeeTable {
             Scalar::Float(fmt) => Value::Real {
                 e: sym::param(index, VarType::Float(fmt)),
                 fmt,
+            },
+            // A `_Bool`'s input ranges 0..=1 and is read as the byte that holds it.
+            Scalar::Int(bits) if slot.boolean => Value::Int {
+                e: sym::param(
+                    index,
+                    VarType::Int {
+                        bits: 1,
+                        signed: false,
+                    },
+                ),
+                bits,
             },
             Scalar::Int(bits) => Value::Int {
                 e: sym::param(index, VarType::Int { bits, signed: true }),
@@ -497,14 +517,20 @@ impl Memory {
             .ok_or_else(|| ModelError::internal("unknown memory region"))
     }
 
-    /// Loads a value of `ty` at `p`.
-    pub fn load(&self, p: Pointer, ty: Ty<'_>, layout: Layout<'_>) -> Result<Value, ModelError> {
+    /// Loads a value of `ty` at `p`; `boolean` when the load reads a C `_Bool` (an input it makes ranges 0..=1).
+    pub fn load(
+        &self,
+        p: Pointer,
+        ty: Ty<'_>,
+        layout: Layout<'_>,
+        boolean: bool,
+    ) -> Result<Value, ModelError> {
         let pieces = flatten_type(ty, layout)?;
         let region = self.region(p)?;
         let unmodelled_before = self.pointees.borrow().unmodelled_read_count;
         let mut leaves = Vec::with_capacity(pieces.len());
         for (off, scalar) in pieces {
-            leaves.push(region.read(p.offset + off as i64, scalar, &self.pointees)?);
+            leaves.push(region.read(p.offset + off as i64, scalar, boolean, &self.pointees)?);
         }
         if self.pointees.borrow().unmodelled_read_count != unmodelled_before {
             self.read_unmodelled.set(true);
@@ -667,7 +693,13 @@ impl Region {
     }
 
     /// Reads a scalar at byte `at`.
-    fn read(&self, at: i64, scalar: Scalar, pointees: &Pointees) -> Result<Value, ModelError> {
+    fn read(
+        &self,
+        at: i64,
+        scalar: Scalar,
+        boolean: bool,
+        pointees: &Pointees,
+    ) -> Result<Value, ModelError> {
         let size = scalar.bytes() as i64;
         if let Some((&s, cell)) = self.cells.range(..=at).next_back() {
             let cell_end = s + cell.size() as i64;
@@ -676,7 +708,7 @@ impl Region {
                     Cell::Zero { .. } if cell_end >= at + size => Ok(scalar.zero()),
                     Cell::Pointee { param, offset, .. } if cell_end >= at + size => pointees
                         .borrow_mut()
-                        .read(*param, offset + (at - s), scalar, &self.name),
+                        .read(*param, offset + (at - s), scalar, boolean, &self.name),
                     Cell::Value { v, size: cs }
                         if s == at && *cs as i64 == size && scalar.accepts(v) =>
                     {
@@ -713,7 +745,9 @@ impl Region {
         }
         Ok(match self.fill {
             Fill::Zero => scalar.zero(),
-            Fill::Param(param) => pointees.borrow_mut().read(param, at, scalar, &self.name)?,
+            Fill::Param(param) => pointees
+                .borrow_mut()
+                .read(param, at, scalar, boolean, &self.name)?,
             Fill::Uninit => Value::Poison,
         })
     }

@@ -34,7 +34,8 @@ impl<'m> Executor<'m> {
         inst: Val<'m>,
     ) -> Result<Value, ModelError> {
         let p = self.pointer_operand(st, inst, 0)?;
-        st.memory.load(p, inst.ty(), self.layout)
+        st.memory
+            .load(p, inst.ty(), self.layout, inst.loads_a_bool())
     }
 
     pub(super) fn symex_store(

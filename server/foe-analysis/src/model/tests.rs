@@ -11,7 +11,7 @@ use crate::domain::{Bound, Domain, ParamRange};
 use crate::ir::{describe_functions, parse_module};
 use crate::solve::{solve, SolveOutcome};
 use crate::sym::{self, Sort};
-use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature};
+use crate::types::{ArgValue, Build, ExceptionKind, FunctionSignature, ParamType};
 use inkwell::context::Context;
 use std::time::{Duration, Instant};
 
@@ -806,6 +806,31 @@ fn timing_figures() {
         analyse_with(ODOMETER, "odometer", cfg, None);
         analyse_with(ODOMETER, "odometer", cfg, Some(&odometer_domain));
     }
+}
+
+#[test]
+fn a_bool_read_through_a_pointer_is_an_input_of_0_or_1() {
+    let source = "struct s { double t; _Bool flag; };\n\
+        double f(const struct s *p) { return p->flag ? p->t : -p->t; }\n";
+    let m = model_both(&build(source), "f", &AnalysisConfig::default()).expect("model");
+    // The inputs behind `p`, by their byte offset: `t` at 0, `flag` at 8.
+    let ty = |offset: u32| {
+        let p = m
+            .signature
+            .params
+            .iter()
+            .find(|p| p.pointee.is_some_and(|at| at.offset == offset));
+        p.unwrap_or_else(|| panic!("no input at offset {offset}"))
+            .ty
+    };
+    assert_eq!(
+        ty(8),
+        ParamType::Int {
+            bits: 1,
+            signed: false
+        }
+    );
+    assert_eq!(ty(0), ParamType::F64);
 }
 
 #[test]

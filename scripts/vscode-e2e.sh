@@ -161,6 +161,7 @@ cat >"$RUN/user-data/User/settings.json" <<EOF
   "chat.commandCenter.enabled": false,
   "editor.minimap.enabled": false,
   "editor.hover.delay": 300,
+  "editor.hover.above": false,
   "window.commandCenter": false,
   "files.autoSave": "off"
 }

@@ -209,9 +209,13 @@ try {
   if (east) {
     await drag({ x: east.x + 2, y: east.y + 60 }, { x: 1265, y: east.y + 60 });
   }
-  const south = await widget.locator(":scope > .monaco-sash.horizontal:not(.disabled)").first().boundingBox();
-  if (south) {
-    await drag({ x: south.x + south.width / 2, y: south.y + 2 }, { x: south.x + south.width / 2, y: 770 });
+  // Taller: the sash VS Code enables is the edge away from the line (the bottom one of a hover below the line,
+  // the top one of a hover above it), dragged away from the hover's middle.
+  const edge = await widget.locator(":scope > .monaco-sash.horizontal:not(.disabled)").first().boundingBox();
+  const before = await widget.boundingBox();
+  if (edge && before) {
+    const top = edge.y < before.y + before.height / 2;
+    await drag({ x: edge.x + edge.width / 2, y: edge.y + 2 }, { x: edge.x + edge.width / 2, y: top ? 40 : 770 });
   }
   // Back inside the hover, off the sashes: to its middle (VS Code puts it above or below the line, whichever has
   // the room, so a fixed offset from the squiggle can leave it, and a hover the mouse leaves closes).

@@ -42,20 +42,26 @@ pub fn source_edit_reaches(cause: Cause) -> bool {
 /// source edit can reach ([`source_edit_reaches`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FixVerdict {
-    /// Everything the edit targets is gone; `build_only` divergences are left whose cause only a build change
-    /// reaches ([`build_change`]).
+    /// Everything the edit targets is gone; divergences at `build_only` places are left whose cause only a build
+    /// change reaches ([`build_change`]).
     Verified { build_only: usize },
-    /// `remaining` divergences the edit targets are still there (those of undetermined cause count: nothing says
-    /// a build change would remove them).
+    /// Divergences the edit targets are still there, at `remaining` places (those of undetermined cause count:
+    /// nothing says a build change would remove them).
     Remains { remaining: usize },
 }
 
 /// Judges the edit by the divergences left in the edited function.
+/// Counted by the places they are flagged at (a site's many diverging inputs are one thing to the user).
 pub fn judge(left: &[Divergence]) -> FixVerdict {
-    let remaining = left.iter().filter(|d| source_edit_reaches(d.cause)).count();
+    let sites = |ds: &mut dyn Iterator<Item = &Divergence>| {
+        let places: std::collections::BTreeSet<_> =
+            ds.map(|d| d.location.map(|l| (l.line, l.column))).collect();
+        places.len()
+    };
+    let remaining = sites(&mut left.iter().filter(|d| source_edit_reaches(d.cause)));
     if remaining == 0 {
         FixVerdict::Verified {
-            build_only: left.len(),
+            build_only: sites(&mut left.iter()),
         }
     } else {
         FixVerdict::Remains { remaining }

@@ -135,8 +135,8 @@ impl Analysis {
 /// what the edit aims at, else fast-math off ([`fix::scopes`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum FixCheck {
-    /// Re-analysing the edited function found no divergence the edit targets; `build_only` are left that only a
-    /// build change removes (flush-to-zero at link).
+    /// Re-analysing the edited function found no divergence the edit targets; at `build_only` places some are
+    /// left that only a build change removes (flush-to-zero at link).
     /// `added` information and hints show on the edited text that did not before (what another operation does
     /// once this one is exact).
     Verified {

@@ -275,7 +275,10 @@ pub fn code_action(
         } => {
             let mut verdict = "verified".to_string();
             if *build_only > 0 {
-                verdict.push_str(&format!("; {build_only} flush-to-zero left"));
+                verdict.push_str(&format!(
+                    "; flush-to-zero left at {build_only} place{}",
+                    plural(*build_only)
+                ));
             }
             if *added > 0 {
                 verdict.push_str(&format!("; {added} new hint{}", plural(*added)));

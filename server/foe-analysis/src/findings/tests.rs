@@ -252,11 +252,20 @@ fn the_fix_is_verified_when_only_flush_to_zero_is_left() {
         ..div(1.0, vec![], vec![ev(ExceptionKind::Overflow, 3, 5)], false)
     };
     assert_eq!(judge(&[]), FixVerdict::Verified { build_only: 0 });
+    // Counted by place: two inputs flagged at one place are one thing left.
     assert_eq!(
         judge(&[
             with_cause(Cause::FlushToZero),
             with_cause(Cause::FlushToZero)
         ]),
+        FixVerdict::Verified { build_only: 1 }
+    );
+    let elsewhere = Divergence {
+        location: Some(crate::types::SourceLoc { line: 9, column: 2 }),
+        ..with_cause(Cause::FlushToZero)
+    };
+    assert_eq!(
+        judge(&[with_cause(Cause::FlushToZero), elsewhere]),
         FixVerdict::Verified { build_only: 2 }
     );
     assert_eq!(

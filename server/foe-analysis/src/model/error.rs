@@ -23,8 +23,8 @@ pub enum ModelError {
          round-to-nearest only"
     )]
     RoundingMode { mode: String, callee: String },
-    /// A call of an LLVM intrinsic foe neither models nor runs.
-    #[error("calls the intrinsic `{callee}`")]
+    /// A call of an LLVM intrinsic foe neither models nor runs, said in C words where foe knows them.
+    #[error("{}", intrinsic_words(callee))]
     UnmodelledIntrinsic { callee: String },
     /// The build's copy takes another number of parameters than the signature (the fast-math build dropped one).
     #[error("has {in_build} parameters in this build, {declared} in the signature")]
@@ -57,6 +57,55 @@ pub enum ModelError {
         build: Build,
         error: Box<ModelError>,
     },
+}
+
+/// What an LLVM intrinsic call does, as a C programmer would say it (the intrinsic's name in backticks after):
+/// `llvm.vector.reduce.fmin.v4f32` "takes the minimum of 4 floats as one vector operation".
+fn intrinsic_words(callee: &str) -> String {
+    let words = |what: &str| format!("{what} (`{callee}`), which foe does not model");
+    if let Some(rest) = callee.strip_prefix("llvm.vector.reduce.") {
+        let (op, ty) = rest.split_once('.').unwrap_or((rest, ""));
+        let op = match op {
+            "fadd" | "add" => "sum",
+            "fmul" | "mul" => "product",
+            "fmin" | "fminimum" | "smin" | "umin" => "minimum",
+            "fmax" | "fmaximum" | "smax" | "umax" => "maximum",
+            "and" => "bitwise and",
+            "or" => "bitwise or",
+            "xor" => "bitwise xor",
+            other => other,
+        };
+        return words(&format!(
+            "takes the {op} of {} as one vector operation",
+            lanes_words(ty)
+        ));
+    }
+    if callee.starts_with("llvm.masked.") {
+        return words(
+            "loads or stores some lanes of a vector (a masked vector access the vectoriser made)",
+        );
+    }
+    if callee.starts_with("llvm.x86.") {
+        return words("uses an x86 instruction built-in");
+    }
+    format!("calls the compiler built-in `{callee}`, which foe does not model")
+}
+
+/// `v4f32` as "4 floats", `v2f64` as "2 doubles", `v8i32` as "8 32-bit integers"; else "a vector".
+fn lanes_words(ty: &str) -> String {
+    let Some((count, elem)) = ty
+        .strip_prefix('v')
+        .and_then(|t| t.find(|c: char| !c.is_ascii_digit()).map(|i| t.split_at(i)))
+    else {
+        return "a vector".into();
+    };
+    let elem = match elem {
+        "f32" => "floats".to_string(),
+        "f64" => "doubles".to_string(),
+        e if e.starts_with('i') => format!("{}-bit integers", &e[1..]),
+        _ => return "a vector".into(),
+    };
+    format!("{count} {elem}")
 }
 
 /// The build as a report names it.
@@ -96,5 +145,25 @@ impl ModelError {
             | ModelError::Llvm(_)
             | ModelError::Internal(_) => ReasonCode::Unsupported,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::intrinsic_words;
+
+    #[test]
+    fn intrinsics_are_said_in_c_words() {
+        assert_eq!(
+            intrinsic_words("llvm.vector.reduce.fmin.v4f32"),
+            "takes the minimum of 4 floats as one vector operation (`llvm.vector.reduce.fmin.v4f32`), which foe \
+             does not model"
+        );
+        assert!(intrinsic_words("llvm.vector.reduce.add.v8i32")
+            .contains("the sum of 8 32-bit integers"));
+        assert_eq!(
+            intrinsic_words("llvm.foo.f64"),
+            "calls the compiler built-in `llvm.foo.f64`, which foe does not model"
+        );
     }
 }

@@ -1053,7 +1053,7 @@ fn model_errors_keep_their_text_and_are_sorted_by_variant() {
     );
     assert_eq!(
         intrinsic.to_string(),
-        "cannot model the plain build: calls the intrinsic `llvm.foo.f64`"
+        "cannot model the plain build: calls the compiler built-in `llvm.foo.f64`, which foe does not model"
     );
     assert_eq!(intrinsic.reason_code(), ReasonCode::ExternalCall);
     let ty = ModelError::ParamType {

@@ -50,22 +50,25 @@ pub enum FixVerdict {
     Remains { remaining: usize },
 }
 
-/// Judges the edit by the divergences left in the edited function.
-/// Counted by the places they are flagged at (a site's many diverging inputs are one thing to the user).
+/// Judges the edit by the divergences left in the edited function, counted by the places they are flagged at (a
+/// site's many diverging inputs are one thing to the user).
 pub fn judge(left: &[Divergence]) -> FixVerdict {
-    let sites = |ds: &mut dyn Iterator<Item = &Divergence>| {
-        let places: std::collections::BTreeSet<_> =
-            ds.map(|d| d.location.map(|l| (l.line, l.column))).collect();
-        places.len()
-    };
-    let remaining = sites(&mut left.iter().filter(|d| source_edit_reaches(d.cause)));
+    let remaining = places(left.iter().filter(|d| source_edit_reaches(d.cause)));
     if remaining == 0 {
         FixVerdict::Verified {
-            build_only: sites(&mut left.iter()),
+            build_only: places(left.iter()),
         }
     } else {
         FixVerdict::Remains { remaining }
     }
+}
+
+/// How many distinct places (line and column) `divergences` are flagged at.
+fn places<'a>(divergences: impl Iterator<Item = &'a Divergence>) -> usize {
+    let places: std::collections::BTreeSet<_> = divergences
+        .map(|d| d.location.map(|l| (l.line, l.column)))
+        .collect();
+    places.len()
 }
 
 /// Where the fast-math-off edit for flagged operations goes, and which analysed functions ran them.

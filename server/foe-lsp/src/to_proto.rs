@@ -352,11 +352,13 @@ fn not_offered(title: String, reason: String, diagnostics: Vec<Diagnostic>) -> C
 /// Why a fix that would add warnings is not offered, in a sentence: where the warnings would appear.
 fn worse_reason(fix: &Fix, function: &str, added: usize, moved_to: &[String]) -> String {
     let warnings = format!("{added} warning{}", plural(added));
-    let names: Vec<String> = moved_to.iter().map(|f| format!("`{f}`")).collect();
-    let inside = match names.as_slice() {
+    let inside = match moved_to {
         [] => String::new(),
-        [only] if only.trim_matches('`') == function => " further on in it".to_string(),
-        names => format!(" in {}", names.join(", ")),
+        [only] if only == function => " further on in it".to_string(),
+        names => {
+            let names: Vec<String> = names.iter().map(|f| format!("`{f}`")).collect();
+            format!(" in {}", names.join(", "))
+        }
     };
     format!(
         "Not offered: with {} off in `{function}`, re-analysing the file shows {warnings}{inside} that it does \

@@ -408,21 +408,27 @@ impl PointeeTable {
                 e: sym::param(index, VarType::Float(fmt)),
                 fmt,
             },
-            // A `_Bool`'s input ranges 0..=1 and is read as the byte that holds it.
-            Scalar::Int(bits) if slot.boolean => Value::Int {
-                e: sym::param(
-                    index,
-                    VarType::Int {
-                        bits: 1,
-                        signed: false,
-                    },
-                ),
-                bits,
-            },
-            Scalar::Int(bits) => Value::Int {
-                e: sym::param(index, VarType::Int { bits, signed: true }),
-                bits,
-            },
+            // The input's type is the one the runner passes ([`PointeeSlot::param_type`]: a `_Bool` ranges 0..=1),
+            // read as the bytes that hold it.
+            Scalar::Int(bits) => {
+                let ParamType::Int {
+                    bits: input_bits,
+                    signed,
+                } = slot.param_type()
+                else {
+                    unreachable!("an integer slot is an integer input")
+                };
+                Value::Int {
+                    e: sym::param(
+                        index,
+                        VarType::Int {
+                            bits: input_bits,
+                            signed,
+                        },
+                    ),
+                    bits,
+                }
+            }
             Scalar::Ptr => Scalar::Ptr.zero(),
         }
     }

@@ -157,8 +157,9 @@ fn three_runs_give_the_same_findings_on_a_loaded_machine() {
 }
 
 /// jetengine's hardest queries spend their time in nlsat's polynomial arithmetic; with Z3 5.4.1 counting it
-/// against the resource limit and the safety net on the thread's CPU time (5 times the budget), the units decide,
-/// not the load.
+/// against the resource limit, the units should decide, not the load. The safety net on the thread's CPU time is
+/// at twice the budget (`solve::limit::CPU_TIME_FACTOR`): a query close to it can still flip under load (seen once,
+/// 2026-11-26, in the whole suite: run 2 lost 5 `reciprocal` findings and gained 2; 4 runs of 4 alone passed).
 #[test]
 fn jetengine_gives_the_same_findings_three_times() {
     assert_stable("fixtures/bench/jetengine.c");

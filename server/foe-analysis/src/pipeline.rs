@@ -28,8 +28,9 @@ mod searching;
 mod select;
 mod settle;
 mod solving;
+#[cfg(test)]
+mod tests;
 
-use budget::Budget;
 pub use replay::{parse_assignments, replay, ReplayReport, ShippedReplay};
 use settle::{note_static_callers, settle_inlined};
 
@@ -259,8 +260,7 @@ pub fn analyse(
 
     progress.phase(Phase::Model, "modelling the IR");
     let started = Instant::now();
-    let budget = Budget::new(&config, total);
-    let (mut reports, pending, inlined_away) = {
+    let (mut reports, pending, inlined_away, budget) = {
         let context = Context::create();
         let p_module =
             ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
@@ -273,11 +273,16 @@ pub fn analyse(
             (&p_module, &pp_module),
             selection.to_model,
             &config,
-            &budget,
+            &selection.budget,
             cancel,
             &mut selection.reports,
         )?;
-        (selection.reports, pending, selection.inlined_away)
+        (
+            selection.reports,
+            pending,
+            selection.inlined_away,
+            selection.budget,
+        )
     };
     timings.insert("model".to_string(), ms(started));
 

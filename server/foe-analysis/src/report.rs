@@ -113,8 +113,12 @@ pub enum ReasonCode {
     RunnerFailed,
     /// Running the builds failed.
     ExecutionFailed,
-    /// The per-function or per-file time budget ran out.
+    /// The function's work budget (its share of the file's) ran out.
     Budget,
+    /// A wall-clock safety net stopped a phase before its work budget ran out (the machine was loaded, or the
+    /// work undercounts what the function costs): another run of the same text may find more or less, so the
+    /// result is not cached.
+    Clock,
     /// Some solver queries gave up (time limit or degree bound).
     SolverTimeouts,
     /// Some solver queries were not tried: enough other paths of the same operation gave no input.

@@ -29,10 +29,10 @@ pub mod work;
 pub use explain::{compare_kinds, compare_traces};
 pub(crate) use explain::{explain, result_summary};
 use group::{run_in_slices, search_group};
-use neighbourhood::neighbourhood_size;
 #[cfg(test)]
 use neighbourhood::shell;
 pub use neighbourhood::{neighbourhood, step_value};
+use neighbourhood::{neighbourhood_prefix, neighbourhood_size};
 pub use work::SearchBudget;
 
 /// What the search of one function found.
@@ -63,6 +63,8 @@ pub struct SearchOutcome {
     pub stopped_early: bool,
     /// Whether the function's work budget ended the search before every neighbourhood was explored.
     pub out_of_time: bool,
+    /// Whether it was the budget's wall-clock safety net, not its work, that ended it.
+    pub clock_stopped: bool,
     /// The work the search did ([`work`]), in nanoseconds of an idle machine: the same on any load.
     pub work_ns: u64,
     /// Operations its runs checked (runs that timed out included): for calibration and logs.
@@ -285,6 +287,7 @@ fn run_search(
         first_stop: state.first_stop,
         stopped_early,
         out_of_time: state.out_of_time,
+        clock_stopped: state.out_of_time && state.budget.is_some_and(|b| state.work_ns < b.work_ns),
         work_ns: state.work_ns,
         ops: state.ops,
         agreed: state.agreed,

@@ -23,7 +23,7 @@ mod retry;
 mod schedule;
 mod seeds;
 pub use cancel::{solve_cancellations, Cancellations};
-pub use known::{remember, KnownVerdict, KnownVerdicts};
+pub use known::{KnownVerdict, KnownVerdicts};
 pub use schedule::PATHS_PER_SITE;
 
 use crate::config::AnalysisConfig;
@@ -134,10 +134,9 @@ pub struct SolveOutcome {
     pub candidates: Vec<Candidate>,
     /// What the real phases gave for each satisfiable-looking unique formula, for [`solve_within`].
     results: Vec<RealResult>,
-    /// Unique formulae whose verdict an earlier function of the file reached ([`KnownVerdicts`]).
+    /// Unique formulae given up on without asking Z3 ([`KnownVerdicts`]: an earlier attempt's interrupted
+    /// queries).
     pub known: usize,
-    /// The verdicts this solve reached, for the functions solved after it (without a domain only).
-    pub learned: Vec<(String, KnownVerdict)>,
 }
 
 /// The verdict on one unique formula.
@@ -606,7 +605,7 @@ impl SolveRun<'_> {
     }
 
     /// Fills `outcome` from the phases' results: each job's result (an exact input of the FP theory preferred),
-    /// the counts, the distinct candidates in query order and, without a domain, the verdicts learned.
+    /// the counts and the distinct candidates in query order.
     fn settle(
         &self,
         mut outcome: SolveOutcome,
@@ -647,15 +646,6 @@ impl SolveRun<'_> {
                     });
                 }
             }
-        }
-        if self.domain.is_none() {
-            outcome.learned = jobs
-                .iter()
-                .zip(&outcome.results)
-                .enumerate()
-                .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
-                .map(|(_, (q, r))| (known::key(q.formula.fingerprint()), KnownVerdict::of(r)))
-                .collect();
         }
         outcome
     }

@@ -235,7 +235,7 @@ fn one_file(entry: &DatabaseEntry, shown: &str, context: &Context<'_>) -> Outcom
     }
     let bundle = run.output.unwrap_or(Value::Null);
     if let (Some(cache), Some(key)) = (context.cache, &key) {
-        if !cut_by_budget(&bundle["report"]) {
+        if !cut_by_clock(&bundle["report"]) {
             match manifest(entry, &text, &bundle["report"], context) {
                 Some(m) => {
                     if let Err(e) = cache.put(key, m, &bundle) {
@@ -249,14 +249,14 @@ fn one_file(entry: &DatabaseEntry, shown: &str, context: &Context<'_>) -> Outcom
     Outcome::Analysed(bundle)
 }
 
-/// Whether a time budget cut some function short (such results are not stored, as the engine does not cache
-/// them: a second run may get further).
-fn cut_by_budget(report: &Value) -> bool {
+/// Whether a clock cut some function short (such results are not stored, as the engine does not cache them: a
+/// second run may get further). A function its work budget cut short is what every run gives, and is stored.
+fn cut_by_clock(report: &Value) -> bool {
     report["functions"].as_array().is_some_and(|fs| {
         fs.iter().any(|f| {
             f["reason_codes"]
                 .as_array()
-                .is_some_and(|c| c.iter().any(|c| c == "budget"))
+                .is_some_and(|c| c.iter().any(|c| c == "clock"))
         })
     })
 }

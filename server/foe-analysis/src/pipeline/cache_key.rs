@@ -8,10 +8,11 @@ use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 
 /// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
-/// span and domain, and the settings. Lines count from the function's declaration, so a line inserted above
+/// span and domain, its share of the file's budget (`share_ms`), and the settings. Lines count from the function's declaration, so a line inserted above
 /// keeps the key (the cached report is shifted on reuse).
 pub(super) fn cache_key<'ctx>(
     config: &AnalysisConfig,
+    share_ms: u64,
     info: &FunctionInfo,
     domain: &Domain,
     p_function: FunctionValue<'ctx>,
@@ -21,6 +22,7 @@ pub(super) fn cache_key<'ctx>(
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(config.fingerprint().as_bytes());
+    hasher.update(&share_ms.to_le_bytes());
     let base = info.span.as_ref().map_or(0, |s| s.line);
     let span = info
         .span

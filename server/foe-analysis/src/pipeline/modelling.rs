@@ -2,7 +2,7 @@
 //! P's path outputs, and the notes on what modelling assumed or cut short. A function that cannot be modelled is
 //! settled here as skipped, with the reason's category.
 
-use super::budget::{Budget, MODEL_SHARE};
+use super::budget::Budget;
 use super::select::ToModel;
 use super::settle::path_stops_note;
 use super::{AnalysisError, CancelToken, Pending};
@@ -32,15 +32,14 @@ pub(super) fn model_functions<'ctx>(
             AnalysisError::Internal(format!("cannot prepare {name} for modelling: {e}"))
         })?;
     }
-    let waiting = to_model.len();
     let mut pending = Vec::new();
-    for (i, item) in to_model.into_iter().enumerate() {
+    for item in to_model {
         cancel.check()?;
         let began = Instant::now();
         let deadline = match config.quick {
             // A first look models only to learn the inputs (the values read through pointers).
             true => Instant::now() + QUICK_MODEL,
-            false => budget.deadline(MODEL_SHARE, Duration::ZERO, waiting - i),
+            false => budget.model_deadline(),
         };
         let sig = &item.info.signature;
         match model::model_pair(p_module, pp_module, sig, config, Some(deadline)) {
@@ -114,8 +113,9 @@ fn modelling_notes(modelled: &ModelledPair) -> Vec<Note> {
     }
     if modelled.out_of_time {
         notes.push(Note::cut(
-            ReasonCode::Budget,
-            "modelling ran out of its time budget; later paths are not modelled".to_string(),
+            ReasonCode::Clock,
+            "modelling ran out of its time; later paths are not modelled (another run may model more or fewer)"
+                .to_string(),
         ));
     } else if modelled.cut_short {
         notes.push(Note::cut(

@@ -59,25 +59,13 @@ pub(super) fn search_functions(
     let started = Instant::now();
     let mut confirm_ms = 0;
     let mut executions = 0;
-    let count = solved.len();
-    // The file's work so far, in milliseconds: compiling and modelling it (their wall clock: they come out of the
-    // file's budget too), every function's solver work, then each search.
-    let before_solving: u64 = ["compile", "model"]
-        .iter()
-        .filter_map(|phase| timings.get(*phase))
-        .sum();
-    let mut file_work: u64 =
-        before_solving + solved.iter().map(|(_, s)| s.work_spent_ms).sum::<u64>();
-    for (i, (item, solution)) in solved.iter().enumerate() {
+    for (item, solution) in solved {
         cx.cancel.check()?;
         cx.progress.phase(Phase::Execute, &item.info.signature.name);
-        let budget = cx
-            .budget
-            .search_work(solution.work_spent_ms, file_work, count - i);
+        let budget = cx.budget.search_work(solution.work_spent_ms);
         let (report, searched) = search_one(&mut runner, item, solution, budget, cx);
         executions += searched.executions;
         confirm_ms += searched.confirm_ms;
-        file_work += searched.work_ns / 1_000_000;
         reports[item.index] = Some(report);
     }
     timings.insert("execute".to_string(), ms(started));
@@ -88,8 +76,6 @@ pub(super) fn search_functions(
 /// What searching one function cost.
 struct Searched {
     executions: usize,
-    /// The search's and the sweep's work ([`crate::search::work`]).
-    work_ns: u64,
     confirm_ms: u64,
 }
 
@@ -144,7 +130,6 @@ fn search_one(
             report.settle_status(false);
             let nothing = Searched {
                 executions: 0,
-                work_ns: 0,
                 confirm_ms: 0,
             };
             return (report, nothing);
@@ -157,8 +142,7 @@ fn search_one(
         report.plain_exceptions = found.plain_exceptions.clone();
     }
     let confirming = Instant::now();
-    let swept = confirm_on_shipped(runner, item, budget, &found, cx, &mut report);
-    let work_ns = found.work_ns + swept;
+    confirm_on_shipped(runner, item, budget, &found, cx, &mut report);
     let confirm_ms = ms(confirming);
     note_search(&mut report, &found, cx.config);
     if cx.config.quick {
@@ -172,22 +156,21 @@ fn search_one(
     let proved = !cx.config.quick && no_exception_possible(item, solution);
     report.settle_status(proved);
     report.verdict = Some(crate::report::Verdict::of(&report, proved));
-    // A result cut short by a budget depends on the machine's load, and a first look is not the analysis: neither
-    // is kept.
-    if !report.reason_codes.contains(&ReasonCode::Budget) && !cx.config.quick {
+    // A result a clock cut short depends on the machine's load, and a first look is not the analysis: neither is
+    // kept. One its work budget cut short is what a fresh analysis gives.
+    if !report.reason_codes.contains(&ReasonCode::Clock) && !cx.config.quick {
         cx.cache.put(item.key.clone(), report.clone());
     }
     let searched = Searched {
         executions: found.executions,
-        work_ns,
         confirm_ms,
     };
     (report, searched)
 }
 
 /// On the binaries clang ships: what only their code generation does, on the inputs the instrumented builds agree
-/// on (within what the search left of `budget`), then the confirmation and cause of every divergence. Returns the
-/// sweep's work. Nothing without shipped binaries (a first look, or none built).
+/// on (within what the search left of `budget`), then the confirmation and cause of every divergence. Nothing
+/// without shipped binaries (a first look, or none built).
 fn confirm_on_shipped(
     runner: &mut Runner,
     item: &Pending,
@@ -195,11 +178,10 @@ fn confirm_on_shipped(
     found: &SearchOutcome,
     cx: &mut SearchContext<'_, '_>,
     report: &mut FunctionReport,
-) -> u64 {
+) {
     let Some(shipped) = cx.shipped.as_deref_mut() else {
-        return 0;
+        return;
     };
-    let mut swept = 0;
     // (Nothing to run: the shipped binaries are not waited for.)
     if !found.agreed.is_empty() {
         let sweep = confirm::Sweep {
@@ -210,19 +192,12 @@ fn confirm_on_shipped(
             paths: &item.p_outputs,
             budget: Some(budget.after(found.work_ns)),
         };
-        let (more, work) = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
+        let (more, _work) = confirm::shipped_only(shipped.get(), &found.agreed, sweep);
         report.divergences.extend(more);
-        swept = work;
     }
     if !report.divergences.is_empty() {
-        let (calls, launches) = shipped.get().calls_run();
         confirm::confirm_function(shipped.get(), &item.info.signature, report);
-        // The confirmation's calls count as the sweep's do, and each process that ran them.
-        let (calls_after, launches_after) = shipped.get().calls_run();
-        swept += (calls_after - calls) * crate::search::work::SHIPPED_RUN_NS
-            + (launches_after - launches) * crate::search::work::SHIPPED_LAUNCH_NS;
     }
-    swept
 }
 
 /// What the search has to say in the report's reason: runs that crashed, stopped, timed out, a budget.
@@ -280,7 +255,13 @@ fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
             false => Note::remark(text),
         });
     }
-    if found.out_of_time {
+    if found.out_of_time && found.clock_stopped {
+        notes.push(Note::cut(
+            ReasonCode::Clock,
+            "the search was stopped by the clock before its work budget ran out (a loaded machine, or runs \
+             costlier than foe counts): another run may differ",
+        ));
+    } else if found.out_of_time {
         notes.push(Note::cut(
             ReasonCode::Budget,
             "the search ran out of its work budget before every neighbourhood was explored",

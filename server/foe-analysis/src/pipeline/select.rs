@@ -2,6 +2,7 @@
 //! skipped (not selected, an interface foe cannot drive), settled later through its callers (the fast-math build
 //! has no callable copy), taken from the per-function cache, or modelled.
 
+use super::budget::Budget;
 use super::cache_key::cache_key;
 use super::settle::NoOwnCopy;
 use super::{AnalysisRequest, FunctionCache};
@@ -10,6 +11,7 @@ use crate::domain::{self, Domain};
 use crate::ir::{self, FunctionInfo};
 use crate::report::{FunctionReport, ReasonCode};
 use inkwell::module::Module;
+use inkwell::values::FunctionValue;
 
 /// A function to model: its index in the file's report, what P says of it, its cache key and declared domain.
 pub(super) struct ToModel {
@@ -26,6 +28,8 @@ pub(super) struct Selection {
     pub to_model: Vec<ToModel>,
     /// Functions the fast-math build has no copy of: settled after the others, through the callers holding them.
     pub inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
+    /// The share of the file's budget each function gets.
+    pub budget: Budget,
 }
 
 /// A function foe cannot drive, skipped with the reason in C words.
@@ -59,7 +63,9 @@ fn cached(cache: &dyn FunctionCache, key: &str, info: &FunctionInfo) -> Option<F
     Some(hit)
 }
 
-/// Sorts the functions P defines (less those linked in from other units) into what each needs.
+/// Sorts the functions P defines (less those linked in from other units) into what each needs. Every function
+/// gets the same share of the file's budget (see [`Budget`]), fixed before any is looked up in the cache: the
+/// functions a full analysis would model are counted first, selected or not.
 pub(super) fn select_functions<'ctx>(
     request: &AnalysisRequest<'_>,
     config: &AnalysisConfig,
@@ -79,10 +85,11 @@ pub(super) fn select_functions<'ctx>(
         reports: vec![None; described.len()],
         to_model: vec![],
         inlined_away: vec![],
+        budget: Budget::new(config, 0),
     };
+    // First pass: what each function is, without the cache.
+    let mut sorted = Vec::new();
     let mut prev_end = 0;
-    // Both modules' text for the cache keys, printed once each when the first key is made.
-    let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
     for (index, entry) in described.into_iter().enumerate() {
         let info = match entry {
             Ok(info) => info,
@@ -100,23 +107,19 @@ pub(super) fn select_functions<'ctx>(
         let (domain, domain_errors) =
             domain::domain_for(request.text, &info.signature, prev_end, decl_line);
         prev_end = end_line.max(prev_end);
-        if request
+        let selected = request
             .only_functions
-            .is_some_and(|only| !only.contains(&name))
-        {
-            selection.reports[index] = Some(not_selected(info));
-            continue;
-        }
-        if let Some(err) = domain_errors.first() {
-            tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
-        }
+            .is_none_or(|only| only.contains(&name));
         let Some(pp_function) = pp_module
             .get_function(&name)
             .filter(|f| f.count_basic_blocks() > 0)
         else {
-            selection
-                .inlined_away
-                .push((index, info, NoOwnCopy::Inlined));
+            match selected {
+                true => selection
+                    .inlined_away
+                    .push((index, info, NoOwnCopy::Inlined)),
+                false => selection.reports[index] = Some(not_selected(info)),
+            }
             continue;
         };
         let Some(p_function) = p_module.get_function(&name) else {
@@ -125,13 +128,44 @@ pub(super) fn select_functions<'ctx>(
         // A static function whose unused return value or argument the optimiser dropped cannot be called with
         // the C signature in P'; its code runs inside its callers' executions.
         if p_function.get_type() != pp_function.get_type() {
-            selection
-                .inlined_away
-                .push((index, info, NoOwnCopy::SignatureChanged));
+            match selected {
+                true => selection
+                    .inlined_away
+                    .push((index, info, NoOwnCopy::SignatureChanged)),
+                false => selection.reports[index] = Some(not_selected(info)),
+            }
             continue;
         }
+        if !selected {
+            sorted.push(Sorted::NotSelected(index, info));
+            continue;
+        }
+        if let Some(err) = domain_errors.first() {
+            tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
+        }
+        sorted.push(Sorted::ToModel(
+            index,
+            info,
+            domain,
+            p_function,
+            pp_function,
+        ));
+    }
+    // Second pass: each function modelled by a full analysis has the same share of the file's budget.
+    selection.budget = Budget::new(config, sorted.len());
+    // Both modules' text for the cache keys, printed once each when the first key is made.
+    let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+    for item in sorted {
+        let (index, info, domain, p_function, pp_function) = match item {
+            Sorted::NotSelected(index, info) => {
+                selection.reports[index] = Some(not_selected(info));
+                continue;
+            }
+            Sorted::ToModel(index, info, domain, p, pp) => (index, info, domain, p, pp),
+        };
         let key = cache_key(
             config,
+            selection.budget.share_ms(),
             &info,
             &domain,
             p_function,
@@ -157,4 +191,17 @@ pub(super) fn select_functions<'ctx>(
         });
     }
     selection
+}
+
+/// A function of the first pass of [`select_functions`]: one the request did not ask for, or one to model (or
+/// take from the cache) with its declared domain and its copies in P and P'.
+enum Sorted<'ctx> {
+    NotSelected(usize, FunctionInfo),
+    ToModel(
+        usize,
+        FunctionInfo,
+        Domain,
+        FunctionValue<'ctx>,
+        FunctionValue<'ctx>,
+    ),
 }

@@ -138,9 +138,8 @@ pub(super) fn base_report(
         r.note(ReasonCode::SolverTimeouts, &note);
     }
     if solved.known > 0 {
-        // A note, not a cut: the same formulae were solved for a function before it in the file.
         let note = format!(
-            "{} solver verdicts taken over from functions solved before it in the file (the same formulae)",
+            "{} solver queries given up on without asking again (interrupting them crashed the solver)",
             solved.known
         );
         r.add(&Note::remark(note));

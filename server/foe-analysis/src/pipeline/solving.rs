@@ -54,8 +54,10 @@ pub(super) fn solve_while_building_the_runner(
     })
 }
 
-/// Solves the functions in file order: each gets its share of the file's solver work (counted in Z3's resource
-/// units, so the same file stops at the same query on any load) and takes over the verdicts asked before.
+/// Solves the functions in file order, each within its share of the file's solver work (counted in Z3's
+/// resource units, so the same function stops at the same query on any load). Each is solved on its own: what
+/// one function finds does not depend on the others (taking over the verdicts of the functions solved before
+/// it would make it depend on which of them a run solved and which it took from the cache).
 fn solve_functions(
     pending: Vec<Pending>,
     config: &AnalysisConfig,
@@ -65,10 +67,7 @@ fn solve_functions(
 ) -> Result<Vec<(Pending, Solution)>, AnalysisError> {
     let mut solved = Vec::new();
     let count = pending.len();
-    // The file's solver work so far, in milliseconds of budget (deterministic).
-    let mut file_work = 0u64;
-    // Verdicts of the functions solved so far: a formula is asked at most once per file.
-    let mut known = solve::KnownVerdicts::new();
+    let nothing_known = solve::KnownVerdicts::new();
     for (i, mut item) in pending.into_iter().enumerate() {
         cancel.check()?;
         progress.phase(
@@ -77,20 +76,20 @@ fn solve_functions(
         );
         let began = Instant::now();
         let limits = solve::SolveLimits {
-            work_ms: Some(budget.solve_work(file_work, count - i)),
-            deadline: Some(budget.solve_safety_net(item.spent, count - i)),
+            work_ms: Some(budget.solve_work()),
+            deadline: Some(budget.solve_safety_net()),
         };
         let solution = solve::child::solve_function_isolated(
             &item.info.signature,
             &item.queries,
             &item.domain,
-            &known,
+            &nothing_known,
             config,
             limits,
             &|| cancel.is_cancelled(),
         );
         cancel.check()?;
-        let mut solution = solution.unwrap_or_else(|e| {
+        let solution = solution.unwrap_or_else(|e| {
             tracing::warn!(function = %item.info.signature.name, "solving failed: {e}");
             item.notes.push(Note::cut(
                 ReasonCode::SolverFailed,
@@ -98,13 +97,17 @@ fn solve_functions(
             ));
             Solution::default()
         });
-        file_work += solution.work_spent_ms;
-        solve::remember(&mut known, std::mem::take(&mut solution.learned));
         let past_safety_net = limits.deadline.is_some_and(|d| Instant::now() > d);
-        if solution.work_exhausted || (past_safety_net && solution.timeouts > 0) {
+        if solution.work_exhausted {
             item.notes.push(Note::cut(
                 ReasonCode::Budget,
-                "solving ran out of its time budget",
+                "solving ran out of its work budget",
+            ));
+        } else if past_safety_net {
+            item.notes.push(Note::cut(
+                ReasonCode::Clock,
+                "solving was stopped by the clock before its work budget ran out (a loaded machine, or queries \
+                 slower than Z3 counts): another run may differ",
             ));
         }
         item.spent += began.elapsed();

@@ -17,8 +17,9 @@ pub(super) fn search_group(
 ) -> Result<(), ExecError> {
     let mut cands: Vec<CandidateState> = group
         .iter()
-        .map(|c| CandidateState {
-            points: neighbourhood(sig, c, cfg),
+        .map(|&c| CandidateState {
+            complete: neighbourhood_size(sig, cfg) <= 1,
+            points: vec![c.clone()],
             next: 0,
             best: None,
             best_result: None,
@@ -40,6 +41,7 @@ pub(super) fn search_group(
             state.out_of_time = true;
             break;
         }
+        search.extend(&mut cands, round_end, state);
         let batch = search.round_inputs(&cands, round_end);
         let cut = search.run_round(batch, state)?;
         let active = search.judge_round(&mut cands, round_end, state);
@@ -66,6 +68,21 @@ struct GroupSearch<'a> {
 }
 
 impl GroupSearch<'_> {
+    /// Makes each active candidate's neighbourhood up to `round_end` points (a round at a time: most candidates
+    /// are done after a few rounds), counting the work of making them.
+    fn extend(&self, cands: &mut [CandidateState], round_end: usize, state: &mut SearchState<'_>) {
+        let dims = self.sig.searchable_params().count();
+        let size = neighbourhood_size(self.sig, self.cfg);
+        for c in cands.iter_mut().filter(|c| !c.done && !c.complete) {
+            if c.points.len() >= round_end {
+                continue;
+            }
+            c.points = neighbourhood_prefix(self.sig, &c.points[0], self.cfg, round_end);
+            c.complete = c.points.len() < round_end || round_end >= size;
+            state.work_ns += work::neighbourhood_work(c.points.len(), dims);
+        }
+    }
+
     /// This round's new inputs from every active candidate (points before `round_end`), each once.
     fn round_inputs(&self, cands: &[CandidateState], round_end: usize) -> Vec<Input> {
         let mut batch: Vec<Input> = Vec::new();
@@ -204,7 +221,7 @@ impl GroupSearch<'_> {
             }
         }
         c.next = hi;
-        if c.next >= c.points.len() {
+        if c.complete && c.next >= c.points.len() {
             c.done = true;
         }
     }
@@ -329,8 +346,10 @@ pub(super) fn run_in_slices(
 }
 
 struct CandidateState {
-    /// The neighbourhood in search order, the candidate first.
+    /// The neighbourhood in search order, the candidate first, made as far as the rounds have reached.
     points: Vec<Input>,
+    /// Whether `points` is the whole neighbourhood.
+    complete: bool,
     /// Points before this were judged.
     next: usize,
     best: Option<Best>,

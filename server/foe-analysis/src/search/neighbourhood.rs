@@ -1,11 +1,12 @@
 //! The neighbourhood of a candidate: the inputs within `radius` nextafter steps of it (±1 for integers), the
-//! whole cube when it fits the budget, otherwise its axis points, diagonals and a seeded sample, in search order.
+//! whole cube when it fits the budget, otherwise its axis points, diagonals and a seeded sample, in search order;
+//! a prefix of it can be made without the rest.
 
 use crate::config::AnalysisConfig;
 use crate::rng::SplitMix;
 use crate::round::{step_f32, step_f64};
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 
 /// The number of points [`neighbourhood`] gives at most.
 pub(super) fn neighbourhood_size(sig: &FunctionSignature, cfg: &AnalysisConfig) -> usize {
@@ -24,17 +25,42 @@ pub fn neighbourhood(
     candidate: &Input,
     cfg: &AnalysisConfig,
 ) -> Vec<Input> {
+    neighbourhood_prefix(sig, candidate, cfg, usize::MAX)
+}
+
+/// The first `upto` points of [`neighbourhood`], made without making the others: a search that stops after a
+/// few rounds pays for the points it runs, not for the whole neighbourhood.
+pub fn neighbourhood_prefix(
+    sig: &FunctionSignature,
+    candidate: &Input,
+    cfg: &AnalysisConfig,
+    upto: usize,
+) -> Vec<Input> {
     let dims: Vec<(usize, ParamType)> = sig.searchable_params().map(|(i, p)| (i, p.ty)).collect();
     let m = dims.len();
     let r = cfg.radius as i64;
     let budget = cfg.neighbourhood_budget.max(1);
+    let upto = upto.min(budget).max(1);
     let side = 2 * r as u128 + 1;
     let cube = (0..m)
         .try_fold(1u128, |acc, _| acc.checked_mul(side))
         .unwrap_or(u128::MAX);
-    let mut offsets: Vec<Vec<i64>> = Vec::new();
+    let mut seen = FxHashSet::default();
+    let mut out = Vec::with_capacity(upto.min(4096));
+    let mut emit = |d: &[i64], out: &mut Vec<Input>| {
+        let mut values = candidate.0.clone();
+        for (&(param, ty), &k) in dims.iter().zip(d) {
+            values[param] = step_value(values[param], ty, k);
+        }
+        let input = Input(values);
+        if seen.insert(input.key()) {
+            out.push(input);
+        }
+        out.len() >= upto
+    };
     if cube <= budget as u128 {
-        // The whole cube, ordered by (shell, category, lexicographic).
+        // The whole cube (small: at most the budget), ordered by (shell, category, lexicographic).
+        let mut offsets: Vec<Vec<i64>> = Vec::with_capacity(cube as usize);
         let mut d = vec![-r; m];
         loop {
             offsets.push(d.clone());
@@ -51,25 +77,23 @@ pub fn neighbourhood(
                 break;
             }
         }
-        offsets.sort_by_key(|d| (shell(d), category(d), d.clone()));
-    } else {
-        offsets = sampled_offsets(m, r, budget, candidate);
+        offsets.sort_by_cached_key(|d| (shell(d), category(d), d.clone()));
+        for d in &offsets {
+            if emit(d, &mut out) {
+                break;
+            }
+        }
+        return out;
     }
-    let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(offsets.len());
-    for d in offsets {
-        let mut values = candidate.0.clone();
-        for (&(param, ty), &k) in dims.iter().zip(&d) {
-            values[param] = step_value(values[param], ty, k);
-        }
-        let input = Input(values);
-        if seen.insert(input.key()) {
-            out.push(input);
-        }
-        if out.len() >= budget {
-            break;
+    let plan = SampledPlan::new(m, r, budget, candidate);
+    if !emit(&vec![0; m], &mut out) {
+        for k in 1..=r {
+            if plan.shell_offsets(k, |d| emit(d, &mut out)) {
+                break;
+            }
         }
     }
+    out.truncate(budget);
     out
 }
 
@@ -89,77 +113,122 @@ fn category(d: &[i64]) -> u8 {
     }
 }
 
-/// For cubes larger than the budget: per shell the axis points and (a sample of) the diagonals, then seeded
-/// random points of the shells in turn for what is left of the budget; ordered by shell and category.
-pub(super) fn sampled_offsets(m: usize, r: i64, budget: usize, candidate: &Input) -> Vec<Vec<i64>> {
-    let mut rng = SplitMix(
-        candidate
+/// How a cube larger than the budget is sampled, shell by shell (each shell's points made from its own seeded
+/// stream, so that a prefix of the neighbourhood needs only the shells it reaches): per shell, while the
+/// structured points have not reached half the budget (all of it in one dimension), its axis points and its
+/// diagonals (all 2^m sign patterns when few, else a sample); then seeded random points of the shell, an equal
+/// share of what the structured points leave of the budget for each shell.
+struct SampledPlan {
+    m: usize,
+    seed: u64,
+    /// Diagonals per shell at most.
+    per_shell: usize,
+    /// The shells that get structured points: 1 ..= this.
+    structured_shells: i64,
+    /// Random points of shell k: `random_each`, plus one for the first `random_extra` shells.
+    random_each: usize,
+    random_extra: usize,
+}
+
+impl SampledPlan {
+    fn new(m: usize, r: i64, budget: usize, candidate: &Input) -> SampledPlan {
+        let seed = candidate
             .key()
             .iter()
             .fold(0x9e37_79b9_7f4a_7c15u64, |h, k| {
                 h.rotate_left(5) ^ k.wrapping_mul(0xbf58_476d_1ce4_e5b9)
-            }),
-    );
-    let mut set: HashSet<Vec<i64>> = HashSet::new();
-    let mut out: Vec<Vec<i64>> = Vec::new();
-    let mut push = |d: Vec<i64>, out: &mut Vec<Vec<i64>>| {
-        if set.insert(d.clone()) {
-            out.push(d);
-        }
-    };
-    push(vec![0; m], &mut out);
-    // One dimension has nothing but axis points; otherwise they and the diagonals get half the budget.
-    let structured_cap = if m <= 1 { budget } else { (budget / 2).max(1) };
-    for k in 1..=r {
-        for i in 0..m {
-            for s in [-k, k] {
-                let mut d = vec![0; m];
-                d[i] = s;
-                push(d, &mut out);
-            }
-        }
-        // Diagonals: all 2^m sign patterns when few, else a sample.
+            });
+        let structured_cap = if m <= 1 { budget } else { (budget / 2).max(1) };
         let per_shell = (structured_cap / r.max(1) as usize).max(2);
-        if m < 20 && (1usize << m) <= per_shell {
-            for signs in 0..(1u64 << m) {
-                push(
-                    (0..m)
-                        .map(|i| if signs >> i & 1 == 1 { k } else { -k })
-                        .collect(),
-                    &mut out,
-                );
-            }
-        } else {
-            push(vec![k; m], &mut out);
-            push(vec![-k; m], &mut out);
-            for _ in 0..per_shell.saturating_sub(2) {
-                push(
-                    (0..m)
-                        .map(|_| if rng.next() & 1 == 1 { k } else { -k })
-                        .collect(),
-                    &mut out,
-                );
-            }
+        let all_diagonals = m < 20 && (1usize << m) <= per_shell;
+        let diagonals = match (m, all_diagonals) {
+            (0 | 1, _) => 0,
+            (_, true) => 1usize << m,
+            (_, false) => per_shell,
+        };
+        // Structured points (at most: duplicates among sampled diagonals only lower it) of the shells reached.
+        let per_shell_structured = 2 * m + diagonals;
+        let mut structured = 1;
+        let mut structured_shells = 0;
+        while structured_shells < r && structured < structured_cap {
+            structured_shells += 1;
+            structured += per_shell_structured;
         }
-        if out.len() >= structured_cap {
-            break;
+        let random = budget.saturating_sub(structured);
+        let shells = r.max(1) as usize;
+        SampledPlan {
+            m,
+            seed,
+            per_shell,
+            structured_shells,
+            random_each: random / shells,
+            random_extra: random % shells,
         }
     }
-    // The rest of the budget: random points, shells taken in turn (one coordinate at ±k, the others in
-    // [-k, k]), so every distance gets an equal share.
-    let mut tries = 0usize;
-    let mut k = 0;
-    while out.len() < budget && tries < budget.saturating_mul(4) {
-        tries += 1;
-        k = k % r + 1;
-        let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
-        let i = (rng.next() % m as u64) as usize;
-        d[i] = if rng.next() & 1 == 1 { k } else { -k };
-        push(d, &mut out);
+
+    /// Gives `emit` the offsets of shell `k` in order (axis points, diagonals, random points) until it returns
+    /// true (enough points); returns whether it did.
+    fn shell_offsets(&self, k: i64, mut emit: impl FnMut(&[i64]) -> bool) -> bool {
+        let m = self.m;
+        let mut rng = SplitMix(self.seed ^ (k as u64).wrapping_mul(0xd6e8_feb8_6659_fd93));
+        let mut set: FxHashSet<Vec<i64>> = FxHashSet::default();
+        // `None` for an offset already given, else whether `emit` has enough.
+        let mut push = |d: Vec<i64>, emit: &mut dyn FnMut(&[i64]) -> bool| -> Option<bool> {
+            (d.iter().any(|&x| x != 0) && set.insert(d.clone())).then(|| emit(&d))
+        };
+        if k <= self.structured_shells {
+            for i in 0..m {
+                for s in [-k, k] {
+                    let mut d = vec![0; m];
+                    d[i] = s;
+                    if push(d, &mut emit) == Some(true) {
+                        return true;
+                    }
+                }
+            }
+            if m >= 2 {
+                if m < 20 && (1usize << m) <= self.per_shell {
+                    for signs in 0..(1u64 << m) {
+                        let d = (0..m)
+                            .map(|i| if signs >> i & 1 == 1 { k } else { -k })
+                            .collect();
+                        if push(d, &mut emit) == Some(true) {
+                            return true;
+                        }
+                    }
+                } else {
+                    let mut diagonals = vec![vec![k; m], vec![-k; m]];
+                    for _ in 0..self.per_shell.saturating_sub(2) {
+                        diagonals.push(
+                            (0..m)
+                                .map(|_| if rng.next() & 1 == 1 { k } else { -k })
+                                .collect(),
+                        );
+                    }
+                    for d in diagonals {
+                        if push(d, &mut emit) == Some(true) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+        // Random points of this shell: one coordinate at ±k, the others in [-k, k].
+        let quota = self.random_each + usize::from(((k - 1) as usize) < self.random_extra);
+        let (mut made, mut tries) = (0, 0);
+        while made < quota && tries < quota.saturating_mul(4) && m > 0 {
+            tries += 1;
+            let mut d: Vec<i64> = (0..m).map(|_| rng.range(-k, k)).collect();
+            let i = (rng.next() % m as u64) as usize;
+            d[i] = if rng.next() & 1 == 1 { k } else { -k };
+            match push(d, &mut emit) {
+                None => continue,
+                Some(true) => return true,
+                Some(false) => made += 1,
+            }
+        }
+        false
     }
-    out.sort_by_key(|d| (shell(d), category(d)));
-    out.truncate(budget);
-    out
 }
 
 /// The value `k` steps from `v`: `nextafter` for floats, ±k (clamped to the C type) for integers.

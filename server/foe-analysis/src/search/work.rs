@@ -5,8 +5,7 @@
 //! runtime checked on it (`RawRun::ops`, counted by `__foe_check`); a run that timed out costs its whole limit;
 //! one that ended the worker (a crash other than an access far from every mapping, `exit`, a time-out) also
 //! costs a restart. A run of the shipped binaries
-//! (the confirmation sweep, the confirmation) costs a constant of its own, and each process that ran such calls
-//! another. The constants are calibrated on an idle machine
+//! (the confirmation sweep) costs a constant of its own. The constants are calibrated on an idle machine
 //! (`docs/figures.md`), so the work budgets end where the wall-clock budgets did; the wall clock is kept only as a
 //! safety net at a multiple of them.
 
@@ -27,9 +26,19 @@ pub const CRASH_NS: u64 = 40_000;
 /// Work of one run of a shipped binary (a line of text each way, the traps that record its trace; measured:
 /// about 1 ms per input on both binaries in the sweep of GSL's `gamma.c`).
 pub const SHIPPED_RUN_NS: u64 = 500_000;
-/// Work of starting a shipped binary's driver process (the sandbox, the loader; measured: the confirmation of
-/// Box2D's `recording.c`, 1184 calls in 382 processes, took 4.7 s).
-pub const SHIPPED_LAUNCH_NS: u64 = 10_000_000;
+/// Work of making one point of a neighbourhood, and of each of its coordinates (measured: a neighbourhood of 4096
+/// points in 9 dimensions, Box2D's `b2CollideMoverAndPolygon`, took about 2.5 ms).
+pub const NEIGHBOUR_NS: u64 = 100;
+pub const NEIGHBOUR_COORD_NS: u64 = 55;
+
+/// The work of making a neighbourhood of `points` points in `dims` dimensions.
+pub fn neighbourhood_work(points: usize, dims: usize) -> u64 {
+    points as u64 * (NEIGHBOUR_NS + dims as u64 * NEIGHBOUR_COORD_NS)
+}
+
+/// What the safety net adds to a multiple of the work: costs a search has once whatever its budget (starting the
+/// worker, building a shipped binary's probe), which would otherwise make a small budget's net bind.
+pub const SAFETY_MARGIN: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// When a search (and the confirmation sweep after it) stops: a work budget, and a wall-clock safety net.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +51,14 @@ pub struct SearchBudget {
 }
 
 impl SearchBudget {
-    /// A budget of `ms` milliseconds of work with a safety net `factor` times as long from now.
+    /// A budget of `ms` milliseconds of work with a safety net `factor` times as long from now, plus
+    /// [`SAFETY_MARGIN`].
     pub fn from_ms(ms: u64, factor: u32) -> SearchBudget {
         SearchBudget {
             work_ns: ms.saturating_mul(1_000_000),
-            safety_net: Instant::now() + std::time::Duration::from_millis(ms) * factor,
+            safety_net: Instant::now()
+                + std::time::Duration::from_millis(ms) * factor
+                + SAFETY_MARGIN,
         }
     }
 

@@ -1,12 +1,10 @@
-//! Verdicts a file's earlier solves reached, for the functions solved after them: the solver chain's verdict
-//! cache, keyed by the formula's structural fingerprint.
+//! Verdicts a solve takes over instead of asking Z3, keyed by the formula's structural fingerprint: the queries
+//! an earlier attempt of the same solve interrupted when interrupting them crashed the solver process (they are
+//! given up on, not asked again).
 //!
-//! GSL's `gsl_sf_lngamma(x)` inlines `gsl_sf_lngamma_e(x, &r)` and asks Z3 the same questions (the same
-//! formulae over the same parameter indices) again, as does every wrapper of a library. A formula is asked at
-//! most once per file: a later function takes over its verdict, its input (translated to its own signature)
-//! and, for a formula the earlier solve gave up on or did not reach within its budget, that it gave up. The
-//! answers do not depend on the order of the file's functions beyond that, and the functions are solved in file
-//! order, so the results stay deterministic.
+//! Functions do not take over each other's verdicts: a wrapper that inlines the function it calls asks Z3 the
+//! same questions again, so that what each function finds depends on its own code and budget only, whether
+//! the other was analysed in the same run or taken from the cache (one truth per text).
 
 use super::{RealResult, Verdict};
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -37,14 +35,6 @@ impl KnownVerdict {
             verdict: Verdict::Unknown,
             input: None,
             misses: false,
-        }
-    }
-
-    pub(super) fn of(result: &RealResult) -> KnownVerdict {
-        KnownVerdict {
-            verdict: result.verdict,
-            input: result.input.as_ref().map(|i| i.0.clone()),
-            misses: result.misses,
         }
     }
 
@@ -81,12 +71,5 @@ impl KnownVerdict {
             input,
             misses: self.misses,
         }
-    }
-}
-
-/// Merges `learned` into `known`; a verdict already known stays (the first function to ask decided it).
-pub fn remember(known: &mut KnownVerdicts, learned: Vec<(String, KnownVerdict)>) {
-    for (k, v) in learned {
-        known.entry(k).or_insert(v);
     }
 }

@@ -10,6 +10,7 @@ use inkwell::values::FunctionValue;
 /// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
 /// span and domain, its share of the file's budget (`share_ms`), and the settings. Lines count from the function's declaration, so a line inserted above
 /// keeps the key (the cached report is shifted on reuse).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn cache_key<'ctx>(
     config: &AnalysisConfig,
     share_ms: u64,

@@ -260,7 +260,7 @@ pub fn analyse(
 
     progress.phase(Phase::Model, "modelling the IR");
     let started = Instant::now();
-    let (mut reports, pending, inlined_away, budget) = {
+    let (mut reports, pending, inlined_away, budget, callees) = {
         let context = Context::create();
         let p_module =
             ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
@@ -282,6 +282,7 @@ pub fn analyse(
             pending,
             selection.inlined_away,
             selection.budget,
+            selection.callees,
         )
     };
     timings.insert("model".to_string(), ms(started));
@@ -293,8 +294,7 @@ pub fn analyse(
         pending,
         (&pair.p_ll, &pair.pp_ll),
         &signatures,
-        &config,
-        &budget,
+        (&config, &budget, &callees),
         cancel,
         progress,
         &mut timings,

@@ -206,6 +206,10 @@ pub struct FunctionReport {
     /// Whether this result came from the per-function cache.
     #[serde(default)]
     pub cached: bool,
+    /// The solver verdicts this function reached, for the functions that call it (kept with the cached report,
+    /// not written out).
+    #[serde(skip)]
+    pub learned: Vec<(String, crate::solve::KnownVerdict)>,
     /// Divergences of the instrumented builds whose set difference the shipped binaries did not show (dropped).
     #[serde(default)]
     pub not_reproduced: usize,
@@ -270,6 +274,7 @@ impl FunctionReport {
             solver_timeouts: 0,
             executions: 0,
             cached: false,
+            learned: vec![],
             not_reproduced: 0,
             tests_special_values: false,
             verdict: None,

@@ -23,7 +23,7 @@ mod retry;
 mod schedule;
 mod seeds;
 pub use cancel::{solve_cancellations, Cancellations};
-pub use known::{KnownVerdict, KnownVerdicts};
+pub use known::{remember, KnownVerdict, KnownVerdicts};
 pub use schedule::PATHS_PER_SITE;
 
 use crate::config::AnalysisConfig;
@@ -134,9 +134,10 @@ pub struct SolveOutcome {
     pub candidates: Vec<Candidate>,
     /// What the real phases gave for each satisfiable-looking unique formula, for [`solve_within`].
     results: Vec<RealResult>,
-    /// Unique formulae given up on without asking Z3 ([`KnownVerdicts`]: an earlier attempt's interrupted
-    /// queries).
+    /// Unique formulae whose verdict an earlier function of the file reached ([`KnownVerdicts`]).
     pub known: usize,
+    /// The verdicts this solve reached, for the functions solved after it (without a domain only).
+    pub learned: Vec<(String, KnownVerdict)>,
 }
 
 /// The verdict on one unique formula.
@@ -605,7 +606,7 @@ impl SolveRun<'_> {
     }
 
     /// Fills `outcome` from the phases' results: each job's result (an exact input of the FP theory preferred),
-    /// the counts and the distinct candidates in query order.
+    /// the counts, the distinct candidates in query order and, without a domain, the verdicts learned.
     fn settle(
         &self,
         mut outcome: SolveOutcome,
@@ -646,6 +647,15 @@ impl SolveRun<'_> {
                     });
                 }
             }
+        }
+        if self.domain.is_none() {
+            outcome.learned = jobs
+                .iter()
+                .zip(&outcome.results)
+                .enumerate()
+                .filter(|(i, _)| !known.get(*i).is_some_and(Option::is_some))
+                .map(|(_, (q, r))| (known::key(q.formula.fingerprint()), KnownVerdict::of(r)))
+                .collect();
         }
         outcome
     }

@@ -38,6 +38,19 @@ pub(super) fn cache_key<'ctx>(
     hasher.finalize().to_hex().to_string()
 }
 
+/// The names of the functions `function` calls in `module`, transitively (in the order they are found), without
+/// itself.
+pub(super) fn callee_names<'ctx>(
+    function: FunctionValue<'ctx>,
+    module: &Module<'ctx>,
+) -> Vec<String> {
+    with_callees(function, module)
+        .into_iter()
+        .skip(1)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// `function` and every function of the same module it calls, transitively.
 fn with_callees<'ctx>(
     function: FunctionValue<'ctx>,

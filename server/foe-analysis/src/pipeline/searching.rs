@@ -89,6 +89,7 @@ fn search_one(
 ) -> (FunctionReport, Searched) {
     let began = Instant::now();
     let mut report = base_report(item, solution, cx.config.solver_timeout_ms);
+    report.learned = solution.learned.clone();
     // With no candidate, ordinary inputs give the function's status an execution to rest on.
     let ordinary;
     let candidates = if solution.candidates.is_empty() {

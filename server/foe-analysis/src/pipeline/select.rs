@@ -3,7 +3,7 @@
 //! has no callable copy), taken from the per-function cache, or modelled.
 
 use super::budget::Budget;
-use super::cache_key::cache_key;
+use super::cache_key::{cache_key, callee_names};
 use super::settle::NoOwnCopy;
 use super::{AnalysisRequest, FunctionCache};
 use crate::config::AnalysisConfig;
@@ -21,6 +21,33 @@ pub(super) struct ToModel {
     pub domain: Domain,
 }
 
+/// What the functions of a file know of each other for taking over solver verdicts: the functions each calls
+/// (transitively, in either build), and the verdicts of those taken from the cache.
+#[derive(Default)]
+pub(super) struct Callees {
+    pub of: std::collections::HashMap<String, Vec<String>>,
+    pub cached_learned:
+        std::collections::HashMap<String, Vec<(String, crate::solve::KnownVerdict)>>,
+}
+
+impl Callees {
+    /// The functions whose verdicts `name` takes over: those it calls that do not call it in turn, in the order
+    /// they were found.
+    pub fn sources(&self, name: &str) -> Vec<&str> {
+        self.of.get(name).map_or(vec![], |callees| {
+            callees
+                .iter()
+                .filter(|c| {
+                    self.of
+                        .get(c.as_str())
+                        .is_some_and(|theirs| !theirs.iter().any(|t| t == name))
+                })
+                .map(String::as_str)
+                .collect()
+        })
+    }
+}
+
 /// What each function of the file needs, by index in source order.
 pub(super) struct Selection {
     /// Functions already settled (skipped, not selected, from the cache); `None` for the others.
@@ -30,6 +57,7 @@ pub(super) struct Selection {
     pub inlined_away: Vec<(usize, FunctionInfo, NoOwnCopy)>,
     /// The share of the file's budget each function gets.
     pub budget: Budget,
+    pub callees: Callees,
 }
 
 /// A function foe cannot drive, skipped with the reason in C words.
@@ -86,6 +114,7 @@ pub(super) fn select_functions<'ctx>(
         to_model: vec![],
         inlined_away: vec![],
         budget: Budget::new(config, 0),
+        callees: Callees::default(),
     };
     // First pass: what each function is, without the cache.
     let mut sorted = Vec::new();
@@ -136,33 +165,39 @@ pub(super) fn select_functions<'ctx>(
             }
             continue;
         }
-        if !selected {
-            sorted.push(Sorted::NotSelected(index, info));
-            continue;
-        }
-        if let Some(err) = domain_errors.first() {
+        if let Some(err) = domain_errors.first().filter(|_| selected) {
             tracing::warn!(function = %name, line = err.line, "ignored input domain annotation: {}", err.message);
         }
-        sorted.push(Sorted::ToModel(
+        sorted.push(Sorted {
             index,
             info,
             domain,
             p_function,
             pp_function,
-        ));
+            selected,
+        });
     }
     // Second pass: each function modelled by a full analysis has the same share of the file's budget.
     selection.budget = Budget::new(config, sorted.len());
     // Both modules' text for the cache keys, printed once each when the first key is made.
     let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
     for item in sorted {
-        let (index, info, domain, p_function, pp_function) = match item {
-            Sorted::NotSelected(index, info) => {
-                selection.reports[index] = Some(not_selected(info));
-                continue;
+        let Sorted {
+            index,
+            info,
+            domain,
+            p_function,
+            pp_function,
+            selected,
+        } = item;
+        let name = info.signature.name.clone();
+        let mut callees = callee_names(p_function, p_module);
+        for c in callee_names(pp_function, pp_module) {
+            if !callees.contains(&c) {
+                callees.push(c);
             }
-            Sorted::ToModel(index, info, domain, p, pp) => (index, info, domain, p, pp),
-        };
+        }
+        selection.callees.of.insert(name.clone(), callees);
         let key = cache_key(
             config,
             selection.budget.share_ms(),
@@ -179,7 +214,21 @@ pub(super) fn select_functions<'ctx>(
                 texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
             ),
         );
-        if let Some(hit) = cached(cache, &key, &info) {
+        let hit = cached(cache, &key, &info);
+        if !selected {
+            // Not analysed, but what it learned when it was stands for it (a fix's check of the functions it
+            // changes takes over the verdicts of the functions they call, as a whole analysis does).
+            if let Some(hit) = hit {
+                selection.callees.cached_learned.insert(name, hit.learned);
+            }
+            selection.reports[index] = Some(not_selected(info));
+            continue;
+        }
+        if let Some(mut hit) = hit {
+            selection
+                .callees
+                .cached_learned
+                .insert(name, std::mem::take(&mut hit.learned));
             selection.reports[index] = Some(hit);
             continue;
         }
@@ -193,15 +242,13 @@ pub(super) fn select_functions<'ctx>(
     selection
 }
 
-/// A function of the first pass of [`select_functions`]: one the request did not ask for, or one to model (or
-/// take from the cache) with its declared domain and its copies in P and P'.
-enum Sorted<'ctx> {
-    NotSelected(usize, FunctionInfo),
-    ToModel(
-        usize,
-        FunctionInfo,
-        Domain,
-        FunctionValue<'ctx>,
-        FunctionValue<'ctx>,
-    ),
+/// A function of the first pass of [`select_functions`], one a full analysis models: with its declared domain,
+/// its copies in P and P', and whether the request asked for it.
+struct Sorted<'ctx> {
+    index: usize,
+    info: FunctionInfo,
+    domain: Domain,
+    p_function: FunctionValue<'ctx>,
+    pp_function: FunctionValue<'ctx>,
+    selected: bool,
 }

@@ -138,8 +138,9 @@ pub(super) fn base_report(
         r.note(ReasonCode::SolverTimeouts, &note);
     }
     if solved.known > 0 {
+        // A note, not a cut: the same formulae were solved for a function it calls.
         let note = format!(
-            "{} solver queries given up on without asking again (interrupting them crashed the solver)",
+            "{} solver verdicts taken over from the functions it calls (the same formulae)",
             solved.known
         );
         r.add(&Note::remark(note));

@@ -3,13 +3,14 @@
 //! its own: it depends on no solver result.
 
 use super::budget::Budget;
+use super::select::Callees;
 use super::{ms, AnalysisError, CancelToken, Pending, Phase, Progress};
 use crate::config::AnalysisConfig;
 use crate::exec::{ExecError, Runner};
 use crate::report::{Note, ReasonCode};
 use crate::solve::{self, child::Solution};
 use crate::types::FunctionSignature;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 /// The functions solved, each with its solution, and the runner (`None` when nothing is to run).
@@ -21,8 +22,7 @@ pub(super) fn solve_while_building_the_runner(
     pending: Vec<Pending>,
     (p_ll, pp_ll): (&str, &str),
     signatures: &[FunctionSignature],
-    config: &AnalysisConfig,
-    budget: &Budget,
+    (config, budget, callees): (&AnalysisConfig, &Budget, &Callees),
     cancel: &CancelToken,
     progress: &dyn Progress,
     timings: &mut BTreeMap<String, u64>,
@@ -39,7 +39,7 @@ pub(super) fn solve_while_building_the_runner(
             &format!("solving {} functions", pending.len()),
         );
         let started = Instant::now();
-        let solved = solve_functions(pending, config, budget, cancel, progress)?;
+        let solved = solve_functions(pending, config, budget, callees, cancel, progress)?;
         timings.insert("solve".to_string(), ms(started));
         let runner = builder.map(|handle| match handle.join() {
             Ok((runner, took)) => {
@@ -54,21 +54,33 @@ pub(super) fn solve_while_building_the_runner(
     })
 }
 
-/// Solves the functions in file order, each within its share of the file's solver work (counted in Z3's
-/// resource units, so the same function stops at the same query on any load). Each is solved on its own: what
-/// one function finds does not depend on the others (taking over the verdicts of the functions solved before
-/// it would make it depend on which of them a run solved and which it took from the cache).
+/// Solves the functions, the ones a function calls before it, each within its share of the file's solver work
+/// (counted in Z3's resource units, so the same function stops at the same query on any load), taking over the
+/// verdicts of the functions it calls ([`Callees::sources`]: solved before it, or taken from the cache with
+/// theirs). What a function takes over thus depends on the code its cache key holds, not on which functions a
+/// run solved. Returns them in file order.
 fn solve_functions(
     pending: Vec<Pending>,
     config: &AnalysisConfig,
     budget: &Budget,
+    callees: &Callees,
     cancel: &CancelToken,
     progress: &dyn Progress,
 ) -> Result<Vec<(Pending, Solution)>, AnalysisError> {
     let mut solved = Vec::new();
     let count = pending.len();
-    let nothing_known = solve::KnownVerdicts::new();
+    let pending = callees_first(pending, callees);
+    // What each function solved so far learned, by name.
+    let mut learned: HashMap<String, Vec<(String, solve::KnownVerdict)>> = HashMap::new();
     for (i, mut item) in pending.into_iter().enumerate() {
+        let name = item.info.signature.name.clone();
+        let mut known = solve::KnownVerdicts::new();
+        for source in callees.sources(&name) {
+            let theirs = learned
+                .get(source)
+                .or_else(|| callees.cached_learned.get(source));
+            solve::remember(&mut known, theirs.cloned().unwrap_or_default());
+        }
         cancel.check()?;
         progress.phase(
             Phase::Solve,
@@ -83,7 +95,7 @@ fn solve_functions(
             &item.info.signature,
             &item.queries,
             &item.domain,
-            &nothing_known,
+            &known,
             config,
             limits,
             &|| cancel.is_cancelled(),
@@ -111,7 +123,48 @@ fn solve_functions(
             ));
         }
         item.spent += began.elapsed();
+        learned.insert(name, solution.learned.clone());
         solved.push((item, solution));
     }
+    solved.sort_by_key(|(item, _)| item.index);
     Ok(solved)
+}
+
+/// `pending` ordered so that each function comes after the functions whose verdicts it takes over (by the
+/// length of its chain of such callees, then in file order).
+fn callees_first(pending: Vec<Pending>, callees: &Callees) -> Vec<Pending> {
+    let names: HashMap<String, usize> = pending
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.info.signature.name.clone(), i))
+        .collect();
+    fn depth(
+        i: usize,
+        pending: &[Pending],
+        names: &HashMap<String, usize>,
+        callees: &Callees,
+        memo: &mut Vec<Option<usize>>,
+    ) -> usize {
+        if let Some(d) = memo[i] {
+            return d;
+        }
+        // The sources relation has no cycle (a function is one of its callee's sources only if that callee does
+        // not call it), so the recursion ends.
+        let d = callees
+            .sources(&pending[i].info.signature.name)
+            .iter()
+            .filter_map(|s| names.get(*s))
+            .map(|&j| 1 + depth(j, pending, names, callees, memo))
+            .max()
+            .unwrap_or(0);
+        memo[i] = Some(d);
+        d
+    }
+    let mut memo = vec![None; pending.len()];
+    let depths: Vec<usize> = (0..pending.len())
+        .map(|i| depth(i, &pending, &names, callees, &mut memo))
+        .collect();
+    let mut ordered: Vec<(usize, Pending)> = depths.into_iter().zip(pending).collect();
+    ordered.sort_by_key(|(d, p)| (*d, p.index));
+    ordered.into_iter().map(|(_, p)| p).collect()
 }

@@ -111,3 +111,23 @@ fn a_new_function_changes_every_share_of_a_bound_file_budget_and_so_every_key() 
     assert!(incremental.functions.iter().all(|f| !f.cached));
     assert_same(&incremental, &analyse_text(&after, &NoCache));
 }
+
+#[test]
+fn a_wrapper_takes_over_its_callee_s_verdicts_from_the_cache_as_from_a_run() {
+    // `f` inlines `f_e`: it takes over `f_e`'s verdicts, solved in the same run or kept with `f_e`'s cached
+    // report; both give what a fresh analysis gives.
+    let text = "double f_e(double x, double y) {\n  double a = x * y;\n  double b = a / y;\n  return b * 3.0 + x * 0.5;\n}\n\n\
+                double f(double x, double y) { return f_e(x, y) + 0.0; }\n";
+    let cache = MemoryCache::default();
+    let first = analyse_text(text, &cache);
+    assert!(
+        first.functions[1].reason.contains("taken over"),
+        "{}",
+        first.functions[1].reason
+    );
+    let edited = text.replace("+ 0.0", "+ 1.0");
+    let incremental = analyse_text(&edited, &cache);
+    assert!(incremental.functions[0].cached && !incremental.functions[1].cached);
+    assert!(incremental.functions[1].reason.contains("taken over"));
+    assert_same(&incremental, &analyse_text(&edited, &NoCache));
+}

@@ -42,9 +42,12 @@ pub struct Solution {
     pub work_spent_ms: u64,
     #[serde(default)]
     pub work_exhausted: bool,
-    /// Unique formulae given up on without asking Z3 (queries an earlier attempt interrupted).
+    /// Unique formulae whose verdict an earlier function of the file reached.
     #[serde(default)]
     pub known: usize,
+    /// The verdicts this solve reached (without the domain), for the file's later functions.
+    #[serde(default)]
+    pub learned: Vec<(String, KnownVerdict)>,
     /// Inputs where an addition or subtraction of P cancels ([`super::solve_cancellations`]), for the search
     /// aimed at results.
     #[serde(default)]
@@ -125,6 +128,7 @@ pub fn solve_function(
         work_spent_ms,
         work_exhausted,
         known: anywhere.known,
+        learned: anywhere.learned,
         cancellations: cancellations.inputs,
     }
 }

@@ -1,10 +1,13 @@
-//! Verdicts a solve takes over instead of asking Z3, keyed by the formula's structural fingerprint: the queries
-//! an earlier attempt of the same solve interrupted when interrupting them crashed the solver process (they are
-//! given up on, not asked again).
+//! Verdicts the functions a function calls reached, for it: the solver chain's verdict cache, keyed by the
+//! formula's structural fingerprint.
 //!
-//! Functions do not take over each other's verdicts: a wrapper that inlines the function it calls asks Z3 the
-//! same questions again, so that what each function finds depends on its own code and budget only, whether
-//! the other was analysed in the same run or taken from the cache (one truth per text).
+//! GSL's `gsl_sf_lngamma(x)` inlines `gsl_sf_lngamma_e(x, &r)` and asks Z3 the same questions (the same
+//! formulae over the same parameter indices) again, as does every wrapper of a library. A function takes over
+//! the verdicts of the functions it calls (those whose code is in its cache key, and which do not call it in
+//! turn): their verdicts, inputs (translated to its own signature) and, for a formula they gave up on or did not
+//! reach within their budget, that they gave up. The callees are solved first (`pipeline/solving.rs`), and a
+//! callee taken from the cache brings the verdicts it learned, so what a function takes over depends on its key
+//! only (one truth per text). Verdicts of a function that is not a callee are never taken over.
 
 use super::{RealResult, Verdict};
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -35,6 +38,14 @@ impl KnownVerdict {
             verdict: Verdict::Unknown,
             input: None,
             misses: false,
+        }
+    }
+
+    pub(super) fn of(result: &RealResult) -> KnownVerdict {
+        KnownVerdict {
+            verdict: result.verdict,
+            input: result.input.as_ref().map(|i| i.0.clone()),
+            misses: result.misses,
         }
     }
 
@@ -71,5 +82,12 @@ impl KnownVerdict {
             input,
             misses: self.misses,
         }
+    }
+}
+
+/// Merges `learned` into `known`; a verdict already known stays (the first function to ask decided it).
+pub fn remember(known: &mut KnownVerdicts, learned: Vec<(String, KnownVerdict)>) {
+    for (k, v) in learned {
+        known.entry(k).or_insert(v);
     }
 }

@@ -182,17 +182,9 @@ pub(super) fn select_functions<'ctx>(
     // Both modules' text for the cache keys, printed once each when the first key is made.
     let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
     for item in sorted {
-        let Sorted {
-            index,
-            info,
-            domain,
-            p_function,
-            pp_function,
-            selected,
-        } = item;
-        let name = info.signature.name.clone();
-        let mut callees = callee_names(p_function, p_module);
-        for c in callee_names(pp_function, pp_module) {
+        let name = item.info.signature.name.clone();
+        let mut callees = callee_names(item.p_function, p_module);
+        for c in callee_names(item.pp_function, pp_module) {
             if !callees.contains(&c) {
                 callees.push(c);
             }
@@ -201,10 +193,10 @@ pub(super) fn select_functions<'ctx>(
         let key = cache_key(
             config,
             selection.budget.share_ms(),
-            &info,
-            &domain,
-            p_function,
-            pp_function,
+            &item.info,
+            &item.domain,
+            item.p_function,
+            item.pp_function,
             (
                 p_module,
                 texts.0.get_or_init(|| ir::ModuleText::of(p_module)),
@@ -214,21 +206,19 @@ pub(super) fn select_functions<'ctx>(
                 texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
             ),
         );
-        let hit = cached(cache, &key, &info);
-        if !selected {
-            // Not analysed, but what it learned when it was stands for it (a fix's check of the functions it
+        let (index, info, domain) = (item.index, item.info, item.domain);
+        let hit = cached(cache, &key, &info).map(|mut hit| {
+            // What it learned stands for it, also when it is not selected (a fix's check of the functions it
             // changes takes over the verdicts of the functions they call, as a whole analysis does).
-            if let Some(hit) = hit {
-                selection.callees.cached_learned.insert(name, hit.learned);
-            }
+            let learned = std::mem::take(&mut hit.learned);
+            selection.callees.cached_learned.insert(name, learned);
+            hit
+        });
+        if !item.selected {
             selection.reports[index] = Some(not_selected(info));
             continue;
         }
-        if let Some(mut hit) = hit {
-            selection
-                .callees
-                .cached_learned
-                .insert(name, std::mem::take(&mut hit.learned));
+        if let Some(hit) = hit {
             selection.reports[index] = Some(hit);
             continue;
         }

@@ -4,130 +4,16 @@
 //! Fixture lines carry their expectation as a trailing `// foe: divergence KIND` comment (the exception kind in
 //! the diagnostic's code, or `any`); the diagnostics published must be exactly on those lines.
 
+mod common;
+
+use common::lsp_session::{Session, ANALYSIS, REQUEST};
 use foe_e2e::{foe_binary, has_a_fix, repo_root};
-use foe_lsp::client::{apply_text_edits, LspClient};
+use foe_lsp::client::apply_text_edits;
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// Longest wait for one analysis (the engine solves and runs both builds).
-const ANALYSIS: Duration = Duration::from_secs(300);
-const REQUEST: Duration = Duration::from_secs(60);
-
 const FLAGGED: &str = include_str!("../nvim/flagged.c");
-
-fn server_command() -> Command {
-    let mut c = Command::new(foe_binary());
-    c.arg("lsp");
-    c
-}
-
-fn uri_of(path: &Path) -> String {
-    foe_lsp::bench::file_uri(path)
-}
-
-/// A temp dir holding the fixtures and a server session rooted there.
-struct Session {
-    dir: tempfile::TempDir,
-    client: LspClient,
-}
-
-impl Session {
-    fn start(settings: Value) -> Session {
-        let dir = tempfile::tempdir().unwrap();
-        let mut client = LspClient::spawn(server_command()).expect("start foe lsp");
-        client.set_settings(settings.clone());
-        let init = client
-            .initialize(&uri_of(dir.path()), settings, REQUEST)
-            .expect("initialize");
-        assert_eq!(init["serverInfo"]["name"], "foe");
-        assert_eq!(
-            init["capabilities"]["textDocumentSync"]["change"], 1,
-            "full sync"
-        );
-        Session { dir, client }
-    }
-
-    /// Writes a fixture, opens it (version 1) and returns its URI and first diagnostics.
-    fn open(&mut self, name: &str, text: &str) -> (String, Vec<Value>) {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        let uri = uri_of(&path);
-        self.client.did_open(&uri, 1, text).unwrap();
-        let diags = self.diagnostics(&uri, 1);
-        (uri, diags)
-    }
-
-    fn diagnostics(&mut self, uri: &str, version: i64) -> Vec<Value> {
-        let got = self
-            .client
-            .wait_diagnostics(uri, Some(version), ANALYSIS)
-            .unwrap_or_else(|| {
-                let seen: Vec<String> = self
-                    .client
-                    .history
-                    .iter()
-                    .rev()
-                    .take(12)
-                    .map(|r| {
-                        format!(
-                            "{:?} v{} {} first look {}",
-                            r.method(),
-                            r.params()["version"],
-                            r.params()["state"],
-                            foe_lsp::client::is_first_look(r.params())
-                        )
-                    })
-                    .collect();
-                panic!("no diagnostics for {uri} v{version}; the last messages, latest first: {seen:#?}")
-            });
-        got.params()["diagnostics"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-
-    /// The latest diagnostics published for a document.
-    fn diagnostics_now(&self, uri: &str) -> Vec<Value> {
-        self.client
-            .history
-            .iter()
-            .rev()
-            .find(|r| {
-                r.method() == Some("textDocument/publishDiagnostics") && r.params()["uri"] == uri
-            })
-            .and_then(|r| r.params()["diagnostics"].as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.client
-            .request(method, Some(params), REQUEST)
-            .unwrap_or_else(|e| panic!("{method}: {e}"))
-    }
-
-    fn stats_functions(&mut self, uri: &str) -> Vec<Value> {
-        let stats = self
-            .client
-            .request("foe/stats", None, REQUEST)
-            .expect("foe/stats");
-        stats["documents"]
-            .as_array()
-            .and_then(|d| d.iter().find(|d| d["uri"] == uri))
-            .and_then(|d| d["analysis"]["functions"].as_array().cloned())
-            .unwrap_or_default()
-    }
-
-    fn finish(self) {
-        let status = self
-            .client
-            .shutdown(Duration::from_secs(10))
-            .expect("shutdown and exit")
-            .expect("a process");
-        assert!(status.success(), "foe lsp exited with {status}");
-    }
-}
 
 /// The `// foe: divergence KIND` lines of a fixture, 0-based.
 fn expectations(text: &str) -> Vec<(u64, String)> {
@@ -615,76 +501,6 @@ fn editing_one_function_keeps_the_others_cached() {
         "findings did not move with their functions"
     );
     s.finish();
-}
-
-/// Five of the FOE paper's programs in one file: with a file budget of a second, every function gets a fifth of
-/// it, far less than its own budget.
-fn five_programs() -> String {
-    ["turbine1", "turbine3", "carbongas", "kepler0", "odometer"]
-        .iter()
-        .map(|name| {
-            std::fs::read_to_string(repo_root().join(format!("fixtures/bench/{name}.c"))).unwrap()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl Session {
-    /// Waits until the analysis of the document's `version` is at rest (its diagnostics already received) and
-    /// returns its diagnostics in comparable form (range, code, severity, message; the session's directory left
-    /// out).
-    fn at_rest(&mut self, uri: &str, version: i64) -> Vec<String> {
-        self.client
-            .wait_for("foe/status", ANALYSIS, |p| {
-                p["uri"] == uri && p["version"] == version && p["state"] != "analysing"
-            })
-            .expect("foe/status at rest");
-        let dir = self.dir.path().display().to_string();
-        let latest = self.diagnostics_now(uri);
-        assert!(!latest.is_empty());
-        latest
-            .iter()
-            .map(|d| {
-                format!(
-                    "{} {} {} {}",
-                    d["range"], d["code"], d["severity"], d["message"]
-                )
-                .replace(&dir, "DIR")
-            })
-            .collect()
-    }
-}
-
-/// One truth per text: after an edit of one function, the session (the others from its cache) shows what a
-/// fresh server shows for the new text, also where the file's budget binds.
-#[test]
-fn after_an_edit_the_session_shows_what_a_fresh_server_shows() {
-    let settings = json!({ "fileBudgetMs": 1000 });
-    let text = five_programs();
-    let mut session = Session::start(settings.clone());
-    let (uri, _) = session.open("programs.c", &text);
-    session.at_rest(&uri, 1);
-    let edited = text.replacen("double a = 0.401;", "double a = 0.402;", 1);
-    assert_ne!(edited, text);
-    session.client.did_change(&uri, 2, &edited).unwrap();
-    session.diagnostics(&uri, 2);
-    let shown = session.at_rest(&uri, 2);
-    let cached: Vec<String> = session
-        .stats_functions(&uri)
-        .iter()
-        .filter(|f| f["cached"] == true)
-        .map(|f| f["name"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(cached, ["turbine1", "turbine3", "kepler0", "odometer"]);
-    let mut fresh = Session::start(settings);
-    let (fresh_uri, _) = fresh.open("programs.c", &edited);
-    let fresh_shown = fresh.at_rest(&fresh_uri, 1);
-    assert_eq!(
-        shown, fresh_shown,
-        "the edited session differs from a fresh server"
-    );
-    session.finish();
-    fresh.finish();
 }
 
 #[test]

@@ -1,0 +1,3 @@
+//! Helpers shared by the end-to-end test binaries.
+
+pub mod lsp_session;

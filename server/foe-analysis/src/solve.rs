@@ -156,6 +156,9 @@ struct RealResult {
     input: Option<Input>,
     /// Whether the input was checked not to raise the exception in IEEE arithmetic.
     misses: bool,
+    /// Given up on in a part with more than one float parameter, which phase two's concretisation can bind
+    /// differently (a univariate part would be asked again exactly as phase one asked it).
+    concretisable: bool,
 }
 
 impl RealResult {
@@ -168,10 +171,10 @@ impl RealResult {
 /// Solves the union of both builds' queries (deduplicated syntactically), each with a per-query time limit, in
 /// parallel on `cfg.threads` threads. With `domain` the declared parameter ranges are added to every query.
 ///
-/// Three phases: every formula over the reals with half the time limit; the ones Z3 gave up on again with the
-/// other half, by concretisation; then, with `cfg.fp_theory_fallback`, the formulae whose rounded model misses the
-/// exception in IEEE arithmetic again in the FP theory, all of them within half the time the first phases took
-/// (at most one query time limit).
+/// Three phases: every formula over the reals with half the time limit; the ones Z3 gave up on in a part of
+/// several float parameters again with the other half, by concretisation; then, with `cfg.fp_theory_fallback`, the
+/// formulae whose rounded model misses the exception in IEEE arithmetic again in the FP theory, all of them within
+/// half the time the first phases took (at most one query time limit).
 pub fn solve(
     sig: &FunctionSignature,
     queries_p: &[Query],
@@ -355,6 +358,7 @@ impl RealResult {
             verdict: Verdict::Unknown,
             input: None,
             misses: false,
+            concretisable: false,
         }
     }
 }
@@ -414,6 +418,7 @@ impl SolveRun<'_> {
                         verdict,
                         input: None,
                         misses: false,
+                        concretisable: false,
                     }),
                 }
             })
@@ -445,6 +450,7 @@ impl SolveRun<'_> {
                         verdict: Verdict::Sat,
                         input: Some(found.input),
                         misses: !found.holds,
+                        concretisable: false,
                     };
                 }
             }
@@ -453,6 +459,7 @@ impl SolveRun<'_> {
                     verdict: Verdict::Unsat,
                     input: None,
                     misses: false,
+                    concretisable: false,
                 };
             }
             solve_real(
@@ -504,20 +511,17 @@ impl SolveRun<'_> {
         }
     }
 
-    /// Phase two: the formulae of `todo` Z3 gave up on, with the other half of the time limit, multivariate parts
-    /// by concretisation, binding parameters first to the models phase one found for neighbouring formulae (which
-    /// share most of their path conditions). A verdict replaces the result in `real`.
+    /// Phase two: the formulae of `todo` Z3 gave up on in a multivariate part, with the other half of the time
+    /// limit, multivariate parts by concretisation, binding parameters first to the models phase one found for
+    /// neighbouring formulae (which share most of their path conditions). A verdict replaces the result in `real`.
     fn concretise_given_up(&self, todo: &[usize], real: &mut [Option<RealResult>]) {
         let (sig, jobs, domain, limits) = (self.sig, &self.jobs, self.domain, self.limits);
         let rest_ms = (self.timeout_ms - self.first_ms()).max(1);
         let given_up: Vec<usize> = todo
             .iter()
             .copied()
-            .filter(|i| {
-                real[*i]
-                    .as_ref()
-                    .is_none_or(|r| r.verdict == Verdict::Unknown)
-            })
+            // Not started, or given up on where concretisation asks something new.
+            .filter(|i| real[*i].as_ref().is_none_or(|r| r.concretisable))
             .collect();
         if given_up.is_empty() {
             return;

@@ -290,17 +290,8 @@ fn time_limit(queries: &FunctionQueries, cfg: &AnalysisConfig) -> Duration {
 
 /// Every term of `queries`' formulae, each once, children before parents.
 fn terms_of(queries: &FunctionQueries) -> Vec<Expr> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
     let formulae = queries.p.iter().chain(&queries.pp).map(|q| &q.formula);
-    for formula in formulae.chain(queries.cancellations.iter().map(|c| &c.formula)) {
-        for e in formula.postorder() {
-            if seen.insert(e.fingerprint()) {
-                out.push(e);
-            }
-        }
-    }
-    out
+    sym::postorder_of(formulae.chain(queries.cancellations.iter().map(|c| &c.formula)))
 }
 
 /// In the `foe` binary, before anything else: when started as a solver child, reads one request from stdin,

@@ -81,6 +81,7 @@ impl KnownVerdict {
             verdict: self.verdict,
             input,
             misses: self.misses,
+            concretisable: false,
         }
     }
 }

@@ -56,10 +56,12 @@ pub(super) fn solve_real(
         let (verdict, part_values) =
             solve_part(sig, &part, domain, remaining.max(1), approach, limiter);
         if verdict != Verdict::Sat {
+            let floats = part.params.iter().filter(|i| is_float_param(sig, **i)).count();
             return RealResult {
                 verdict,
                 input: None,
                 misses: false,
+                concretisable: verdict == Verdict::Unknown && floats > 1,
             };
         }
         let (part_values, part_inverted) = part_values;
@@ -84,6 +86,7 @@ pub(super) fn solve_real(
             verdict,
             input: Some(input),
             misses: false,
+            concretisable: false,
         };
     }
     if !inverted.is_empty() {
@@ -99,6 +102,7 @@ pub(super) fn solve_real(
                 verdict,
                 input: Some(found),
                 misses: false,
+                concretisable: false,
             };
         }
     }
@@ -108,11 +112,13 @@ pub(super) fn solve_real(
             verdict,
             input: Some(repaired),
             misses: false,
+            concretisable: false,
         },
         None => RealResult {
             verdict,
             input: Some(input),
             misses: true,
+            concretisable: false,
         },
     }
 }

@@ -309,25 +309,7 @@ impl Expr {
 
     /// Every distinct node reachable from `self`, children before parents.
     pub fn postorder(&self) -> Vec<Expr> {
-        let mut seen = FingerprintSet::default();
-        let mut out = Vec::new();
-        let mut stack: Vec<(Expr, bool)> = vec![(self.clone(), false)];
-        while let Some((e, expanded)) = stack.pop() {
-            if expanded {
-                out.push(e);
-                continue;
-            }
-            if !seen.insert(e.fingerprint()) {
-                continue;
-            }
-            stack.push((e.clone(), true));
-            for c in e.children().into_iter().rev() {
-                if !seen.contains(&c.fingerprint()) {
-                    stack.push((c.clone(), false));
-                }
-            }
-        }
-        out
+        postorder_of(std::iter::once(self))
     }
 
     /// The input parameters this term mentions, by index.
@@ -470,6 +452,32 @@ pub fn const_i64(e: &Expr) -> Option<i64> {
     e.as_int().and_then(|i| i.to_i64())
 }
 
+/// Every distinct node reachable from any of `roots`, children before parents: each shared subterm once, however
+/// many roots reach it (the queries of one function share their path conditions).
+pub fn postorder_of<'a>(roots: impl IntoIterator<Item = &'a Expr>) -> Vec<Expr> {
+    let mut seen = FingerprintSet::default();
+    let mut out = Vec::new();
+    for root in roots {
+        let mut stack: Vec<(Expr, bool)> = vec![(root.clone(), false)];
+        while let Some((e, expanded)) = stack.pop() {
+            if expanded {
+                out.push(e);
+                continue;
+            }
+            if !seen.insert(e.fingerprint()) {
+                continue;
+            }
+            stack.push((e.clone(), true));
+            for c in e.children().into_iter().rev() {
+                if !seen.contains(&c.fingerprint()) {
+                    stack.push((c.clone(), false));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -540,3 +548,4 @@ mod tests {
         assert!(!fp_to_int(32, true, real_f64(3e9)).is_const());
     }
 }
+

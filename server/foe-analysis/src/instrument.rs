@@ -14,7 +14,7 @@ use inkwell::targets::{
 };
 use inkwell::types::{AnyType, AnyTypeEnum, BasicTypeEnum};
 use inkwell::values::{
-    BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode,
+    AsValueRef, BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode,
     InstructionValue,
 };
 use inkwell::{AddressSpace, OptimizationLevel};
@@ -302,10 +302,9 @@ fn record_value<'ctx>(
 /// for reassociated operations), the line of the nearest following instruction of the block that has one, else
 /// of the nearest preceding one, with column 0.
 fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
+    // In the analysed file: an operation inlined from a header's function is placed at the call.
     let own = |i: InstructionValue<'_>| {
-        i.get_debug_location()
-            .filter(|l| l.get_line() > 0)
-            .map(|l| (l.get_line(), l.get_column()))
+        crate::headers::position_in_file(i.as_value_ref()).filter(|&(line, _)| line > 0)
     };
     // A borrowed position keeps only the line: its column belongs to another operation.
     let line_only = |i: InstructionValue<'_>| own(i).map(|(line, _)| (line, 0));

@@ -15,6 +15,7 @@ pub mod fast_math;
 pub mod findings;
 pub mod fix;
 pub mod fpfmt;
+pub mod headers;
 pub mod inlining;
 pub mod instrument;
 pub mod ir;

@@ -252,6 +252,8 @@ pub fn analyse(
     progress.phase(Phase::Compile, "compiling P and P'");
     let started = Instant::now();
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    // A header's functions inlined where they are called, so that their operations are placed at the call.
+    let pair = crate::headers::inline_header_functions(pair);
     // Functions and globals of other units of the compilation database, linked in as the program links them.
     let (pair, linked) =
         crate::project::link_units(pair, request.path, request.config, db.as_ref());

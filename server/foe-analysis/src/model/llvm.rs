@@ -4,9 +4,6 @@
 //! Handles borrow the module (`'m`), so they cannot outlive it.
 
 use inkwell::llvm_sys::core::*;
-use inkwell::llvm_sys::debuginfo::{
-    LLVMDILocationGetColumn, LLVMDILocationGetLine, LLVMInstructionGetDebugLoc,
-};
 use inkwell::llvm_sys::prelude::{LLVMBasicBlockRef, LLVMTypeRef, LLVMValueRef};
 use inkwell::llvm_sys::target::{LLVMABISizeOfType, LLVMOffsetOfElement, LLVMTargetDataRef};
 pub use inkwell::llvm_sys::{LLVMIntPredicate, LLVMOpcode, LLVMRealPredicate, LLVMTypeKind};
@@ -353,16 +350,10 @@ impl<'m> Val<'m> {
         }
     }
 
-    /// The (line, column) of an instruction's debug location, if it has one.
+    /// The (line, column) of an instruction in the analysed file ([`crate::headers::position_in_file`]: for an
+    /// operation inlined from a header, the call it was inlined at), if it has one.
     pub fn debug_loc(self) -> Option<(u32, u32)> {
-        // SAFETY: valid instruction; the location metadata is a DILocation when present.
-        unsafe {
-            let loc = LLVMInstructionGetDebugLoc(self.raw);
-            if loc.is_null() {
-                return None;
-            }
-            Some((LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc)))
-        }
+        crate::headers::position_in_file(self.raw)
     }
 
     /// The function's parameters.

@@ -61,6 +61,8 @@ pub fn replay(
     let db = compile_db(request);
     let config = effective_config(request, db.as_ref());
     let pair = compile::compile_pair(&config, request.path, request.text).map_err(compile_error)?;
+    // A header's functions inlined where they are called, so that their operations are placed at the call.
+    let pair = crate::headers::inline_header_functions(pair);
     let (pair, linked) =
         crate::project::link_units(pair, request.path, request.config, db.as_ref());
     let context = Context::create();

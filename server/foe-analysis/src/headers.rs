@@ -1,0 +1,173 @@
+//! Code of included headers, placed in the analysed file: the functions a header defines (`static inline`
+//! helpers such as Box2D's `b2Dot`) are inlined into their callers in both builds, and an instruction's position
+//! is the innermost frame of its inlining chain that lies in the analysed file: the call of the helper.
+//!
+//! Without this a helper's operations kept the header's line and column, which the front ends showed as lines
+//! of the analysed file (a warning on a `}` of `manifold.c` that was line 190 of `math_functions.h`). P' had the
+//! helpers inlined by clang already; P (`-O0`) called them, so its events inside a helper had no call to be
+//! placed at. Inlining changes no floating-point operation (nothing is optimised after it), so both builds
+//! compute what clang's builds compute, and P's and P''s events inside a helper land on the same call.
+
+use crate::compile::CompiledPair;
+use inkwell::attributes::{Attribute, AttributeLoc};
+use inkwell::context::Context;
+use inkwell::llvm_sys::debuginfo::{
+    LLVMDIFileGetFilename, LLVMDILocationGetColumn, LLVMDILocationGetInlinedAt,
+    LLVMDILocationGetLine, LLVMDILocationGetScope, LLVMDIScopeGetFile, LLVMGetSubprogram,
+    LLVMInstructionGetDebugLoc,
+};
+use inkwell::llvm_sys::core::{
+    LLVMGetBasicBlockParent, LLVMGetGlobalParent, LLVMGetInstructionParent, LLVMGetSourceFileName,
+};
+use inkwell::llvm_sys::prelude::{LLVMMetadataRef, LLVMValueRef};
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::TargetMachine;
+use inkwell::values::{AsValueRef, FunctionValue};
+
+/// Whether a debug-info file name is the analysed file's, in a module whose source file is `source`: clang reads
+/// the text from standard input ([`crate::compile::compile_pair`]), so its lines are those of `<stdin>` (`-` for
+/// the compile unit); a module compiled from a path names that path, which the scopes may name relative to it.
+fn is_analysed_file(name: &[u8], source: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let path = |b: &[u8]| std::path::Path::new(std::ffi::OsStr::from_bytes(b)).to_path_buf();
+    name == b"<stdin>"
+        || name == b"-"
+        || !name.is_empty() && !source.is_empty() && path(source).ends_with(path(name))
+}
+
+/// The source file name of the module that holds `global` (a function).
+///
+/// SAFETY: `global` is a global value of a live module; the name is copied before the module can go.
+unsafe fn source_of(global: LLVMValueRef) -> Vec<u8> {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let module = LLVMGetGlobalParent(global);
+        let mut len = 0usize;
+        let name = LLVMGetSourceFileName(module, &mut len);
+        if name.is_null() {
+            return Vec::new();
+        }
+        std::slice::from_raw_parts(name as *const u8, len).to_vec()
+    }
+}
+
+/// The name of the file a debug-info scope belongs to; `None` when it does not say.
+///
+/// SAFETY: `scope` is a valid `DIScope` of a live module.
+unsafe fn scope_file(scope: LLVMMetadataRef) -> Option<Vec<u8>> {
+    if scope.is_null() {
+        return None;
+    }
+    // SAFETY: as the caller promises; the name LLVM returns lives as long as the module and is copied at once.
+    unsafe {
+        let file = LLVMDIScopeGetFile(scope);
+        if file.is_null() {
+            return None;
+        }
+        let mut len = 0u32;
+        let name = LLVMDIFileGetFilename(file, &mut len);
+        (!name.is_null())
+            .then(|| std::slice::from_raw_parts(name as *const u8, len as usize).to_vec())
+    }
+}
+
+/// The (line, column) of an instruction in the analysed file: its own position, or for an instruction inlined
+/// from a header's function, the call it was inlined at (the innermost frame of the chain in the file). `None`
+/// without a position, or when no frame of the chain is in the file (a helper's body that was not inlined).
+///
+/// `inst` must be an instruction of a live module.
+pub fn position_in_file(inst: LLVMValueRef) -> Option<(u32, u32)> {
+    // SAFETY: `inst` is a live instruction; every metadata handle read below belongs to its module and is only
+    // read while the module lives (the borrow of the caller's handle).
+    unsafe {
+        let mut loc = LLVMInstructionGetDebugLoc(inst);
+        if loc.is_null() {
+            return None;
+        }
+        let source = source_of(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)));
+        while !loc.is_null() {
+            match scope_file(LLVMDILocationGetScope(loc)) {
+                // A scope that names no file is taken as the file's (as positions were read before).
+                Some(name) if !is_analysed_file(&name, &source) => {
+                    loc = LLVMDILocationGetInlinedAt(loc)
+                }
+                _ => return Some((LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc))),
+            }
+        }
+        None
+    }
+}
+
+/// Whether `function` is defined in another file than the analysed one (its subprogram says so).
+fn defined_in_a_header(function: FunctionValue<'_>) -> bool {
+    // SAFETY: a function of a live module; its subprogram, when present, is a DIScope.
+    unsafe {
+        let sp = LLVMGetSubprogram(function.as_value_ref());
+        let source = source_of(function.as_value_ref());
+        scope_file(sp).is_some_and(|name| !is_analysed_file(&name, &source))
+    }
+}
+
+/// Inlines into their callers, in both builds, the functions that included headers define; the pair unchanged
+/// when it has none, or when LLVM cannot do it (positions then stay those of the header, as before).
+pub fn inline_header_functions(pair: CompiledPair) -> CompiledPair {
+    let context = Context::create();
+    let inline = |ll: &str, name: &str| -> Result<Option<String>, String> {
+        let module = crate::ir::parse_module(&context, ll, name)?;
+        if !mark_header_functions(&module) {
+            return Ok(None);
+        }
+        run_always_inline(&module)?;
+        Ok(Some(module.print_to_string().to_string()))
+    };
+    let result = inline(&pair.p_ll, "P").and_then(|p| Ok((p, inline(&pair.pp_ll, "P'")?)));
+    match result {
+        Ok((p, pp)) => CompiledPair {
+            p_ll: p.unwrap_or(pair.p_ll),
+            pp_ll: pp.unwrap_or(pair.pp_ll),
+        },
+        Err(e) => {
+            tracing::debug!("header functions not inlined: {e}");
+            pair
+        }
+    }
+}
+
+/// Marks every function a header defines `alwaysinline` (and takes `-O0`'s `noinline` and `optnone` from it
+/// and from its callers, which LLVM would not inline into); whether there was one.
+fn mark_header_functions(module: &Module<'_>) -> bool {
+    let ctx = module.get_context();
+    let kind = |name: &str| Attribute::get_named_enum_kind_id(name);
+    let headers: Vec<FunctionValue<'_>> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0 && defined_in_a_header(*f))
+        .collect();
+    if headers.is_empty() {
+        return false;
+    }
+    for f in module.get_functions().filter(|f| f.count_basic_blocks() > 0) {
+        // `optnone` requires `noinline`; a caller with it is skipped by the inliner.
+        f.remove_enum_attribute(AttributeLoc::Function, kind("optnone"));
+    }
+    for f in headers {
+        f.remove_enum_attribute(AttributeLoc::Function, kind("noinline"));
+        f.add_attribute(
+            AttributeLoc::Function,
+            ctx.create_enum_attribute(kind("alwaysinline"), 0),
+        );
+    }
+    true
+}
+
+/// LLVM's `always-inline` pass, and nothing else.
+fn run_always_inline(module: &Module<'_>) -> Result<(), String> {
+    let mut triple = module.get_triple();
+    if triple.as_str().to_bytes().is_empty() {
+        triple = TargetMachine::get_default_triple();
+    }
+    let machine = crate::model::target_machine(&triple).map_err(|e| e.to_string())?;
+    module
+        .run_passes("always-inline", &machine, PassBuilderOptions::create())
+        .map_err(|e| format!("LLVM's always-inline pass failed: {e}"))
+}

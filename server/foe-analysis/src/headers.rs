@@ -112,6 +112,13 @@ fn defined_in_a_header(function: FunctionValue<'_>) -> bool {
 /// Inlines into their callers, in both builds, the functions that included headers define; the pair unchanged
 /// when it has none, or when LLVM cannot do it (positions then stay those of the header, as before).
 pub fn inline_header_functions(pair: CompiledPair) -> CompiledPair {
+    let started = std::time::Instant::now();
+    let pair = inline_in_both(pair);
+    tracing::trace!(ms = started.elapsed().as_millis() as u64, "header functions inlined");
+    pair
+}
+
+fn inline_in_both(pair: CompiledPair) -> CompiledPair {
     let context = Context::create();
     let inline = |ll: &str, name: &str| -> Result<Option<String>, String> {
         let module = crate::ir::parse_module(&context, ll, name)?;
@@ -142,6 +149,7 @@ fn mark_header_functions(module: &Module<'_>) -> bool {
     let headers: Vec<FunctionValue<'_>> = module
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0 && defined_in_a_header(*f))
+        .filter(|f| instructions(*f) <= MAX_INLINED_INSTRUCTIONS)
         .collect();
     if headers.is_empty() {
         return false;
@@ -158,6 +166,18 @@ fn mark_header_functions(module: &Module<'_>) -> bool {
         );
     }
     true
+}
+
+/// The largest header function inlined (in instructions of its build): a `.c` file included like a header
+/// (an amalgamation) may define large functions called from many places, whose copies would multiply the code
+/// to model. Header helpers are a few dozen instructions at `-O0`.
+const MAX_INLINED_INSTRUCTIONS: usize = 2000;
+
+fn instructions(function: FunctionValue<'_>) -> usize {
+    function
+        .get_basic_block_iter()
+        .map(|b| b.get_instructions().count())
+        .sum()
 }
 
 /// LLVM's `always-inline` pass, and nothing else.

@@ -407,28 +407,15 @@ impl ModuleText {
     }
 }
 
-/// The textual IR of one function (from its module's [`ModuleText`]), for cache keys. Debug locations are kept as
-/// line:column pairs, lines relative to `base_line`.
-pub fn function_fingerprint(
-    text: &ModuleText,
-    function: FunctionValue<'_>,
-    base_line: u32,
-) -> String {
-    let name = function.get_name().to_string_lossy();
-    let mut key = text.function(&name).to_string();
-    for block in function.get_basic_block_iter() {
-        for inst in block.get_instructions() {
-            if let Some(loc) = inst.get_debug_location() {
-                // Line 0 (code without a source line) does not move.
-                let line = match loc.get_line() {
-                    0 => "none".to_string(),
-                    l => (l as i64 - base_line as i64).to_string(),
-                };
-                key.push_str(&format!(";{line}:{}", loc.get_column()));
-            }
-        }
-    }
-    key
+/// The debug positions (line, column) of `function`'s instructions, in order: with its text, what a cache key
+/// holds of it (see `pipeline/cache_key.rs`, which counts the lines from the key's function).
+pub fn debug_positions(function: FunctionValue<'_>) -> Vec<(u32, u32)> {
+    function
+        .get_basic_block_iter()
+        .flat_map(|block| block.get_instructions())
+        .filter_map(|inst| inst.get_debug_location())
+        .map(|loc| (loc.get_line(), loc.get_column()))
+        .collect()
 }
 
 /// Whether an LLVM type is (a vector of) `double` or `float`.

@@ -31,8 +31,8 @@ struct Scripted {
     cancelled: AtomicUsize,
     /// Whole-file analyses: (text, settings).
     seen: Mutex<Vec<(String, AnalysisConfig)>>,
-    /// Re-analyses of one function with the quick fix applied (the server verifies fixes in the background
-    /// after each published analysis): the function's name.
+    /// Analyses with the quick fix applied (the server verifies fixes in the background after each published
+    /// analysis): the fixed function's name.
     verifications: Mutex<Vec<String>>,
     /// Answer first looks (`AnalysisConfig::quick`) at once; otherwise they are refused as cancelled, so that
     /// the other tests see the analyses alone.
@@ -56,6 +56,10 @@ impl Engine for Scripted {
         }
         match request.only_functions {
             _ if quick => {}
+            // The server's check of a quick fix: the whole edited text, with the fix's pragma in `f`.
+            None if request.text.contains("#pragma") => {
+                self.verifications.lock().unwrap().push("f".into())
+            }
             Some(only) => self
                 .verifications
                 .lock()

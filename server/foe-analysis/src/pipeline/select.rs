@@ -3,7 +3,7 @@
 //! has no callable copy), taken from the per-function cache, or modelled.
 
 use super::budget::Budget;
-use super::cache_key::{cache_key, callee_names};
+use super::cache_key::{cache_key, callee_names, CallGraph};
 use super::settle::NoOwnCopy;
 use super::{AnalysisRequest, FunctionCache};
 use crate::config::AnalysisConfig;
@@ -181,11 +181,13 @@ pub(super) fn select_functions<'ctx>(
     selection.budget = Budget::new(config, sorted.len());
     // Both modules' text for the cache keys, printed once each when the first key is made.
     let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
+    let graphs = (CallGraph::of(p_module), CallGraph::of(pp_module));
     for item in sorted {
         let name = item.info.signature.name.clone();
-        let mut callees = callee_names(item.p_function, p_module);
-        for c in callee_names(item.pp_function, pp_module) {
-            if !callees.contains(&c) {
+        let mut callees = callee_names(item.p_function, &graphs.0);
+        let mut listed: std::collections::HashSet<String> = callees.iter().cloned().collect();
+        for c in callee_names(item.pp_function, &graphs.1) {
+            if listed.insert(c.clone()) {
                 callees.push(c);
             }
         }
@@ -198,11 +200,11 @@ pub(super) fn select_functions<'ctx>(
             item.p_function,
             item.pp_function,
             (
-                p_module,
+                &graphs.0,
                 texts.0.get_or_init(|| ir::ModuleText::of(p_module)),
             ),
             (
-                pp_module,
+                &graphs.1,
                 texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
             ),
         );

@@ -68,8 +68,8 @@ impl Scheduler {
         done.unwrap_or(check)
     }
 
-    /// Re-analyses the functions that ran the target's code (the target itself, or the callers a helper was
-    /// inlined into) on the edited text, and judges the divergences the edit aims at (`fix::judge_target`): the
+    /// Analyses the edited text and judges the divergences the edit aims at in the functions that ran the
+    /// target's code (the target itself, or the callers a helper was inlined into; `fix::judge_target`): the
     /// narrowest pragma first ([`fix::scopes`]), fast-math off when it does not remove them all.
     async fn verify(&self, analysis: &Arc<Analysis>, function: &str) -> FixCheck {
         let Some(target) = analysis.fix_target(function) else {
@@ -107,8 +107,9 @@ impl Scheduler {
         check
     }
 
-    /// Re-analyses the reporters of `targets` (the functions `fix` edits, its target first) on the text `fix`
-    /// makes and judges it.
+    /// Analyses the text `fix` makes (the functions it did not change from the cache) and judges it: the
+    /// divergences aimed at in the reporters of `targets` (the functions `fix` edits, its target first), the
+    /// warnings added anywhere in the file.
     async fn verify_edit(
         &self,
         analysis: &Arc<Analysis>,
@@ -134,20 +135,21 @@ impl Scheduler {
         if analysis.cancel.is_cancelled() {
             return FixCheck::Unavailable;
         }
-        let (a, engine, cache, reporters, edited) = (
+        let (a, engine, cache, edited) = (
             analysis.clone(),
             self.inner.engine.clone(),
             self.inner.state.cache.clone(),
-            all.reporters.clone(),
             fixed.clone(),
         );
-        // One run of every reporter together (the file is compiled, linked and confirmed once), under the permit.
+        // The whole edited text, as a fresh analysis sees it, under the permit: the session's cache gives back
+        // every function whose code the edit did not change, so what runs is the edited function's reporters and
+        // the callers whose code holds it (a caller computing on a helper's result can gain a warning).
         let result = blocking(move || {
             let request = AnalysisRequest {
                 path: &a.path,
                 text: &fixed,
                 config: a.config.analysis(),
-                only_functions: Some(&reporters),
+                only_functions: None,
             };
             engine
                 .analyse(&request, &*cache, &NoProgress, &a.cancel)
@@ -163,11 +165,17 @@ impl Scheduler {
         };
         match result {
             Ok(Ok(reports)) => {
-                // Against what the session shows now, with the same options.
+                // Against what the session shows now, with the same options, in every function of the file.
+                let mut everywhere = all.clone();
+                for f in reports.iter().flat_map(|r| &r.functions) {
+                    if !everywhere.reporters.contains(&f.name) {
+                        everywhere.reporters.push(f.name.clone());
+                    }
+                }
                 let added = fix::added_findings(
                     (&analysis.shown.findings, &analysis.text),
                     (&reports, &edited),
-                    &all,
+                    &everywhere,
                     analysis.config.findings(),
                 );
                 self.judge_edit(fix.clone(), targets, &reports, added, unchecked)

@@ -110,7 +110,7 @@ fn defined_in_a_header(function: FunctionValue<'_>) -> bool {
 }
 
 /// Inlines into their callers, in both builds, the functions that included headers define; the pair unchanged
-/// when it has none, or when LLVM cannot do it (positions then stay those of the header, as before).
+/// when it has none, or when LLVM cannot do it (a helper's own operations then have no position in the file).
 pub fn inline_header_functions(pair: CompiledPair) -> CompiledPair {
     let started = std::time::Instant::now();
     let pair = inline_in_both(pair);

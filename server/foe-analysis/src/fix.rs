@@ -152,8 +152,8 @@ pub fn judge_target(edited: &[FileReport], target: &FixTarget) -> Result<FixVerd
     Ok(judge(&aimed))
 }
 
-/// What an edit adds: the divergence findings shown (with `options`) for the target's reporters on the edited text
-/// that were not shown for them before, compared by code, cause and the flagged line's text (lines move when the
+/// What an edit adds: the divergence findings shown (with `options`) in the edited file (every function: the whole
+/// edited text is analysed) that were not shown before, compared by code, cause and the flagged line's text (lines move when the
 /// pragmas go in, their text does not). Flush-to-zero hints are not counted: the edit cannot cause them, only let
 /// them show where the code computes again.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -173,7 +173,6 @@ pub struct Added {
 pub fn added_findings(
     before: (&[crate::findings::Finding], &str),
     edited: (&[FileReport], &str),
-    target: &FixTarget,
     options: &crate::findings::FindingOptions,
 ) -> Added {
     use crate::findings::{Finding, Severity};
@@ -187,11 +186,6 @@ pub fn added_findings(
             .filter(|x| {
                 x.severity <= Severity::Warning
                     || x.cause.as_ref().is_none_or(|c| c.build_change.is_none())
-            })
-            .filter(|x| {
-                std::iter::once(&x.function)
-                    .chain(&x.also_in)
-                    .any(|name| target.reporters.contains(name))
             });
         for x in shown {
             let line = lines.get(x.line as usize - 1).map_or("", |l| l.trim());
@@ -653,7 +647,6 @@ mod tests {
             span(1, 5),
             vec![div(2, Cause::Reassociation)],
         )]);
-        let target = target(&before, "f", Some(2)).unwrap();
         // The pragma line moves everything down by one: the same finding on the same text is not new.
         let edited = "double f(double x) {\n#pragma clang fp reassociate(off)\n  double a = x * 2;\n  double b = a + 1;\n  return b;\n}\n";
         let same = report(vec![function(
@@ -668,7 +661,6 @@ mod tests {
             added_findings(
                 (&shown, text),
                 (std::slice::from_ref(after), edited),
-                &target,
                 &options,
             )
         };

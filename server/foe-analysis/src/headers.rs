@@ -25,41 +25,44 @@ use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::TargetMachine;
 use inkwell::values::{AsValueRef, FunctionValue};
 
-/// Whether a debug-info file name is the analysed file's, in a module whose source file is `source`: clang reads
-/// the text from standard input ([`crate::compile::compile_pair`]), so its lines are those of `<stdin>` (`-` for
-/// the compile unit); a module compiled from a path names that path, which the scopes may name relative to it.
-fn is_analysed_file(name: &[u8], source: &[u8]) -> bool {
+/// Whether a debug-info file name is the analysed file's, in a module whose source file is `source` (read only
+/// when needed: this runs for every instruction modelled or instrumented): clang reads the text from standard
+/// input ([`crate::compile::compile_pair`]), so its lines are those of `<stdin>` (`-` for the compile unit); a
+/// module compiled from a path names that path, which the scopes may name relative to it.
+fn is_analysed_file<'a>(name: &[u8], source: impl FnOnce() -> &'a [u8]) -> bool {
     use std::os::unix::ffi::OsStrExt;
+    if name == b"<stdin>" || name == b"-" {
+        return true;
+    }
+    let source = source();
     let path = |b: &[u8]| std::path::Path::new(std::ffi::OsStr::from_bytes(b)).to_path_buf();
-    name == b"<stdin>"
-        || name == b"-"
-        || !name.is_empty() && !source.is_empty() && path(source).ends_with(path(name))
+    !name.is_empty() && !source.is_empty() && path(source).ends_with(path(name))
 }
 
 /// The source file name of the module that holds `global` (a function).
 ///
-/// SAFETY: `global` is a global value of a live module; the name is copied before the module can go.
-unsafe fn source_of(global: LLVMValueRef) -> Vec<u8> {
+/// SAFETY: `global` is a global value of a live module; the name lives as long as the module (`'a`).
+unsafe fn source_of<'a>(global: LLVMValueRef) -> &'a [u8] {
     // SAFETY: as the caller promises.
     unsafe {
         let module = LLVMGetGlobalParent(global);
         let mut len = 0usize;
         let name = LLVMGetSourceFileName(module, &mut len);
         if name.is_null() {
-            return Vec::new();
+            return &[];
         }
-        std::slice::from_raw_parts(name as *const u8, len).to_vec()
+        std::slice::from_raw_parts(name as *const u8, len)
     }
 }
 
 /// The name of the file a debug-info scope belongs to; `None` when it does not say.
 ///
-/// SAFETY: `scope` is a valid `DIScope` of a live module.
-unsafe fn scope_file(scope: LLVMMetadataRef) -> Option<Vec<u8>> {
+/// SAFETY: `scope` is a valid `DIScope` of a live module; the name lives as long as the module (`'a`).
+unsafe fn scope_file<'a>(scope: LLVMMetadataRef) -> Option<&'a [u8]> {
     if scope.is_null() {
         return None;
     }
-    // SAFETY: as the caller promises; the name LLVM returns lives as long as the module and is copied at once.
+    // SAFETY: as the caller promises.
     unsafe {
         let file = LLVMDIScopeGetFile(scope);
         if file.is_null() {
@@ -67,8 +70,7 @@ unsafe fn scope_file(scope: LLVMMetadataRef) -> Option<Vec<u8>> {
         }
         let mut len = 0u32;
         let name = LLVMDIFileGetFilename(file, &mut len);
-        (!name.is_null())
-            .then(|| std::slice::from_raw_parts(name as *const u8, len as usize).to_vec())
+        (!name.is_null()).then(|| std::slice::from_raw_parts(name as *const u8, len as usize))
     }
 }
 
@@ -85,11 +87,11 @@ pub fn position_in_file(inst: LLVMValueRef) -> Option<(u32, u32)> {
         if loc.is_null() {
             return None;
         }
-        let source = source_of(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)));
+        let source = || source_of(LLVMGetBasicBlockParent(LLVMGetInstructionParent(inst)));
         while !loc.is_null() {
             match scope_file(LLVMDILocationGetScope(loc)) {
                 // A scope that names no file is taken as the file's (as positions were read before).
-                Some(name) if !is_analysed_file(&name, &source) => {
+                Some(name) if !is_analysed_file(name, source) => {
                     loc = LLVMDILocationGetInlinedAt(loc)
                 }
                 _ => return Some((LLVMDILocationGetLine(loc), LLVMDILocationGetColumn(loc))),
@@ -104,8 +106,8 @@ fn defined_in_a_header(function: FunctionValue<'_>) -> bool {
     // SAFETY: a function of a live module; its subprogram, when present, is a DIScope.
     unsafe {
         let sp = LLVMGetSubprogram(function.as_value_ref());
-        let source = source_of(function.as_value_ref());
-        scope_file(sp).is_some_and(|name| !is_analysed_file(&name, &source))
+        let source = || source_of(function.as_value_ref());
+        scope_file(sp).is_some_and(|name| !is_analysed_file(name, source))
     }
 }
 

@@ -6,8 +6,9 @@ use crate::domain::Domain;
 use crate::ir::{self, FunctionInfo};
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 /// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
 /// span and domain, its share of the file's budget (`share_ms`), and the settings. Lines count from the function's declaration, so a line inserted above
@@ -20,8 +21,8 @@ pub(super) fn cache_key<'ctx>(
     domain: &Domain,
     p_function: FunctionValue<'ctx>,
     pp_function: FunctionValue<'ctx>,
-    p_module: (&CallGraph<'ctx>, &ir::ModuleText),
-    pp_module: (&CallGraph<'ctx>, &ir::ModuleText),
+    p_module: &ModuleKeys<'_, 'ctx>,
+    pp_module: &ModuleKeys<'_, 'ctx>,
 ) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(config.fingerprint().as_bytes());
@@ -32,9 +33,9 @@ pub(super) fn cache_key<'ctx>(
         .as_ref()
         .map(|s| (s.body_line - s.line, s.end_line - s.line));
     hasher.update(format!("{:?}{span:?}{:?}", info.signature, domain.text).as_bytes());
-    for (function, (graph, text)) in [(p_function, p_module), (pp_function, pp_module)] {
-        for f in graph.with_callees(function) {
-            graph.hash_function(&mut hasher, text, f, base);
+    for (function, keys) in [(p_function, p_module), (pp_function, pp_module)] {
+        for &f in keys.with_callees(function).iter() {
+            keys.hash_function(&mut hasher, f, base);
         }
     }
     hasher.finalize().to_hex().to_string()
@@ -42,30 +43,38 @@ pub(super) fn cache_key<'ctx>(
 
 /// The names of the functions `function` calls in `module`, transitively (in the order they are found), without
 /// itself.
-pub(super) fn callee_names<'ctx>(function: FunctionValue<'ctx>, graph: &CallGraph<'ctx>) -> Vec<String> {
-    graph
-        .with_callees(function)
-        .into_iter()
+pub(super) fn callee_names<'ctx>(
+    function: FunctionValue<'ctx>,
+    keys: &ModuleKeys<'_, 'ctx>,
+) -> Vec<String> {
+    keys.with_callees(function)
+        .iter()
         .skip(1)
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .collect()
 }
 
-/// What each defined function of a module calls, read once per module: the per-function walks of every
-/// reachable function's instructions were quadratic where function tables make every function reach every other
-/// (Box2D's `recording.c`: 395 functions, 9 s of keys).
-pub(super) struct CallGraph<'ctx> {
+/// What the keys of one module's functions are made of, each read once per module: its text, what each defined
+/// function calls, the functions each reaches, and each function's debug positions. (Walking every reachable
+/// function's instructions per key was quadratic where function tables make every function reach every other:
+/// Box2D's `recording.c`, 395 functions, 9 s of keys.)
+pub(super) struct ModuleKeys<'m, 'ctx> {
+    module: &'m Module<'ctx>,
+    /// The module's text, printed when the first key needs it.
+    text: OnceCell<ir::ModuleText>,
     /// The module's defined functions, in module order (what an indirect call may reach).
     defined: Vec<FunctionValue<'ctx>>,
     /// Each defined function's calls in instruction order: `Some(callee)` for a defined function, `None` for an
     /// indirect call.
     calls: HashMap<FunctionValue<'ctx>, Vec<Option<FunctionValue<'ctx>>>>,
-    /// Each function's debug positions, read when a key first needs them.
+    /// Each function with the functions it reaches ([`ModuleKeys::with_callees`]).
+    reach: RefCell<HashMap<FunctionValue<'ctx>, Rc<[FunctionValue<'ctx>]>>>,
+    /// Each function's debug positions.
     positions: RefCell<HashMap<FunctionValue<'ctx>, Vec<(u32, u32)>>>,
 }
 
-impl<'ctx> CallGraph<'ctx> {
-    pub(super) fn of(module: &Module<'ctx>) -> CallGraph<'ctx> {
+impl<'m, 'ctx> ModuleKeys<'m, 'ctx> {
+    pub(super) fn of(module: &'m Module<'ctx>) -> ModuleKeys<'m, 'ctx> {
         let defined: Vec<FunctionValue<'ctx>> = module
             .get_functions()
             .filter(|f| f.count_basic_blocks() > 0)
@@ -95,22 +104,20 @@ impl<'ctx> CallGraph<'ctx> {
             }
             calls.insert(f, out);
         }
-        CallGraph {
+        ModuleKeys {
+            module,
+            text: OnceCell::new(),
             defined,
             calls,
+            reach: Default::default(),
             positions: Default::default(),
         }
     }
 
     /// Feeds `function`'s textual IR to `hasher`, and its debug positions with lines counted from `base_line`
     /// (a line inserted above the key's function moves none of them; line 0, code without a source line, stays).
-    fn hash_function(
-        &self,
-        hasher: &mut blake3::Hasher,
-        text: &ir::ModuleText,
-        function: FunctionValue<'ctx>,
-        base_line: u32,
-    ) {
+    fn hash_function(&self, hasher: &mut blake3::Hasher, function: FunctionValue<'ctx>, base_line: u32) {
+        let text = self.text.get_or_init(|| ir::ModuleText::of(self.module));
         hasher.update(text.function(&function.get_name().to_string_lossy()).as_bytes());
         let mut positions = self.positions.borrow_mut();
         let positions = positions
@@ -127,29 +134,29 @@ impl<'ctx> CallGraph<'ctx> {
     }
 
     /// `function` and every function of the module it calls, transitively, in the order they are found.
-    fn with_callees(&self, function: FunctionValue<'ctx>) -> Vec<FunctionValue<'ctx>> {
+    fn with_callees(&self, function: FunctionValue<'ctx>) -> Rc<[FunctionValue<'ctx>]> {
+        if let Some(found) = self.reach.borrow().get(&function) {
+            return found.clone();
+        }
         let mut seen = vec![function];
         let mut known: HashSet<FunctionValue<'ctx>> = HashSet::from([function]);
         let mut i = 0;
         while i < seen.len() {
             for call in self.calls.get(&seen[i]).map_or(&[][..], Vec::as_slice) {
-                match call {
-                    Some(g) => {
-                        if known.insert(*g) {
-                            seen.push(*g);
-                        }
-                    }
-                    None => {
-                        for g in &self.defined {
-                            if known.insert(*g) {
-                                seen.push(*g);
-                            }
-                        }
+                let reached = match call {
+                    Some(g) => std::slice::from_ref(g),
+                    None => self.defined.as_slice(),
+                };
+                for g in reached {
+                    if known.insert(*g) {
+                        seen.push(*g);
                     }
                 }
             }
             i += 1;
         }
+        let seen: Rc<[FunctionValue<'ctx>]> = seen.into();
+        self.reach.borrow_mut().insert(function, seen.clone());
         seen
     }
 }

@@ -3,7 +3,7 @@
 //! has no callable copy), taken from the per-function cache, or modelled.
 
 use super::budget::Budget;
-use super::cache_key::{cache_key, callee_names, CallGraph};
+use super::cache_key::{cache_key, callee_names, ModuleKeys};
 use super::settle::NoOwnCopy;
 use super::{AnalysisRequest, FunctionCache};
 use crate::config::AnalysisConfig;
@@ -179,14 +179,13 @@ pub(super) fn select_functions<'ctx>(
     }
     // Second pass: each function modelled by a full analysis has the same share of the file's budget.
     selection.budget = Budget::new(config, sorted.len());
-    // Both modules' text for the cache keys, printed once each when the first key is made.
-    let texts = (std::cell::OnceCell::new(), std::cell::OnceCell::new());
-    let graphs = (CallGraph::of(p_module), CallGraph::of(pp_module));
+    // What both modules' keys are made of, read once each.
+    let keys = (ModuleKeys::of(p_module), ModuleKeys::of(pp_module));
     for item in sorted {
         let name = item.info.signature.name.clone();
-        let mut callees = callee_names(item.p_function, &graphs.0);
+        let mut callees = callee_names(item.p_function, &keys.0);
         let mut listed: std::collections::HashSet<String> = callees.iter().cloned().collect();
-        for c in callee_names(item.pp_function, &graphs.1) {
+        for c in callee_names(item.pp_function, &keys.1) {
             if listed.insert(c.clone()) {
                 callees.push(c);
             }
@@ -199,14 +198,8 @@ pub(super) fn select_functions<'ctx>(
             &item.domain,
             item.p_function,
             item.pp_function,
-            (
-                &graphs.0,
-                texts.0.get_or_init(|| ir::ModuleText::of(p_module)),
-            ),
-            (
-                &graphs.1,
-                texts.1.get_or_init(|| ir::ModuleText::of(pp_module)),
-            ),
+            &keys.0,
+            &keys.1,
         );
         let (index, info, domain) = (item.index, item.info, item.domain);
         let hit = cached(cache, &key, &info).map(|mut hit| {

@@ -119,15 +119,6 @@ impl Scheduler {
         let Some(target) = targets.first() else {
             return FixCheck::Unavailable;
         };
-        // What the added findings are looked for in: every reporter of every edited function.
-        let mut all = target.clone();
-        for t in &targets[1..] {
-            for r in &t.reporters {
-                if !all.reporters.contains(r) {
-                    all.reporters.push(r.clone());
-                }
-            }
-        }
         let fixed = fix::apply_edits(&analysis.text, &fix.edits);
         let Ok(_permit) = self.inner.permit.acquire().await else {
             return FixCheck::Unavailable;
@@ -166,16 +157,9 @@ impl Scheduler {
         match result {
             Ok(Ok(reports)) => {
                 // Against what the session shows now, with the same options, in every function of the file.
-                let mut everywhere = all.clone();
-                for f in reports.iter().flat_map(|r| &r.functions) {
-                    if !everywhere.reporters.contains(&f.name) {
-                        everywhere.reporters.push(f.name.clone());
-                    }
-                }
                 let added = fix::added_findings(
                     (&analysis.shown.findings, &analysis.text),
                     (&reports, &edited),
-                    &everywhere,
                     analysis.config.findings(),
                 );
                 self.judge_edit(fix.clone(), targets, &reports, added, unchecked)

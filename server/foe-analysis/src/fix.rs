@@ -180,13 +180,10 @@ pub fn added_findings(
     type Key = (String, String, String);
     let keys = |shown: &[Finding], text: &str, into: &mut BTreeMap<Key, Severity>| {
         let lines: Vec<&str> = text.lines().collect();
-        let shown = shown
-            .iter()
-            .filter(|x| x.code.is_divergence())
-            .filter(|x| {
-                x.severity <= Severity::Warning
-                    || x.cause.as_ref().is_none_or(|c| c.build_change.is_none())
-            });
+        let shown = shown.iter().filter(|x| x.code.is_divergence()).filter(|x| {
+            x.severity <= Severity::Warning
+                || x.cause.as_ref().is_none_or(|c| c.build_change.is_none())
+        });
         for x in shown {
             let line = lines.get(x.line as usize - 1).map_or("", |l| l.trim());
             let cause = x.cause.as_ref().map(|c| c.id.clone()).unwrap_or_default();

@@ -11,13 +11,13 @@
 use crate::compile::CompiledPair;
 use inkwell::attributes::{Attribute, AttributeLoc};
 use inkwell::context::Context;
+use inkwell::llvm_sys::core::{
+    LLVMGetBasicBlockParent, LLVMGetGlobalParent, LLVMGetInstructionParent, LLVMGetSourceFileName,
+};
 use inkwell::llvm_sys::debuginfo::{
     LLVMDIFileGetFilename, LLVMDILocationGetColumn, LLVMDILocationGetInlinedAt,
     LLVMDILocationGetLine, LLVMDILocationGetScope, LLVMDIScopeGetFile, LLVMGetSubprogram,
     LLVMInstructionGetDebugLoc,
-};
-use inkwell::llvm_sys::core::{
-    LLVMGetBasicBlockParent, LLVMGetGlobalParent, LLVMGetInstructionParent, LLVMGetSourceFileName,
 };
 use inkwell::llvm_sys::prelude::{LLVMMetadataRef, LLVMValueRef};
 use inkwell::module::Module;
@@ -116,7 +116,10 @@ fn defined_in_a_header(function: FunctionValue<'_>) -> bool {
 pub fn inline_header_functions(pair: CompiledPair) -> CompiledPair {
     let started = std::time::Instant::now();
     let pair = inline_in_both(pair);
-    tracing::trace!(ms = started.elapsed().as_millis() as u64, "header functions inlined");
+    tracing::trace!(
+        ms = started.elapsed().as_millis() as u64,
+        "header functions inlined"
+    );
     pair
 }
 
@@ -156,7 +159,10 @@ fn mark_header_functions(module: &Module<'_>) -> bool {
     if headers.is_empty() {
         return false;
     }
-    for f in module.get_functions().filter(|f| f.count_basic_blocks() > 0) {
+    for f in module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+    {
         // `optnone` requires `noinline`; a caller with it is skipped by the inliner.
         f.remove_enum_attribute(AttributeLoc::Function, kind("optnone"));
     }

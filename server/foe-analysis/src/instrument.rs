@@ -14,8 +14,8 @@ use inkwell::targets::{
 };
 use inkwell::types::{AnyType, AnyTypeEnum, BasicTypeEnum};
 use inkwell::values::{
-    AsValueRef, BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue, InstructionOpcode,
-    InstructionValue,
+    AsValueRef, BasicMetadataValueEnum, BasicValueEnum, CallSiteValue, FunctionValue,
+    InstructionOpcode, InstructionValue,
 };
 use inkwell::{AddressSpace, OptimizationLevel};
 use std::path::Path;

@@ -104,7 +104,9 @@ fn pipeline(build: Build) -> &'static str {
     }
 }
 
-pub(crate) fn target_machine(triple: &inkwell::targets::TargetTriple) -> Result<TargetMachine, ModelError> {
+pub(crate) fn target_machine(
+    triple: &inkwell::targets::TargetTriple,
+) -> Result<TargetMachine, ModelError> {
     static INIT: OnceLock<Result<(), ModelError>> = OnceLock::new();
     INIT.get_or_init(|| {
         Target::initialize_native(&InitializationConfig::default()).map_err(ModelError::Llvm)

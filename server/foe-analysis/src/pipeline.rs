@@ -283,7 +283,9 @@ pub fn analyse(
             selection.reports,
             pending,
             selection.inlined_away,
-            selection.budget,
+            selection
+                .budget
+                .ending_at(total + Duration::from_millis(config.file_budget_ms)),
             selection.callees,
         )
     };

@@ -8,7 +8,9 @@
 //! the number of its file's functions and the settings, which is what its cache key holds (one truth per text:
 //! an incremental analysis equals a fresh one). Within its share, the solve counts work, not time (Z3 resource
 //! units), and so does the search ([`crate::search::work`]), both in milliseconds of an idle machine, so where
-//! they stop does not depend on the load; their wall-clock deadlines are safety nets at a multiple of the work.
+//! they stop does not depend on the load; their wall-clock deadlines are safety nets at a multiple of the work,
+//! and no later than the end of the file's own budget (its start plus the file budget): a function cut short by
+//! that net says so (the clock stopped it, another run may differ) and is not cached.
 
 use crate::config::AnalysisConfig;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -20,7 +22,15 @@ use std::time::{Duration, Instant};
 pub(super) struct Budget {
     /// Each function's share, in milliseconds of an idle machine.
     share_ms: u64,
+    /// The file's wall-clock budget ends here ([`Budget::ending_at`]): where the work counted runs slower than its
+    /// calibration (runs whose costs the search's work undercounts, a loaded machine), the functions solved or
+    /// searched after it get [`PAST_FILE_BUDGET`] each, and their results say the clock stopped them.
+    file_deadline: Option<Instant>,
 }
+
+/// What a function's solve, and its search, still get once the file's wall-clock budget has run out: its first
+/// inputs, so that its status rests on runs.
+const PAST_FILE_BUDGET: Duration = Duration::from_millis(100);
 
 /// Share of the file's budget kept for what no function's work counts: compiling, modelling, building the runner
 /// and the shipped binaries, confirming (measured on the corpus, 2026-11-26: 1.5-3 s of a 30 s file).
@@ -51,6 +61,24 @@ impl Budget {
             / functions.max(1) as u64;
         Budget {
             share_ms: config.function_budget_ms.max(1).min(file.max(1)),
+            file_deadline: None,
+        }
+    }
+
+    /// These budgets with the file's wall-clock budget ending at `deadline` (the analysis's start plus the file
+    /// budget): the safety nets of the solves and searches that start later end no later than it.
+    pub(super) fn ending_at(self, deadline: Instant) -> Budget {
+        Budget {
+            file_deadline: Some(deadline),
+            ..self
+        }
+    }
+
+    /// `net`, or the end of the file's budget if earlier (but no earlier than [`PAST_FILE_BUDGET`] from now).
+    fn within_file(&self, net: Instant) -> Instant {
+        match self.file_deadline {
+            Some(end) => net.min(end.max(Instant::now() + PAST_FILE_BUDGET)),
+            None => net,
         }
     }
 
@@ -72,9 +100,11 @@ impl Budget {
 
     /// The solve's wall-clock safety net for a function starting now.
     pub(super) fn solve_safety_net(&self) -> Instant {
-        Instant::now()
-            + Duration::from_millis(self.solve_work()) * SOLVE_SAFETY_FACTOR
-            + SOLVE_SAFETY_MARGIN
+        self.within_file(
+            Instant::now()
+                + Duration::from_millis(self.solve_work()) * SOLVE_SAFETY_FACTOR
+                + SOLVE_SAFETY_MARGIN,
+        )
     }
 
     /// The search's work budget of a function, in milliseconds of an idle machine (deterministic): what its share
@@ -85,7 +115,9 @@ impl Budget {
             .share_ms
             .saturating_sub(solve_spent)
             .max(SEARCH_FLOOR_MS);
-        crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR)
+        let mut budget = crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR);
+        budget.safety_net = self.within_file(budget.safety_net);
+        budget
     }
 }
 

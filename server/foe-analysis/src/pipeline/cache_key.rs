@@ -116,9 +116,17 @@ impl<'m, 'ctx> ModuleKeys<'m, 'ctx> {
 
     /// Feeds `function`'s textual IR to `hasher`, and its debug positions with lines counted from `base_line`
     /// (a line inserted above the key's function moves none of them; line 0, code without a source line, stays).
-    fn hash_function(&self, hasher: &mut blake3::Hasher, function: FunctionValue<'ctx>, base_line: u32) {
+    fn hash_function(
+        &self,
+        hasher: &mut blake3::Hasher,
+        function: FunctionValue<'ctx>,
+        base_line: u32,
+    ) {
         let text = self.text.get_or_init(|| ir::ModuleText::of(self.module));
-        hasher.update(text.function(&function.get_name().to_string_lossy()).as_bytes());
+        hasher.update(
+            text.function(&function.get_name().to_string_lossy())
+                .as_bytes(),
+        );
         let mut positions = self.positions.borrow_mut();
         let positions = positions
             .entry(function)

@@ -329,9 +329,19 @@ pub(super) fn run_in_slices(
         let end = (start + slice_len).min(batch.len());
         let slice = &batch[start..end];
         start = end;
-        slice_len = (slice_len * 2).min(RUN_SLICE);
         let ran = runner.run_raw(&sig.name, slice)?;
-        state.work_ns += work::pairs_work(&ran, state.exec_timeout_ms);
+        let slice_work = work::pairs_work(&ran, state.exec_timeout_ms);
+        state.work_ns += slice_work;
+        // The next slice doubles, but no longer than what the budget has left at this slice's work per input
+        // (at least one input): runs of a few milliseconds each (a series summed to convergence) would else
+        // overrun a small budget by a whole slice.
+        let per_input = (slice_work / slice.len().max(1) as u64).max(1);
+        let left = state
+            .budget
+            .map_or(u64::MAX, |b| b.work_ns.saturating_sub(state.work_ns));
+        slice_len = (slice_len * 2)
+            .min(RUN_SLICE)
+            .min((left / per_input).max(1).try_into().unwrap_or(usize::MAX));
         state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
         for run in ran.iter().flat_map(|pair| [&pair.p, &pair.pp]) {
             match run.end {

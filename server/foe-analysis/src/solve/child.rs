@@ -133,6 +133,13 @@ pub fn solve_function(
     }
 }
 
+/// Whether functions are solved in child processes (each in a process of its own, so several may be solved at
+/// once without one's Z3 contexts seeing another's queries). In-process solving shares one pool of solver
+/// threads and their contexts, so it solves one function at a time.
+pub fn solves_in_children() -> bool {
+    CHILD_AVAILABLE.load(Ordering::Acquire)
+}
+
 /// Solves one function in a child process when this executable can serve as one (else in-process); a child
 /// that crashed is tried once more (the crashes depend on timing). Errors say why no child gave a solution (it
 /// crashed, overran its time limit, or `stop()` asked to stop it).
@@ -239,8 +246,10 @@ fn solve_in_child(
         .map_err(|e| ChildError::Other(format!("cannot find foe's executable: {e}")))?;
     let mut cmd = process::command(&exe, &std::env::temp_dir());
     cmd.env(CHILD_ENV, "1");
-    if let Some(log) = std::env::var_os("FOE_LOG") {
-        cmd.env("FOE_LOG", log);
+    for passed_on in ["FOE_LOG", super::limit::DUMP_STOPPED_ENV] {
+        if let Some(value) = std::env::var_os(passed_on) {
+            cmd.env(passed_on, value);
+        }
     }
     let out = process::run_tool_until(cmd, Some(body), limit, stop)
         .map_err(|e| ChildError::Other(format!("cannot start the solver process: {e}")))?;

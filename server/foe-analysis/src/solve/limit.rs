@@ -50,6 +50,9 @@ pub(super) const WALL_CLOCK_FACTOR: u64 = 20;
 /// What the watchdog writes to standard error, followed by the query's label, before it interrupts the query.
 pub const INTERRUPTING: &str = "foe-solver: interrupting query ";
 
+/// A directory where each query the safety net stopped is written in SMT-LIB (`<label>.smt2`), to study them.
+pub const DUMP_STOPPED_ENV: &str = "FOE_DUMP_STOPPED";
+
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
 
@@ -169,6 +172,7 @@ impl Limiter<'_> {
             cpu_deadline,
             fired: false,
         }));
+        let dump = std::env::var_os(DUMP_STOPPED_ENV).map(|dir| (dir, solver.to_string()));
         let started = Instant::now();
         let result = solver.check();
         let took = started.elapsed();
@@ -176,6 +180,10 @@ impl Limiter<'_> {
         let stopped = self.take_slot().is_some_and(|s| s.fired);
         if stopped {
             tracing::debug!(budget_ms, ?took, "query stopped by the time safety net");
+            if let Some((dir, text)) = dump {
+                let name = format!("{:032x}.smt2", self.label.get().unwrap_or(0));
+                let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
+            }
         }
         self.gave_up
             .set(self.gave_up.get() || result == SatResult::Unknown);

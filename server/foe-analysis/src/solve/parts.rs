@@ -56,7 +56,11 @@ pub(super) fn solve_real(
         let (verdict, part_values) =
             solve_part(sig, &part, domain, remaining.max(1), approach, limiter);
         if verdict != Verdict::Sat {
-            let floats = part.params.iter().filter(|i| is_float_param(sig, **i)).count();
+            let floats = part
+                .params
+                .iter()
+                .filter(|i| is_float_param(sig, **i))
+                .count();
             return RealResult {
                 verdict,
                 input: None,

@@ -548,4 +548,3 @@ mod tests {
         assert!(!fp_to_int(32, true, real_f64(3e9)).is_const());
     }
 }
-

@@ -328,7 +328,12 @@ fn after_turbine1_s_verified_fix_only_flush_to_zero_is_left() {
 /// Asks for code actions on `diagnostics` until the one editing `function` is preferred (verified), checking that
 /// every answer comes at once.
 fn verified_action(s: &mut Session, uri: &str, diagnostics: &[Value], function: &str) -> Value {
-    let names = format!("`{function}`");
+    verified_action_titled(s, uri, diagnostics, &format!("`{function}`"))
+}
+
+/// [`verified_action`] for the action whose title holds `names` (while the check runs, the title may name the
+/// narrower fix being tried).
+fn verified_action_titled(s: &mut Session, uri: &str, diagnostics: &[Value], names: &str) -> Value {
     let deadline = std::time::Instant::now() + ANALYSIS;
     loop {
         let sent = std::time::Instant::now();
@@ -342,21 +347,21 @@ fn verified_action(s: &mut Session, uri: &str, diagnostics: &[Value], function: 
             sent.elapsed()
         );
         let actions = actions.as_array().unwrap().clone();
-        let mine = actions
-            .iter()
-            .find(|a| a["title"].as_str().unwrap().contains(&names))
-            .unwrap_or_else(|| panic!("no action editing {function}: {actions:#?}"))
-            .clone();
-        if mine["isPreferred"] == true {
-            return mine;
+        let title = |a: &Value| a["title"].as_str().unwrap().to_string();
+        match actions.iter().find(|a| title(a).contains(names)) {
+            Some(mine) if mine["isPreferred"] == true => return mine.clone(),
+            Some(mine) => assert!(
+                title(mine).contains("verifying"),
+                "the fix {names} is not verified: {mine:#?}"
+            ),
+            None => assert!(
+                actions.iter().any(|a| title(a).contains("verifying")),
+                "no action {names}: {actions:#?}"
+            ),
         }
         assert!(
-            mine["title"].as_str().unwrap().contains("verifying"),
-            "the fix of {function} is not verified: {mine:#?}"
-        );
-        assert!(
             std::time::Instant::now() < deadline,
-            "the fix of {function} was never verified"
+            "the fix {names} was never verified"
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -453,6 +458,45 @@ fn the_fix_of_an_inlined_helper_goes_into_the_helper_and_is_verified() {
         "scale's line still flagged: {after:#?}"
     );
     on_line(&after, &fixed, "x * 2.0 * 0.5");
+    s.finish();
+}
+
+#[test]
+fn a_helper_a_header_defines_is_fixed_by_fast_math_off_in_the_whole_file() {
+    // The helper is inlined at its call with the header's semantics: pragmas in the caller's body do not reach
+    // its operations, so the verified fix is the pragmas at file scope, before the include.
+    const CALLER: &str = include_str!("../../fixtures/editors/header_fix.c");
+    const HEADER: &str = include_str!("../../fixtures/editors/header_fix.h");
+    let mut s = Session::start(json!({}));
+    std::fs::write(s.dir.path().join("header_fix.h"), HEADER).unwrap();
+    let (uri, diags) = s.open("header_fix.c", CALLER);
+    check_expectations(CALLER, &diags);
+    let call = on_line(&diags, CALLER, "header_scaled(x) + 1.0").clone();
+    let action = verified_action_titled(&mut s, &uri, std::slice::from_ref(&call), "in this file");
+    let title = action["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Turn off fast-math in this file (verified"),
+        "{title}"
+    );
+    let doc_edit = &action["edit"]["documentChanges"][0];
+    let fixed = apply_text_edits(CALLER, doc_edit["edits"].as_array().unwrap());
+    let pragmas = foe_analysis::fix::PRECISE_PRAGMAS.join("\n");
+    assert!(
+        fixed.contains(&format!("{pragmas}\n\n#include \"header_fix.h\"")),
+        "the pragmas do not come before the include:\n{fixed}"
+    );
+    assert!(
+        fixed.starts_with("// A helper a header"),
+        "the leading comment stays first:\n{fixed}"
+    );
+    s.client.did_change(&uri, 2, &fixed).unwrap();
+    let after = s.diagnostics(&uri, 2);
+    assert!(
+        after
+            .iter()
+            .all(|d| !d["code"].as_str().unwrap_or("").contains("overflow")),
+        "the overflow is still flagged: {after:#?}"
+    );
     s.finish();
 }
 

@@ -392,6 +392,56 @@ pub fn pragma_edit(text: &str, span: &FunctionSpan, scope: FixScope) -> Option<S
     None
 }
 
+/// The edit that puts [`PRECISE_PRAGMAS`] at file scope, on their own lines before the file's first line of code
+/// or directive (after its leading comments: a licence stays first), so that they reach every function of the
+/// file and every function its headers define (clang 19 accepts all three at file scope, and a header included
+/// after them compiles under them). None when they are already there.
+pub fn file_pragma_edit(text: &str) -> Option<SourceEdit> {
+    if text.contains(PRECISE_PRAGMAS[0]) && text.contains(PRECISE_PRAGMAS[2]) {
+        let first = text.find(PRECISE_PRAGMAS[0])?;
+        let before = &text[..first];
+        // Already at file scope: nothing but comments and blank lines above it.
+        if first_code_line(before).is_none() {
+            return None;
+        }
+    }
+    let line = first_code_line(text).unwrap_or(1);
+    let mut insert: String = PRECISE_PRAGMAS.iter().map(|p| format!("{p}\n")).collect();
+    insert.push('\n');
+    Some(SourceEdit {
+        line,
+        column: 1,
+        text: insert,
+    })
+}
+
+/// The 1-based number of the first line of `text` that holds something other than comments and blanks.
+fn first_code_line(text: &str) -> Option<u32> {
+    let mut in_block = false;
+    for (i, line) in text.split('\n').enumerate() {
+        let mut rest = line.trim();
+        loop {
+            if in_block {
+                match rest.find("*/") {
+                    Some(end) => {
+                        rest = rest[end + 2..].trim_start();
+                        in_block = false;
+                    }
+                    None => break,
+                }
+            } else if let Some(after) = rest.strip_prefix("/*") {
+                rest = after;
+                in_block = true;
+            } else if rest.is_empty() || rest.starts_with("//") {
+                break;
+            } else {
+                return Some(i as u32 + 1);
+            }
+        }
+    }
+    None
+}
+
 /// Applies edits (given against the original text) to `text`.
 pub fn apply_edits(text: &str, edits: &[SourceEdit]) -> String {
     let mut offsets: Vec<(usize, &str)> = edits
@@ -421,6 +471,24 @@ pub fn byte_offset(text: &str, line: u32, column: u32) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_file_s_pragmas_go_after_its_leading_comments_once() {
+        let text = "/* licence\n * text */\n\n// more\n#include <math.h>\ndouble f(double x) { return x; }\n";
+        let edit = file_pragma_edit(text).unwrap();
+        assert_eq!((edit.line, edit.column), (5, 1));
+        let fixed = apply_edits(text, &[edit]);
+        assert!(fixed.starts_with(
+            "/* licence\n * text */\n\n// more\n#pragma float_control(precise, on)\n"
+        ));
+        assert!(fixed.contains("#pragma clang fp contract(off)\n\n#include <math.h>"));
+        assert_eq!(file_pragma_edit(&fixed), None);
+        // A body's pragmas are not the file's.
+        let in_body = "double f(double x) {\n#pragma float_control(precise, on)\n#pragma clang fp contract(off)\n  return x;\n}\n";
+        assert_eq!(file_pragma_edit(in_body).map(|e| e.line), Some(1));
+        assert_eq!(first_code_line("/* a */ int x;"), Some(1));
+        assert_eq!(first_code_line("// only\n/* comments\n*/\n"), None);
+    }
+
     use super::*;
     use crate::report::FunctionStatus;
     use crate::types::SourceLoc;

@@ -276,7 +276,7 @@ impl LanguageServer for Backend {
                     caps,
                 ));
             }
-            Some(actions)
+            Some(to_proto::distinct_actions(actions))
         })
         .await
     }

@@ -170,6 +170,10 @@ pub struct Fix {
     /// Other functions the fix turns fast-math off in: where turning it off in the target alone moves the
     /// difference (a caller that computes on the helper's now exact result).
     pub also: Vec<String>,
+    /// Whether the pragmas go at the top of the file ([`fix::file_pragma_edit`]): fast-math off in every function
+    /// of the file and in what its headers define (inlined helpers a function's pragmas do not reach). The last
+    /// resort, offered when no function's pragmas remove the difference without adding a warning.
+    pub whole_file: bool,
 }
 
 impl Fix {
@@ -179,6 +183,7 @@ impl Fix {
             scope,
             edits: vec![edit],
             also: vec![],
+            whole_file: false,
         }
     }
 }

@@ -261,6 +261,9 @@ pub fn code_action(
 ) -> Option<CodeActionOrCommand> {
     // Short titles: what it turns off, where, and the verdict in a few words (the hover has the rest).
     let title = |fix: &Fix, verdict: String| {
+        if fix.whole_file {
+            return format!("Turn off {} in this file ({verdict})", fix.scope.what());
+        }
         let also: String = fix.also.iter().map(|f| format!(" and `{f}`")).collect();
         format!(
             "Turn off {} in `{function}`{also} ({verdict})",
@@ -360,11 +363,34 @@ fn worse_reason(fix: &Fix, function: &str, added: usize, moved_to: &[String]) ->
             format!(" in {}", names.join(", "))
         }
     };
+    if fix.whole_file {
+        return format!(
+            "Not offered: with {} off in this file, re-analysing it shows {warnings}{inside} that it does not \
+             show now",
+            fix.scope.what()
+        );
+    }
     format!(
         "Not offered: with {} off in `{function}`, re-analysing the file shows {warnings}{inside} that it does \
          not show now (what fast-math still does outside `{function}` changes the values it computes)",
         fix.scope.what()
     )
+}
+
+/// `actions` without the repeats of an earlier one's title: the fix of the whole file is the same whichever
+/// function's diagnostics asked for it.
+pub fn distinct_actions(actions: Vec<CodeActionOrCommand>) -> Vec<CodeActionOrCommand> {
+    let mut seen = std::collections::HashSet::new();
+    actions
+        .into_iter()
+        .filter(|a| {
+            let title = match a {
+                CodeActionOrCommand::CodeAction(a) => a.title.clone(),
+                CodeActionOrCommand::Command(c) => c.title.clone(),
+            };
+            seen.insert(title)
+        })
+        .collect()
 }
 
 /// An insertion at a 1-based (line, byte column).
@@ -544,6 +570,7 @@ mod tests {
             scope: foe_analysis::fix::FixScope::FastMath,
             edits: vec![],
             also: vec![],
+            whole_file: false,
         };
         let own = worse_reason(&fix, "lngamma", 2, &["lngamma".to_string()]);
         assert!(own.contains("2 warnings further on in it"), "{own}");

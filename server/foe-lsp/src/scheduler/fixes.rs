@@ -1,6 +1,7 @@
 //! The verification of quick fixes, in the background of a session: the narrowest pragma that removes what a
 //! function's warnings show, checked by re-analysing the edited text the way a user would see it (a fix that
-//! adds a warning is withheld; one that moves a difference into other functions is widened to them).
+//! adds a warning is withheld; one that moves a difference into other functions is widened to them, and then
+//! to the whole file).
 
 use super::{blocking, Scheduler, VERIFYING};
 use crate::state::{Analysis, Fix, FixCheck};
@@ -101,6 +102,23 @@ impl Scheduler {
                 let wider = self.verify_edit(analysis, &targets, fix).await;
                 if matches!(wider, FixCheck::Verified { .. }) {
                     check = wider;
+                }
+            }
+        }
+        // Still a difference or a new warning (a helper a header defines keeps fast-math where it is inlined, or
+        // the difference moves further): fast-math off in the whole file, verified the same way. The edit is
+        // the same whatever the target, so the second target's check finds every function in the cache.
+        if matches!(check, FixCheck::Worse { .. } | FixCheck::Remains { .. }) {
+            if let Some(edit) = fix::file_pragma_edit(&analysis.text) {
+                let file_fix = Fix {
+                    whole_file: true,
+                    ..Fix::one(fix::FixScope::FastMath, edit)
+                };
+                let whole = self
+                    .verify_edit(analysis, std::slice::from_ref(&target), file_fix)
+                    .await;
+                if matches!(whole, FixCheck::Verified { .. }) {
+                    check = whole;
                 }
             }
         }
@@ -244,6 +262,7 @@ fn wider_fix(
         scope: fix::FixScope::FastMath,
         edits,
         also: others.iter().map(|t| t.function.clone()).collect(),
+        whole_file: false,
     };
     let targets = std::iter::once(target.clone()).chain(others).collect();
     Some((targets, fix))

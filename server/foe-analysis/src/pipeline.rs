@@ -283,9 +283,7 @@ pub fn analyse(
             selection.reports,
             pending,
             selection.inlined_away,
-            selection
-                .budget
-                .ending_at(total + Duration::from_millis(config.file_budget_ms)),
+            selection.budget.for_analysis_from(total, &config),
             selection.callees,
         )
     };

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 pub(super) struct Budget {
     /// Each function's share, in milliseconds of an idle machine.
     share_ms: u64,
-    /// The file's wall-clock budget ends here ([`Budget::ending_at`]): where the work counted runs slower than its
+    /// The file's wall-clock budget ends here ([`Budget::for_analysis_from`]): where the work counted runs slower than its
     /// calibration (runs whose costs the search's work undercounts, a loaded machine), the functions solved or
     /// searched after it get [`PAST_FILE_BUDGET`] each, and their results say the clock stopped them.
     file_deadline: Option<Instant>,
@@ -65,11 +65,13 @@ impl Budget {
         }
     }
 
-    /// These budgets with the file's wall-clock budget ending at `deadline` (the analysis's start plus the file
-    /// budget): the safety nets of the solves and searches that start later end no later than it.
-    pub(super) fn ending_at(self, deadline: Instant) -> Budget {
+    /// These budgets for an analysis that started at `started`: the safety nets of the solves and searches end
+    /// no later than the file's budget less half of [`FILE_RESERVE`] (what confirming the last function's
+    /// divergences and settling the file take after its search).
+    pub(super) fn for_analysis_from(self, started: Instant, config: &AnalysisConfig) -> Budget {
+        let nets = Duration::from_millis(config.file_budget_ms).mul_f64(1.0 - FILE_RESERVE / 2.0);
         Budget {
-            file_deadline: Some(deadline),
+            file_deadline: Some(started + nets),
             ..self
         }
     }

@@ -283,7 +283,7 @@ pub fn analyse(
             selection.reports,
             pending,
             selection.inlined_away,
-            selection.budget.for_analysis_from(total, &config),
+            selection.budget,
             selection.callees,
         )
     };

@@ -8,9 +8,9 @@
 //! the number of its file's functions and the settings, which is what its cache key holds (one truth per text:
 //! an incremental analysis equals a fresh one). Within its share, the solve counts work, not time (Z3 resource
 //! units), and so does the search ([`crate::search::work`]), both in milliseconds of an idle machine, so where
-//! they stop does not depend on the load; their wall-clock deadlines are safety nets at a multiple of the work,
-//! and no later than the end of the file's own budget (its start plus the file budget): a function cut short by
-//! that net says so (the clock stopped it, another run may differ) and is not cached.
+//! they stop does not depend on the load; their wall-clock deadlines are safety nets at a multiple of the work.
+//! (A wall-clock net at the end of the file's budget was tried, 2026-11-27, and withdrawn: where the budget binds
+//! it made a fresh analysis cut functions an edited session takes from its cache, `lsp_one_truth.rs`.)
 
 use crate::config::AnalysisConfig;
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
@@ -22,15 +22,7 @@ use std::time::{Duration, Instant};
 pub(super) struct Budget {
     /// Each function's share, in milliseconds of an idle machine.
     share_ms: u64,
-    /// The file's wall-clock budget ends here ([`Budget::for_analysis_from`]): where the work counted runs slower than its
-    /// calibration (runs whose costs the search's work undercounts, a loaded machine), the functions solved or
-    /// searched after it get [`PAST_FILE_BUDGET`] each, and their results say the clock stopped them.
-    file_deadline: Option<Instant>,
 }
-
-/// What a function's solve, and its search, still get once the file's wall-clock budget has run out: its first
-/// inputs, so that its status rests on runs.
-const PAST_FILE_BUDGET: Duration = Duration::from_millis(100);
 
 /// Share of the file's budget kept for what no function's work counts: compiling, modelling, building the runner
 /// and the shipped binaries, confirming (measured on the corpus, 2026-11-26: 1.5-3 s of a 30 s file).
@@ -61,26 +53,6 @@ impl Budget {
             / functions.max(1) as u64;
         Budget {
             share_ms: config.function_budget_ms.max(1).min(file.max(1)),
-            file_deadline: None,
-        }
-    }
-
-    /// These budgets for an analysis that started at `started`: the safety nets of the solves and searches end
-    /// no later than the file's budget less half of [`FILE_RESERVE`] (what confirming the last function's
-    /// divergences and settling the file take after its search).
-    pub(super) fn for_analysis_from(self, started: Instant, config: &AnalysisConfig) -> Budget {
-        let nets = Duration::from_millis(config.file_budget_ms).mul_f64(1.0 - FILE_RESERVE / 2.0);
-        Budget {
-            file_deadline: Some(started + nets),
-            ..self
-        }
-    }
-
-    /// `net`, or the end of the file's budget if earlier (but no earlier than [`PAST_FILE_BUDGET`] from now).
-    fn within_file(&self, net: Instant) -> Instant {
-        match self.file_deadline {
-            Some(end) => net.min(end.max(Instant::now() + PAST_FILE_BUDGET)),
-            None => net,
         }
     }
 
@@ -102,11 +74,9 @@ impl Budget {
 
     /// The solve's wall-clock safety net for a function starting now.
     pub(super) fn solve_safety_net(&self) -> Instant {
-        self.within_file(
-            Instant::now()
-                + Duration::from_millis(self.solve_work()) * SOLVE_SAFETY_FACTOR
-                + SOLVE_SAFETY_MARGIN,
-        )
+        Instant::now()
+            + Duration::from_millis(self.solve_work()) * SOLVE_SAFETY_FACTOR
+            + SOLVE_SAFETY_MARGIN
     }
 
     /// The search's work budget of a function, in milliseconds of an idle machine (deterministic): what its share
@@ -117,9 +87,7 @@ impl Budget {
             .share_ms
             .saturating_sub(solve_spent)
             .max(SEARCH_FLOOR_MS);
-        let mut budget = crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR);
-        budget.safety_net = self.within_file(budget.safety_net);
-        budget
+        crate::search::SearchBudget::from_ms(ms, SEARCH_SAFETY_FACTOR)
     }
 }
 

@@ -329,8 +329,7 @@ pub(crate) fn each_once(cfg: &AnalysisConfig) -> AnalysisConfig {
 
 /// Inputs sent to the worker at once within a round: the first slice, and the most. The first is one input: a
 /// run that hangs costs the execution limit on both builds, and two such runs end the search
-/// ([`MAX_TIMEOUTS`]), so a function whose runs hang stops after one input, not after a slice of them (GSL's
-/// `hyperg_U.c`, a first slice of 8: four inputs hung, 4 s of a 1.2 s share).
+/// ([`MAX_TIMEOUTS`]), so a round whose first input hangs stops after it, not after a slice of them.
 const FIRST_SLICE: usize = 1;
 const RUN_SLICE: usize = 4096;
 

@@ -471,6 +471,10 @@ pub fn byte_offset(text: &str, line: u32, column: u32) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::report::FunctionStatus;
+    use crate::types::SourceLoc;
+
     #[test]
     fn the_file_s_pragmas_go_after_its_leading_comments_once() {
         let text = "/* licence\n * text */\n\n// more\n#include <math.h>\ndouble f(double x) { return x; }\n";
@@ -488,10 +492,6 @@ mod tests {
         assert_eq!(first_code_line("/* a */ int x;"), Some(1));
         assert_eq!(first_code_line("// only\n/* comments\n*/\n"), None);
     }
-
-    use super::*;
-    use crate::report::FunctionStatus;
-    use crate::types::SourceLoc;
 
     fn span(line: u32, end_line: u32) -> FunctionSpan {
         FunctionSpan {

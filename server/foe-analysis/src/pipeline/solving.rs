@@ -82,41 +82,34 @@ fn solve_functions(
         .map(|p| p.info.signature.name.clone())
         .collect();
     let queue = Mutex::new(Queue {
-        waiting: pending.into_iter().map(Some).collect(),
+        waiting: pending
+            .into_iter()
+            .map(|item| {
+                let sources = callees
+                    .sources(&item.info.signature.name)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect();
+                Some((item, sources))
+            })
+            .collect(),
+        in_run: names,
         learned: HashMap::new(),
         solved: Vec::new(),
         started: 0,
         failed: None,
     });
     let finished = Condvar::new();
-    // Takes the first waiting function whose callees in this run are solved, solves it, and goes on until none
-    // is left; waits while every waiting function waits for one being solved.
+    // Takes the first function ready, solves it, and goes on until none is left; waits while every waiting
+    // function waits for one being solved.
     let work = || loop {
         let mut q = queue.lock().unwrap_or_else(|p| p.into_inner());
         let (mut item, known, ordinal) = loop {
             if q.failed.is_some() {
                 return;
             }
-            let ready = q.waiting.iter().position(|w| {
-                w.as_ref().is_some_and(|item| {
-                    callees
-                        .sources(&item.info.signature.name)
-                        .iter()
-                        .all(|s| !names.contains(*s) || q.learned.contains_key(*s))
-                })
-            });
-            if let Some(i) = ready {
-                let item = q.waiting[i].take().expect("a waiting function");
-                let mut known = solve::KnownVerdicts::new();
-                for source in callees.sources(&item.info.signature.name) {
-                    let theirs = q
-                        .learned
-                        .get(source)
-                        .or_else(|| callees.cached_learned.get(source));
-                    solve::remember(&mut known, theirs.cloned().unwrap_or_default());
-                }
-                q.started += 1;
-                break (item, known, q.started);
+            if let Some(taken) = q.take_ready(callees) {
+                break taken;
             }
             if q.waiting.iter().all(Option::is_none) {
                 return;
@@ -164,8 +157,11 @@ fn solve_functions(
 
 /// The functions of [`solve_functions`] waiting, solved, and what the solved ones learned.
 struct Queue {
-    /// In [`callees_first`] order; `None` once taken.
-    waiting: Vec<Option<Pending>>,
+    /// In [`callees_first`] order, each with the functions whose verdicts it takes over ([`Callees::sources`]);
+    /// `None` once taken.
+    waiting: Vec<Option<(Pending, Vec<String>)>>,
+    /// The functions this run solves (a source outside it brings its verdicts from the cache).
+    in_run: HashSet<String>,
     /// What each function solved so far learned, by name.
     learned: HashMap<String, Vec<(String, solve::KnownVerdict)>>,
     solved: Vec<(Pending, Solution)>,
@@ -173,6 +169,29 @@ struct Queue {
     started: usize,
     /// The first error (the analysis was cancelled): the others stop taking functions.
     failed: Option<AnalysisError>,
+}
+
+impl Queue {
+    /// Takes the first waiting function whose sources in this run are solved, with the verdicts it takes over
+    /// and its ordinal; None when every waiting function waits for one being solved.
+    fn take_ready(&mut self, callees: &Callees) -> Option<(Pending, solve::KnownVerdicts, usize)> {
+        let solved = |s: &String| !self.in_run.contains(s) || self.learned.contains_key(s);
+        let i = self.waiting.iter().position(|w| {
+            w.as_ref()
+                .is_some_and(|(_, sources)| sources.iter().all(solved))
+        })?;
+        let (item, sources) = self.waiting[i].take()?;
+        let mut known = solve::KnownVerdicts::new();
+        for source in &sources {
+            let theirs = self
+                .learned
+                .get(source)
+                .or_else(|| callees.cached_learned.get(source));
+            solve::remember(&mut known, theirs.cloned().unwrap_or_default());
+        }
+        self.started += 1;
+        Some((item, known, self.started))
+    }
 }
 
 /// Solves one function in its child, within its budget, with the verdicts `known` from its callees; notes what

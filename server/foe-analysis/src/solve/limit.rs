@@ -53,6 +53,13 @@ pub const INTERRUPTING: &str = "foe-solver: interrupting query ";
 /// A directory where each query the safety net stopped is written in SMT-LIB (`<label>.smt2`), to study them.
 pub const DUMP_STOPPED_ENV: &str = "FOE_DUMP_STOPPED";
 
+/// [`DUMP_STOPPED_ENV`]'s directory, read once (every query asks).
+fn dump_stopped_dir() -> Option<&'static std::ffi::OsStr> {
+    static DIR: OnceLock<Option<std::ffi::OsString>> = OnceLock::new();
+    DIR.get_or_init(|| std::env::var_os(DUMP_STOPPED_ENV))
+        .as_deref()
+}
+
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
 
@@ -172,7 +179,7 @@ impl Limiter<'_> {
             cpu_deadline,
             fired: false,
         }));
-        let dump = std::env::var_os(DUMP_STOPPED_ENV).map(|dir| (dir, solver.to_string()));
+        let dump = dump_stopped_dir().map(|dir| (dir, solver.to_string()));
         let started = Instant::now();
         let result = solver.check();
         let took = started.elapsed();

@@ -27,6 +27,10 @@ static volatile uint32_t g_trace_len;
 static volatile uint32_t g_trace_truncated;
 /* Operations the running execution has checked (calls of __foe_check): its work, which the load does not change. */
 static volatile uint64_t g_ops;
+/* The batch's limit of checked operations per execution (0: none): a run past it times out, deterministically and
+ * long before its CPU time would (a loop that does not end on some input). */
+static volatile uint64_t g_op_limit;
+static void foe_op_limit_reached(void);
 
 static inline void foe_append(uint32_t site, uint32_t kind) {
     uint32_t n = g_trace_len;
@@ -43,7 +47,10 @@ static inline void foe_append(uint32_t site, uint32_t kind) {
 #define FOE_TRACKED 0x1du
 
 void __foe_check(uint32_t site) {
-    g_ops++;
+    uint64_t ops = g_ops + 1;
+    g_ops = ops;
+    if (__builtin_expect(ops > g_op_limit && g_op_limit != 0, 0))
+        foe_op_limit_reached();
     uint32_t csr;
     uint16_t sw;
     __asm__ volatile("stmxcsr %0" : "=m"(csr));
@@ -68,7 +75,10 @@ static void foe_set_mode(int ftz) {
 }
 #else
 void __foe_check(uint32_t site) {
-    g_ops++;
+    uint64_t ops = g_ops + 1;
+    g_ops = ops;
+    if (__builtin_expect(ops > g_op_limit && g_op_limit != 0, 0))
+        foe_op_limit_reached();
     int f = fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
     if (__builtin_expect(f == 0, 1))
         return;
@@ -227,6 +237,12 @@ static void foe_die(uint32_t status, uint32_t detail, int code) {
     foe_emit(g_cur_input, g_cur_build, status, detail, 0);
     foe_flush();
     _exit(code);
+}
+
+/* A run past the batch's operation limit: timed out (the record's ops say which limit ended it). */
+static void foe_op_limit_reached(void) {
+    if (g_running)
+        foe_die(FOE_STATUS_TIMED_OUT, g_timeout_ms, 72);
 }
 
 void __foe_undefined(uint32_t index) {
@@ -499,6 +515,7 @@ int main(void) {
             foe_protocol_error(6);
         int flush_each = (h.flags & FOE_FLAG_FLUSH_EACH) != 0;
         g_values_on = (h.flags & FOE_FLAG_VALUES) != 0;
+        g_op_limit = h.op_limit;
         foe_arm_timer(h.timeout_ms);
         for (uint32_t i = 0; i < h.ninputs; i++) {
             const uint64_t *a = args + (size_t)i * h.nargs;

@@ -70,7 +70,7 @@ struct foe_batch_header {
     uint32_t first_index; /* label of the first input in reply records */
     uint32_t flags;
     uint32_t timeout_ms; /* per execution of one build, CPU time */
-    uint32_t reserved;
+    uint32_t op_limit;   /* checked operations per execution of one build (0: none); a run past it times out */
 };
 
 #define FOE_BUILD_P 0u
@@ -79,7 +79,7 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 5u
+#define FOE_PROTOCOL_VERSION 6u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */

@@ -46,6 +46,11 @@ pub struct AnalysisConfig {
     /// CPU-time limit of one execution of one build on one input, in milliseconds (a run that waits without using
     /// the CPU is stopped at [`crate::exec::WALL_FACTOR`] times it by the wall clock); default 500.
     pub exec_timeout_ms: u64,
+    /// Floating-point operations one execution of one build may do before it counts as not returning, like a run
+    /// past [`AnalysisConfig::exec_timeout_ms`]: a loop that does not end on some input stops after tens of
+    /// milliseconds instead of the whole time limit, at the same operation on every machine (the corpus's longest
+    /// run that returned did 2.4 million); default 16,777,216 (2^24).
+    pub exec_op_limit: u32,
     /// Address-space limit of the worker process in MiB; default 2048.
     pub memory_limit_mib: u64,
     /// Flush-to-zero / denormals-are-zero for P'; default follows P''s flags.
@@ -98,6 +103,7 @@ impl Default for AnalysisConfig {
             fp_theory_fallback: true,
             seed_inputs: true,
             exec_timeout_ms: 500,
+            exec_op_limit: 1 << 24,
             memory_limit_mib: 2048,
             ftz_daz: FtzMode::Auto,
             report_plain_exceptions: false,
@@ -124,6 +130,19 @@ impl AnalysisConfig {
         }
     }
 
+    /// The limits of one run, in words: `500 ms or 16.8 million floating-point operations`.
+    pub fn run_limits_in_words(&self) -> String {
+        let ops = f64::from(self.exec_op_limit);
+        let ops = match self.exec_op_limit {
+            n if n >= 1_000_000 => format!("{:.1} million", ops / 1e6),
+            n => n.to_string(),
+        };
+        format!(
+            "{} ms or {ops} floating-point operations",
+            self.exec_timeout_ms
+        )
+    }
+
     /// Whether P runs with FTZ/DAZ set (only if its own flags ask for fast math and the mode is auto).
     pub fn p_ftz(&self) -> bool {
         self.ftz_daz == FtzMode::Auto && flags_link_crtfastmath(&self.flags_p)
@@ -132,7 +151,7 @@ impl AnalysisConfig {
     /// The least and most values of the numeric settings, by their editor key: checked where settings are parsed
     /// (an out-of-range value is refused with a warning) and against `package.json`'s `minimum`/`maximum`. The
     /// worker needs 64 MiB of address space to start at all.
-    pub const BOUNDS: [(&'static str, u64, Option<u64>); 11] = [
+    pub const BOUNDS: [(&'static str, u64, Option<u64>); 12] = [
         ("radius", 0, None),
         ("neighbourhoodBudget", 1, None),
         ("unrollBound", 0, None),
@@ -141,6 +160,7 @@ impl AnalysisConfig {
         ("functionBudgetMs", 1, None),
         ("fileBudgetMs", 1, None),
         ("execTimeoutMs", 1, None),
+        ("execOpLimit", 1, Some(u32::MAX as u64)),
         ("memoryLimitMib", 64, None),
         ("accuracyBits", 1, Some(64)),
         ("threads", 1, None),

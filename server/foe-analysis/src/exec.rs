@@ -224,6 +224,7 @@ impl Runner {
             .collect();
         let limits = ExecLimits {
             timeout_ms: cfg.exec_timeout_ms.max(1),
+            op_limit: cfg.exec_op_limit,
             memory_mib: cfg.memory_limit_mib.max(64),
             p_ftz: cfg.p_ftz(),
             pp_ftz: cfg.p_prime_ftz(),

@@ -218,7 +218,7 @@ fn run_search(
         unknown_data: 0,
         budget,
         work_ns: 0,
-        exec_timeout_ms: cfg.exec_timeout_ms,
+        run_limits: work::RunLimits::of(cfg),
         ops: 0,
         started: std::time::Instant::now(),
         out_of_time: false,
@@ -356,8 +356,8 @@ struct SearchState<'a> {
     unknown_data: usize,
     /// When the search must stop (the function's work budget); checked between slices of runs.
     budget: Option<SearchBudget>,
-    /// The per-run time limit: what a run that timed out cost ([`work::pairs_work`]).
-    exec_timeout_ms: u64,
+    /// The per-run limits: what a run that timed out cost ([`work::pairs_work`]).
+    run_limits: work::RunLimits,
     /// The work done so far ([`work`]), and the operations the runs checked (for the log).
     work_ns: u64,
     ops: u64,

@@ -89,7 +89,9 @@ impl CompileDb {
         let text = std::fs::read_to_string(path).ok()?;
         let entries: Vec<serde_json::Value> = serde_json::from_str(&text).ok()?;
         let mut db = CompileDb {
-            path: path.to_path_buf(),
+            // Canonical: a relative `compile_commands.json` has the empty path as its parent, which no unit lies
+            // under (the file's own library would then be the whole database).
+            path: canonical(path),
             commands: HashMap::new(),
             units: Vec::new(),
         };
@@ -117,7 +119,7 @@ impl CompileDb {
         Some(db)
     }
 
-    /// The database's path, as found.
+    /// The database's path, canonical.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -450,6 +450,26 @@ fn a_run_reports_the_operations_it_ran() {
     assert_eq!(ops(&mut r, 1000), large);
 }
 
+/// A run past its operation limit times out at the first operation past it, whatever its time limit: a loop that
+/// does not end stops at the same point on every machine, long before its CPU time would stop it.
+#[test]
+fn a_run_past_its_operation_limit_times_out_there() {
+    let src = "double spins(double x) { double y = x; while (y > 1.0) y += 1.0; return y; }\n";
+    let cfg = AnalysisConfig {
+        exec_timeout_ms: 60_000,
+        exec_op_limit: 100_000,
+        ..AnalysisConfig::default()
+    };
+    let (mut r, _) = runner(src, &cfg);
+    let out = r.run_raw("spins", &[f64s(&[2.0]), f64s(&[0.5])]).unwrap();
+    for run in [&out[0].p, &out[0].pp] {
+        assert_eq!(run.end, RawEnd::TimedOut);
+        assert_eq!(run.ops, 100_001);
+    }
+    assert!(matches!(out[1].p.end, RawEnd::Returned(_)));
+    assert!(matches!(out[1].pp.end, RawEnd::Returned(_)));
+}
+
 #[test]
 fn hostile_code_cannot_break_the_worker() {
     let src = r#"
@@ -709,7 +729,7 @@ static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents
   put_out(input, build, detail, nevents, 0);
 }
 int main(void) {
-  put(0xffffffffu, 0xff, 5, 0); /* the hello: FOE_PROTOCOL_VERSION */
+  put(0xffffffffu, 0xff, 6, 0); /* the hello: FOE_PROTOCOL_VERSION */
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1

@@ -35,7 +35,7 @@ const RECORD_TRUNCATED: u16 = 1;
 /// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run accessed an address far from every mapping).
 const RECORD_GOES_ON: u16 = 2;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 5;
+const PROTOCOL_VERSION: u32 = 6;
 const RECORD_BYTES: usize = 40;
 const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
@@ -60,6 +60,8 @@ pub const WALL_FACTOR: u64 = 8;
 pub struct ExecLimits {
     /// CPU time of one execution of one build, in milliseconds; it may wait [`WALL_FACTOR`] times as long.
     pub timeout_ms: u64,
+    /// Operations the runtime checks in one execution of one build before it times out (0: no limit).
+    pub op_limit: u32,
     pub memory_mib: u64,
     pub p_ftz: bool,
     pub pp_ftz: bool,
@@ -345,7 +347,7 @@ pub fn run_batches(
             run.next.0 as u32,
             run.flags(limits),
             limits.timeout_ms.min(u32::MAX as u64) as u32,
-            0,
+            limits.op_limit,
         ];
         // A failed send means the worker died; its replies (maybe a hello) and its end are read below.
         let _ = worker_mut(run.slot).send(header, &words[run.next.0 * nargs..end * nargs]);

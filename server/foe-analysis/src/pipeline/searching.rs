@@ -208,7 +208,7 @@ fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &Anal
         incomplete: found.crashed + found.timed_out,
         first: found.first_crash.clone().or_else(|| {
             (found.timed_out > 0)
-                .then(|| format!("did not return within {} ms", config.exec_timeout_ms))
+                .then(|| format!("did not return within {}", config.run_limits_in_words()))
         }),
     };
     for note in search_notes(found, config) {
@@ -245,8 +245,9 @@ fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
     }
     if found.timed_out > 0 {
         let text = format!(
-            "{} executions did not return within {} ms",
-            found.timed_out, config.exec_timeout_ms
+            "{} executions did not return within {}",
+            found.timed_out,
+            config.run_limits_in_words()
         );
         notes.push(match found.stopped_early && !crashes_stopped {
             true => Note::cut(

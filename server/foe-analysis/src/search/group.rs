@@ -330,7 +330,7 @@ pub(super) fn run_in_slices(
         let slice = &batch[start..end];
         start = end;
         let ran = runner.run_raw(&sig.name, slice)?;
-        let slice_work = work::pairs_work(&ran, state.exec_timeout_ms);
+        let slice_work = work::pairs_work(&ran, state.run_limits);
         state.work_ns += slice_work;
         // The next slice doubles, but no longer than what the budget has left at this slice's work per input
         // (at least one input): runs of a few milliseconds each (a series summed to convergence) would else

@@ -2,8 +2,8 @@
 //! depends on the file and the settings, not on the load (the solver's Z3 resource units play the same part).
 //!
 //! A run costs a constant (the protocol, the worker's bookkeeping, judging it) plus a constant per operation the
-//! runtime checked on it (`RawRun::ops`, counted by `__foe_check`); a run that timed out costs its whole limit;
-//! one that ended the worker (a crash other than an access far from every mapping, `exit`, a time-out) also
+//! runtime checked on it (`RawRun::ops`, counted by `__foe_check`); a run that timed out costs its whole limit
+//! (one stopped at its operation limit, those operations); one that ended the worker (a crash other than an access far from every mapping, `exit`, a time-out) also
 //! costs a restart. A run of the shipped binaries
 //! (the confirmation sweep) costs a constant of its own. The constants are calibrated on an idle machine
 //! (`docs/figures.md`), so the work budgets end where the wall-clock budgets did; the wall clock is kept only as a
@@ -76,10 +76,37 @@ impl SearchBudget {
     }
 }
 
-/// The work of one instrumented run; `timeout_ms` is the runs' CPU-time limit.
-pub fn run_work(run: &RawRun, timeout_ms: u64) -> u64 {
+/// The limits an instrumented run ends at when it does not return: what such a run cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunLimits {
+    /// CPU time of one run, in milliseconds.
+    pub timeout_ms: u64,
+    /// Operations the runtime checks in one run before it times out (0: no limit).
+    pub op_limit: u32,
+}
+
+impl RunLimits {
+    pub fn of(cfg: &crate::config::AnalysisConfig) -> RunLimits {
+        RunLimits {
+            timeout_ms: cfg.exec_timeout_ms,
+            op_limit: cfg.exec_op_limit,
+        }
+    }
+
+    /// Whether a run that timed out with `ops` operations checked was stopped by the operation limit (the
+    /// runtime stops it at the first operation past it), not by its time.
+    pub fn stopped_by_ops(&self, ops: u64) -> bool {
+        self.op_limit != 0 && ops > u64::from(self.op_limit)
+    }
+}
+
+/// The work of one instrumented run.
+pub fn run_work(run: &RawRun, limits: RunLimits) -> u64 {
     match run.end {
-        RawEnd::TimedOut => timeout_ms.saturating_mul(1_000_000) + RESTART_NS,
+        RawEnd::TimedOut if limits.stopped_by_ops(run.ops) => {
+            RUN_NS + run.ops.saturating_mul(OP_NS) + RESTART_NS
+        }
+        RawEnd::TimedOut => limits.timeout_ms.saturating_mul(1_000_000) + RESTART_NS,
         RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_) => {
             RUN_NS + run.ops.saturating_mul(OP_NS)
         }
@@ -95,16 +122,21 @@ pub fn run_work(run: &RawRun, timeout_ms: u64) -> u64 {
 }
 
 /// The work of runs of both builds.
-pub fn pairs_work(pairs: &[RawPair], timeout_ms: u64) -> u64 {
+pub fn pairs_work(pairs: &[RawPair], limits: RunLimits) -> u64 {
     pairs
         .iter()
-        .map(|pair| run_work(&pair.p, timeout_ms) + run_work(&pair.pp, timeout_ms))
+        .map(|pair| run_work(&pair.p, limits) + run_work(&pair.pp, limits))
         .sum()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const LIMITS: RunLimits = RunLimits {
+        timeout_ms: 500,
+        op_limit: 1 << 24,
+    };
 
     fn run(end: RawEnd, ops: u64) -> RawRun {
         RawRun {
@@ -116,23 +148,29 @@ mod tests {
 
     #[test]
     fn work_grows_with_operations_and_a_time_out_costs_its_limit() {
-        let small = run_work(&run(RawEnd::Returned(0), 10), 500);
-        let large = run_work(&run(RawEnd::Returned(0), 10_000), 500);
+        let small = run_work(&run(RawEnd::Returned(0), 10), LIMITS);
+        let large = run_work(&run(RawEnd::Returned(0), 10_000), LIMITS);
         assert!(small < large);
         assert_eq!(large - small, 9_990 * OP_NS);
         // A timed-out run's operations are whatever ran before the timer: they do not count.
         assert_eq!(
-            run_work(&run(RawEnd::TimedOut, 1), 500),
-            run_work(&run(RawEnd::TimedOut, 123_456), 500)
+            run_work(&run(RawEnd::TimedOut, 1), LIMITS),
+            run_work(&run(RawEnd::TimedOut, 123_456), LIMITS)
         );
-        assert!(run_work(&run(RawEnd::TimedOut, 0), 500) >= 500_000_000);
-        assert!(run_work(&run(RawEnd::Crashed(11), 10), 500) > small);
+        assert!(run_work(&run(RawEnd::TimedOut, 0), LIMITS) >= 500_000_000);
+        // One stopped at the operation limit costs those operations, which are the same on every machine.
+        let past = (1 << 24) + 1;
+        assert_eq!(
+            run_work(&run(RawEnd::TimedOut, past), LIMITS),
+            RUN_NS + past * OP_NS + RESTART_NS
+        );
+        assert!(run_work(&run(RawEnd::Crashed(11), 10), LIMITS) > small);
         // A run that accessed an address far from every mapping ends without ending the worker: a signal, not a restart.
         let survived = RawRun {
             ended_worker: false,
             ..run(RawEnd::Crashed(11), 10)
         };
-        assert_eq!(run_work(&survived, 500), small + CRASH_NS);
+        assert_eq!(run_work(&survived, LIMITS), small + CRASH_NS);
     }
 
     #[test]

@@ -128,3 +128,17 @@ fn an_analysis_reads_its_database_once() {
     assert_eq!(report.dropped_flags, ["-fplugin=x.so"]);
     assert_eq!(loads(&db), 1);
 }
+
+#[test]
+fn a_database_named_relative_to_the_working_directory_has_its_own_directory() {
+    // `--compile-commands compile_commands.json`: the parent of a bare name is the empty path, under which no unit
+    // lies, so every unit seemed of the file's own library and another library's units were linked.
+    let (dir, db) = project(&[("a.c", "int a;")], &[("a.c", &["cc", "-c", "a.c"])]);
+    let cwd = std::env::current_dir().unwrap();
+    let mut relative: PathBuf = cwd.components().skip(1).map(|_| "..").collect();
+    relative.push(db.strip_prefix("/").unwrap());
+    assert!(relative.is_relative());
+    let loaded = CompileDb::load(&relative).unwrap();
+    assert_eq!(loaded.path(), canonical(&db));
+    assert_eq!(loaded.path().parent(), Some(canonical(dir.path()).as_path()));
+}

@@ -470,6 +470,8 @@ fn check_part(
         ?verdict,
         reals_only,
         fixed = fixed.len(),
+        underflow,
+        params = part.params.len(),
         "real query part"
     );
     if verdict == Verdict::Unknown && tracing::enabled!(target: GAVE_UP, tracing::Level::TRACE) {

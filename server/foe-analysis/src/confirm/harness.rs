@@ -164,8 +164,9 @@ pub struct Harness {
     pub(super) binaries: HashMap<Probe, Result<PathBuf, String>>,
     /// The units' objects per compile flags (`Err` when one of them does not compile).
     unit_objects: HashMap<Vec<String>, Result<Vec<PathBuf>, String>>,
-    /// The analysed file's objects per compile flags: probes that differ only at the link share one.
-    objects: Mutex<HashMap<Vec<String>, PathBuf>>,
+    /// The analysed file's objects per compile flags, shared with the siblings: probes that differ only at the
+    /// link share one.
+    objects: reuse::SharedObjects,
     /// The stubs an earlier link needed (names, object): linked into every later binary from the start.
     stubs: Mutex<Option<(Vec<String>, PathBuf)>>,
     /// What no file of the project and not the C library defines ([`crate::project::Linked::unresolved`]):
@@ -213,7 +214,7 @@ impl Harness {
             driver: None,
             binaries: HashMap::new(),
             unit_objects: HashMap::new(),
-            objects: Mutex::new(HashMap::new()),
+            objects: reuse::SharedObjects::default(),
             stubs: Mutex::new(None),
             expected_stubs: Vec::new(),
             stubbed: Default::default(),
@@ -272,6 +273,7 @@ impl Harness {
         other.beyond_cap = self.beyond_cap.clone();
         other.expected_stubs = self.expected_stubs.clone();
         other.same = self.same.clone();
+        other.objects = self.objects.clone();
         other
     }
 
@@ -522,7 +524,8 @@ impl Harness {
         }
     }
 
-    /// The analysed file's object for `compile_flags`: built by an earlier probe with the same flags, or now.
+    /// The analysed file's object for `compile_flags`: built by an earlier probe with the same flags (of this
+    /// harness or a sibling), or now.
     fn object(
         &self,
         dir: &Path,
@@ -530,14 +533,19 @@ impl Harness {
         compile_flags: &[String],
         name: &str,
     ) -> Result<PathBuf, String> {
-        let known = self
-            .objects
-            .lock()
-            .ok()
-            .and_then(|o| o.get(compile_flags).cloned());
-        if let Some(obj) = known {
-            return Ok(obj);
-        }
+        self.objects.get_or_compile(compile_flags, || {
+            self.compile_object(dir, source, compile_flags, name)
+        })
+    }
+
+    /// Compiles the analysed file's object for `compile_flags` into `dir`.
+    fn compile_object(
+        &self,
+        dir: &Path,
+        source: &str,
+        compile_flags: &[String],
+        name: &str,
+    ) -> Result<PathBuf, String> {
         let obj = dir.join(format!("{name}.o"));
         // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
         let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
@@ -554,9 +562,6 @@ impl Harness {
         flags.extend(self.config.extra_flags.iter().cloned());
         flags.extend(compile_flags.iter().cloned());
         build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
-        if let Ok(mut objects) = self.objects.lock() {
-            objects.insert(compile_flags.to_vec(), obj.clone());
-        }
         Ok(obj)
     }
 

@@ -165,8 +165,12 @@ pub struct Modelled {
     /// Whether a bound other than loop unrolling (steps, queries, paths, inlining depth, the deadline) left
     /// paths unexplored.
     pub cut_short: bool,
-    /// Whether the deadline stopped exploration.
+    /// Whether its work budget stopped exploration.
+    pub out_of_work: bool,
+    /// Whether the wall-clock safety net stopped exploration.
     pub out_of_time: bool,
+    /// The terms its exploration made.
+    pub terms: u64,
     /// Other paths that ended early, by reason (`a call to `gsl_error``): what they did before is modelled.
     pub path_stops: BTreeMap<String, usize>,
     /// The explored paths with their outputs (the plain build only; empty for the fast-math build).
@@ -224,6 +228,16 @@ pub struct PathOutputs {
     pub end: PathEnd,
 }
 
+/// Where modelling one function stops, besides its step, path and query bounds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ModelLimits {
+    /// The terms its exploration may make ([`crate::sym::terms_made`]): its work, the same on every machine and
+    /// load, so that where it stops depends on the text and the budget alone.
+    pub terms: Option<u64>,
+    /// The wall-clock safety net.
+    pub deadline: Option<std::time::Instant>,
+}
+
 /// Both builds of a function modelled over the same inputs.
 #[derive(Debug, Clone)]
 pub struct ModelledPair {
@@ -239,7 +253,9 @@ pub struct ModelledPair {
     pub symbolic_index_stops: usize,
     /// Whether either build's exploration was cut short by a bound other than loop unrolling.
     pub cut_short: bool,
-    /// Whether the deadline stopped either build's exploration.
+    /// Whether the work budget stopped either build's exploration.
+    pub out_of_work: bool,
+    /// Whether the wall-clock safety net stopped either build's exploration.
     pub out_of_time: bool,
     /// Paths of either build that ended early, by reason (calls foe does not run, values it cannot follow).
     pub path_stops: BTreeMap<String, usize>,
@@ -254,14 +270,17 @@ pub fn model_pair(
     pp_module: &Module<'_>,
     sig: &FunctionSignature,
     cfg: &AnalysisConfig,
-    deadline: Option<std::time::Instant>,
+    limits: ModelLimits,
 ) -> Result<ModelledPair, ModelError> {
     let pointees = PointeeTable::shared(sig.params.len() as u32);
-    // The plain build gets the first half of the time; the fast-math build the rest.
-    let half = deadline.map(|d| {
-        let now = std::time::Instant::now();
-        now + d.saturating_duration_since(now) / 2
-    });
+    // The plain build gets half of the work and time; the fast-math build the rest.
+    let half = ModelLimits {
+        terms: limits.terms.map(|t| t / 2),
+        deadline: limits.deadline.map(|d| {
+            let now = std::time::Instant::now();
+            now + d.saturating_duration_since(now) / 2
+        }),
+    };
     let in_build = |build| {
         move |error| ModelError::InBuild {
             build,
@@ -270,7 +289,11 @@ pub fn model_pair(
     };
     let p = model_function(p_module, sig, Build::P, cfg, &pointees, half)
         .map_err(in_build(Build::P))?;
-    let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees, deadline)
+    let rest = ModelLimits {
+        terms: limits.terms.map(|t| t.saturating_sub(p.terms)),
+        ..limits
+    };
+    let pp = model_function(pp_module, sig, Build::PPrime, cfg, &pointees, rest)
         .map_err(in_build(Build::PPrime))?;
     let table = pointees.borrow();
     let mut path_stops = p.path_stops;
@@ -286,6 +309,7 @@ pub fn model_pair(
         unmodelled_reads: table.unmodelled.iter().cloned().collect(),
         symbolic_index_stops: p.symbolic_index_stops + pp.symbolic_index_stops,
         cut_short: p.cut_short || pp.cut_short,
+        out_of_work: p.out_of_work || pp.out_of_work,
         out_of_time: p.out_of_time || pp.out_of_time,
         p_outputs: p.outputs,
     })
@@ -324,7 +348,7 @@ pub fn model_function(
     build: Build,
     cfg: &AnalysisConfig,
     pointees: &Pointees,
-    deadline: Option<std::time::Instant>,
+    limits: ModelLimits,
 ) -> Result<Modelled, ModelError> {
     let function = llvm::function(module, &sig.name).ok_or_else(|| ModelError::NotInBuild {
         function: sig.name.clone(),
@@ -344,13 +368,21 @@ pub fn model_function(
         cfg.max_paths,
         pointees.clone(),
     );
-    executor.deadline = deadline;
+    executor.limits = limits;
+    executor.terms_start = crate::sym::terms_made();
+    let started = std::time::Instant::now();
     executor.run(function, sig)?;
+    let terms = crate::sym::terms_made() - executor.terms_start;
     tracing::debug!(
         function = %sig.name,
         build = build.label(),
         queries = executor.queries.len(),
         truncated = executor.truncated,
+        steps = executor.steps,
+        terms,
+        out_of_work = executor.out_of_work,
+        out_of_time = executor.out_of_time,
+        ms = started.elapsed().as_millis() as u64,
         "modelled"
     );
     Ok(Modelled {
@@ -358,7 +390,9 @@ pub fn model_function(
         cancellations: executor.cancellations,
         symbolic_index_stops: executor.symbolic_index_stops,
         cut_short: executor.cut_short,
+        out_of_work: executor.out_of_work,
         out_of_time: executor.out_of_time,
+        terms,
         path_stops: executor.path_stops,
         outputs: executor.outputs,
     })

@@ -28,7 +28,7 @@ fn modelled_with(source: &str, function: &str, cfg: &AnalysisConfig) -> Modelled
         .unwrap_or_else(|| panic!("no function {function}"));
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, cfg, None).expect("model")
+    model_pair(&p, &pp, &sig, cfg, Default::default()).expect("model")
 }
 
 fn exact_at(pair: &ModelledPair, input: &[ArgValue]) -> Exact {

@@ -51,7 +51,7 @@ pub(super) struct Executor<'m> {
     unroll_limit: u32,
     max_paths: usize,
     paths_started: usize,
-    steps: usize,
+    pub(super) steps: usize,
     pub(super) queries: Vec<Query>,
     /// Where the plain build's additions and subtractions cancel ([`fp_ops`]), at most
     /// [`CANCELLATION_PATHS`] paths per operation.
@@ -64,9 +64,13 @@ pub(super) struct Executor<'m> {
     /// Whether a bound other than loop unrolling stopped exploration (steps, queries, paths, inlining depth, the
     /// deadline): some paths of the function were not modelled.
     pub(super) cut_short: bool,
-    /// When exploration must stop (the function's time budget for modelling).
-    pub(super) deadline: Option<std::time::Instant>,
-    /// Whether the deadline stopped exploration.
+    /// When exploration must stop: the terms it may make ([`crate::sym::terms_made`], counted from
+    /// `terms_start`: the same on every run of the text) and the wall-clock safety net.
+    pub(super) limits: super::ModelLimits,
+    pub(super) terms_start: u64,
+    /// Whether its work (the terms it made) stopped exploration.
+    pub(super) out_of_work: bool,
+    /// Whether the wall-clock safety net stopped exploration.
     pub(super) out_of_time: bool,
     /// Paths that stopped at an address with a symbolic index.
     pub(super) symbolic_index_stops: usize,
@@ -108,7 +112,9 @@ impl<'m> Executor<'m> {
             },
             truncated: false,
             cut_short: false,
-            deadline: None,
+            limits: super::ModelLimits::default(),
+            terms_start: crate::sym::terms_made(),
+            out_of_work: false,
             out_of_time: false,
             symbolic_index_stops: 0,
             path_stops: BTreeMap::new(),
@@ -152,16 +158,27 @@ impl<'m> Executor<'m> {
         Ok(())
     }
 
-    /// Whether exploration must stop: the step or query budget is spent, or (looked at every 256 steps) the
-    /// deadline has passed. Sets the flags that say why.
+    /// Whether exploration must stop: the step, query or work budget is spent, or (looked at every 256 steps) the
+    /// safety net has passed. Sets the flags that say why.
     fn out_of_budget(&mut self) -> bool {
         if self.steps >= MAX_STEPS || self.queries.len() >= MAX_QUERIES {
             self.truncated = true;
             self.cut_short = true;
             return true;
         }
+        if self
+            .limits
+            .terms
+            .is_some_and(|t| crate::sym::terms_made() - self.terms_start >= t)
+        {
+            self.truncated = true;
+            self.cut_short = true;
+            self.out_of_work = true;
+            return true;
+        }
         if self.steps.is_multiple_of(256)
             && self
+                .limits
                 .deadline
                 .is_some_and(|d| std::time::Instant::now() >= d)
         {

@@ -3,8 +3,8 @@
 //! Over 800 lines on purpose: a test file of 29 short cases that share one set of compile-and-model helpers.
 
 use super::{
-    model_function, model_pair, prepare_for_modelling, ModelError, ModelledPair, PointeeTable,
-    Query,
+    model_function, model_pair, prepare_for_modelling, ModelError, ModelLimits, ModelledPair,
+    PointeeTable, Query,
 };
 use crate::config::AnalysisConfig;
 use crate::domain::{Bound, Domain, ParamRange};
@@ -75,7 +75,7 @@ fn model_build(
     let module = parse_module(&ctx, ll, "m").expect("parse");
     prepare_for_modelling(&module, b).expect("prepare");
     let pointees = PointeeTable::shared(sig.params.len() as u32);
-    model_function(&module, &sig, b, cfg, &pointees, None).map(|m| m.queries)
+    model_function(&module, &sig, b, cfg, &pointees, Default::default()).map(|m| m.queries)
 }
 
 /// Both builds of `function` modelled together, as the pipeline does.
@@ -90,7 +90,50 @@ pub(super) fn model_both(
     let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, cfg, None)
+    model_pair(&p, &pp, &sig, cfg, Default::default())
+}
+
+/// Both builds of `function` modelled within `limits`.
+fn model_both_within(built: &Built, function: &str, limits: ModelLimits) -> ModelledPair {
+    let ctx = Context::create();
+    let sig = signature(&ctx, &built.ll_p, function);
+    let p = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
+    let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
+    prepare_for_modelling(&p, Build::P).expect("prepare P");
+    prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
+    model_pair(&p, &pp, &sig, &AnalysisConfig::default(), limits).expect("model")
+}
+
+/// Modelling stops at its work, the terms it makes: at the same query on every run however long it took, and
+/// further with more work. (Its wall clock was the bound before, so a loaded machine modelled fewer paths.)
+#[test]
+fn modelling_stops_at_its_work_the_same_on_every_run() {
+    let src = "double f(double x, int n) {\n  double s = 0;\n  for (int i = 0; i < n; i++) {\n    \
+               if (x > i) s += x * x / (i + 1); else s -= x / (i + 2);\n  }\n  return s;\n}\n";
+    let built = build(src);
+    let whole = model_both_within(&built, "f", ModelLimits::default());
+    assert!(!whole.out_of_work);
+    let total = whole.p.len() + whole.pp.len();
+    let small = ModelLimits {
+        terms: Some(400),
+        deadline: None,
+    };
+    let a = model_both_within(&built, "f", small);
+    let b = model_both_within(&built, "f", small);
+    assert!(a.out_of_work && a.cut_short);
+    assert_eq!(a.p.len(), b.p.len());
+    assert_eq!(a.pp.len(), b.pp.len());
+    let fp = |qs: &[Query]| {
+        qs.iter()
+            .map(|q| q.formula.fingerprint())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(fp(&a.p), fp(&b.p));
+    assert!(
+        a.p.len() + a.pp.len() < total,
+        "{} of {total}",
+        a.p.len() + a.pp.len()
+    );
 }
 
 /// P's subtractions and comparisons give cancellation queries (its multiplications do not, nor does P'); their

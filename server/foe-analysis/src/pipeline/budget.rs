@@ -9,6 +9,7 @@
 //! an incremental analysis equals a fresh one). Within its share, the solve counts work, not time (Z3 resource
 //! units), and so does the search ([`crate::search::work`]), both in milliseconds of an idle machine, so where
 //! they stop does not depend on the load; their wall-clock deadlines are safety nets at a multiple of the work.
+//! Modelling counts the terms it makes.
 //! (A wall-clock net at the end of the file's budget was tried, 2026-11-27, and withdrawn: where the budget binds
 //! it made a fresh analysis cut functions an edited session takes from its cache, `lsp_one_truth.rs`.)
 
@@ -17,7 +18,7 @@ use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
 use std::time::{Duration, Instant};
 
 /// The budgets of one analysis: the share of each of its functions, split between the phases (modelling a
-/// wall-clock quarter as a safety net, solving up to three quarters of the work, the search what the solve left).
+/// quarter of it in terms made, solving up to three quarters of the work, the search what the solve left).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Budget {
     /// Each function's share, in milliseconds of an idle machine.
@@ -28,11 +29,19 @@ pub(super) struct Budget {
 /// and the shipped binaries, confirming (measured on the corpus, 2026-11-26: 1.5-3 s of a 30 s file).
 const FILE_RESERVE: f64 = 0.1;
 /// Share of a function's budget the solve may use (modelling takes milliseconds on all but pathological
-/// functions, and its wall clock is a safety net only).
+/// functions).
 const SOLVE_SHARE: f64 = 0.75;
-/// Modelling's wall-clock safety net: this share of the function's budget, at least [`MODEL_FLOOR`].
+/// Modelling's work: this share of the function's budget, at least [`MODEL_FLOOR`], counted in the terms it makes
+/// at [`TERMS_PER_MS`] (the same on every machine and load).
 const MODEL_SHARE: f64 = 0.25;
 const MODEL_FLOOR: Duration = Duration::from_millis(250);
+/// Terms modelling makes per millisecond of an idle machine (measured, 2026-11-27: 570-1080 per ms over the
+/// functions of six corpus files that took 10 ms or more, on a machine slower than usual; the number of
+/// steps per ms varied ten times as much).
+const TERMS_PER_MS: u64 = 1_000;
+/// Modelling's wall-clock safety net is this many times its work (plus [`MODEL_SAFETY_MARGIN`]).
+const MODEL_SAFETY_FACTOR: u32 = 3;
+const MODEL_SAFETY_MARGIN: Duration = Duration::from_millis(250);
 /// The least solver work a function gets however many functions share the file's budget.
 const SOLVE_FLOOR_MS: u64 = 20;
 /// The least search work a function gets: its first inputs run, then it is `partial` for the budget (a file of
@@ -61,10 +70,16 @@ impl Budget {
         self.share_ms
     }
 
-    /// Modelling's wall-clock safety net for a function starting now.
-    pub(super) fn model_deadline(&self) -> Instant {
-        let share = Duration::from_millis(self.share_ms).mul_f64(MODEL_SHARE);
-        Instant::now() + share.max(MODEL_FLOOR)
+    /// Modelling's limits for a function starting now: its work (terms made, deterministic) and the wall-clock
+    /// safety net.
+    pub(super) fn model_limits(&self) -> crate::model::ModelLimits {
+        let share = Duration::from_millis(self.share_ms)
+            .mul_f64(MODEL_SHARE)
+            .max(MODEL_FLOOR);
+        crate::model::ModelLimits {
+            terms: Some(share.as_millis() as u64 * TERMS_PER_MS),
+            deadline: Some(Instant::now() + share * MODEL_SAFETY_FACTOR + MODEL_SAFETY_MARGIN),
+        }
     }
 
     /// The solve's work budget of a function, in milliseconds of budget (Z3 resource units, deterministic).

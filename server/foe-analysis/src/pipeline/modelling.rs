@@ -36,13 +36,16 @@ pub(super) fn model_functions<'ctx>(
     for item in to_model {
         cancel.check()?;
         let began = Instant::now();
-        let deadline = match config.quick {
+        let limits = match config.quick {
             // A first look models only to learn the inputs (the values read through pointers).
-            true => Instant::now() + QUICK_MODEL,
-            false => budget.model_deadline(),
+            true => model::ModelLimits {
+                terms: None,
+                deadline: Some(Instant::now() + QUICK_MODEL),
+            },
+            false => budget.model_limits(),
         };
         let sig = &item.info.signature;
-        match model::model_pair(p_module, pp_module, sig, config, Some(deadline)) {
+        match model::model_pair(p_module, pp_module, sig, config, limits) {
             Ok(modelled) => {
                 // A first look's notes would describe the cut it makes on purpose.
                 let notes = match config.quick {
@@ -114,8 +117,14 @@ fn modelling_notes(modelled: &ModelledPair) -> Vec<Note> {
     if modelled.out_of_time {
         notes.push(Note::cut(
             ReasonCode::Clock,
-            "modelling ran out of its time; later paths are not modelled (another run may model more or fewer)"
+            "modelling was stopped by the clock before its work budget ran out; later paths are not modelled \
+             (another run may model more or fewer)"
                 .to_string(),
+        ));
+    } else if modelled.out_of_work {
+        notes.push(Note::cut(
+            ReasonCode::Budget,
+            "modelling ran out of its work budget; later paths are not modelled".to_string(),
         ));
     } else if modelled.cut_short {
         notes.push(Note::cut(

@@ -198,7 +198,7 @@ fn with_pointee_inputs<'ctx>(
     {
         return sig;
     }
-    match model::model_pair(&p_module, &pp_module, &sig, config, None) {
+    match model::model_pair(&p_module, &pp_module, &sig, config, Default::default()) {
         Ok(modelled) => modelled.signature,
         Err(_) => sig,
     }

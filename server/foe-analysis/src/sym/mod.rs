@@ -430,7 +430,18 @@ fn children_of(kind: &Kind) -> Vec<&Expr> {
 }
 
 // ---------------------------------------------------------------------------------------------------------
+thread_local! {
+    /// Terms made on this thread so far: the work of building them, the same on every run of the same text.
+    static TERMS_MADE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many terms this thread has made so far (a deterministic measure of the work of modelling).
+pub fn terms_made() -> u64 {
+    TERMS_MADE.with(|n| n.get())
+}
+
 fn mk(kind: Kind) -> Expr {
+    TERMS_MADE.with(|n| n.set(n.get() + 1));
     let sort = sort_of(&kind);
     let fingerprint = fingerprint_of(&kind);
     Expr(Arc::new(Node {

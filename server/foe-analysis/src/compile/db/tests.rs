@@ -140,5 +140,8 @@ fn a_database_named_relative_to_the_working_directory_has_its_own_directory() {
     assert!(relative.is_relative());
     let loaded = CompileDb::load(&relative).unwrap();
     assert_eq!(loaded.path(), canonical(&db));
-    assert_eq!(loaded.path().parent(), Some(canonical(dir.path()).as_path()));
+    assert_eq!(
+        loaded.path().parent(),
+        Some(canonical(dir.path()).as_path())
+    );
 }

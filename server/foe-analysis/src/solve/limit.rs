@@ -16,7 +16,8 @@
 //! `Z3_interrupt` on the context of a query that passes its deadline instead. An interrupted context stays
 //! cancelled, so the worker continues in a fresh one; it does so after every query Z3 gave up on, so that which
 //! context a query runs in (its terms' ids order Z3's rewriting) does not depend on which net stopped a query.
-//! A query the net stopped counts its whole budget as spent, as if its units had run out.
+//! A query the net stopped counts its whole budget as spent and gives up, as if its units had run out, even when
+//! Z3 answered before it noticed the interrupt.
 //!
 //! An interrupt can leave nlsat's heap corrupt (Z3 5.4.1 then aborts in `nlsat::solver::~solver`): before it
 //! interrupts a query the watchdog writes the query's label to standard error ([`INTERRUPTING`]), so that the
@@ -185,6 +186,9 @@ impl Limiter<'_> {
         let took = started.elapsed();
         let cpu_took = cpu_deadline.and_then(|(clock, at)| Some(clock.now()? + cpu - at));
         let stopped = self.take_slot().is_some_and(|s| s.fired);
+        // A query the net stopped gives up, whatever Z3 answered: it heeds the interrupt up to a few hundred
+        // milliseconds late, and an answer it gave meanwhile would depend on when it looked.
+        let result = if stopped { SatResult::Unknown } else { result };
         if stopped {
             tracing::debug!(budget_ms, ?took, "query stopped by the time safety net");
             if let Some((dir, text)) = dump {

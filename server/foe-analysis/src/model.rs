@@ -369,7 +369,6 @@ pub fn model_function(
         pointees.clone(),
     );
     executor.limits = limits;
-    executor.terms_start = crate::sym::terms_made();
     let started = std::time::Instant::now();
     executor.run(function, sig)?;
     let terms = crate::sym::terms_made() - executor.terms_start;

@@ -525,7 +525,7 @@ impl Harness {
     }
 
     /// The analysed file's object for `compile_flags`: built by an earlier probe with the same flags (of this
-    /// harness or a sibling), or now.
+    /// harness or a sibling), or now, into `dir`.
     fn object(
         &self,
         dir: &Path,
@@ -534,35 +534,24 @@ impl Harness {
         name: &str,
     ) -> Result<PathBuf, String> {
         self.objects.get_or_compile(compile_flags, || {
-            self.compile_object(dir, source, compile_flags, name)
+            let obj = dir.join(format!("{name}.o"));
+            // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
+            let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
+            let cwd = file
+                .parent()
+                .filter(|d| d.is_dir())
+                .map(Path::to_path_buf)
+                .unwrap_or_else(std::env::temp_dir);
+            let mut flags = Vec::new();
+            if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+                flags.push("-iquote".to_string());
+                flags.push(parent.display().to_string());
+            }
+            flags.extend(self.config.extra_flags.iter().cloned());
+            flags.extend(compile_flags.iter().cloned());
+            build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
+            Ok(obj)
         })
-    }
-
-    /// Compiles the analysed file's object for `compile_flags` into `dir`.
-    fn compile_object(
-        &self,
-        dir: &Path,
-        source: &str,
-        compile_flags: &[String],
-        name: &str,
-    ) -> Result<PathBuf, String> {
-        let obj = dir.join(format!("{name}.o"));
-        // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
-        let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
-        let cwd = file
-            .parent()
-            .filter(|d| d.is_dir())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(std::env::temp_dir);
-        let mut flags = Vec::new();
-        if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-            flags.push("-iquote".to_string());
-            flags.push(parent.display().to_string());
-        }
-        flags.extend(self.config.extra_flags.iter().cloned());
-        flags.extend(compile_flags.iter().cloned());
-        build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
-        Ok(obj)
     }
 
     /// Builds one probe's binary: the file's object, the driver, the units (`None` when they could not be

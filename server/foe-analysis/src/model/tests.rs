@@ -84,24 +84,23 @@ pub(super) fn model_both(
     function: &str,
     cfg: &AnalysisConfig,
 ) -> Result<ModelledPair, ModelError> {
-    let ctx = Context::create();
-    let sig = signature(&ctx, &built.ll_p, function);
-    let p = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
-    let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
-    prepare_for_modelling(&p, Build::P).expect("prepare P");
-    prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, cfg, Default::default())
+    model_both_within(built, function, cfg, ModelLimits::default())
 }
 
 /// Both builds of `function` modelled within `limits`.
-fn model_both_within(built: &Built, function: &str, limits: ModelLimits) -> ModelledPair {
+fn model_both_within(
+    built: &Built,
+    function: &str,
+    cfg: &AnalysisConfig,
+    limits: ModelLimits,
+) -> Result<ModelledPair, ModelError> {
     let ctx = Context::create();
     let sig = signature(&ctx, &built.ll_p, function);
     let p = parse_module(&ctx, &built.ll_p, "p").expect("parse P");
     let pp = parse_module(&ctx, &built.ll_pp, "pp").expect("parse P'");
     prepare_for_modelling(&p, Build::P).expect("prepare P");
     prepare_for_modelling(&pp, Build::PPrime).expect("prepare P'");
-    model_pair(&p, &pp, &sig, &AnalysisConfig::default(), limits).expect("model")
+    model_pair(&p, &pp, &sig, cfg, limits)
 }
 
 /// Modelling stops at its work, the terms it makes: at the same query on every run however long it took, and
@@ -111,15 +110,16 @@ fn modelling_stops_at_its_work_the_same_on_every_run() {
     let src = "double f(double x, int n) {\n  double s = 0;\n  for (int i = 0; i < n; i++) {\n    \
                if (x > i) s += x * x / (i + 1); else s -= x / (i + 2);\n  }\n  return s;\n}\n";
     let built = build(src);
-    let whole = model_both_within(&built, "f", ModelLimits::default());
+    let cfg = AnalysisConfig::default();
+    let whole = model_both(&built, "f", &cfg).expect("model");
     assert!(!whole.out_of_work);
     let total = whole.p.len() + whole.pp.len();
     let small = ModelLimits {
         terms: Some(400),
         deadline: None,
     };
-    let a = model_both_within(&built, "f", small);
-    let b = model_both_within(&built, "f", small);
+    let a = model_both_within(&built, "f", &cfg, small).expect("model");
+    let b = model_both_within(&built, "f", &cfg, small).expect("model");
     assert!(a.out_of_work && a.cut_short);
     assert_eq!(a.p.len(), b.p.len());
     assert_eq!(a.pp.len(), b.pp.len());

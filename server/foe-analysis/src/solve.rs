@@ -441,26 +441,36 @@ impl SolveRun<'_> {
                 return RealResult::gave_up();
             }
             limiter.label(jobs[i].formula.fingerprint());
+            let seeded = |found: seeds::Found| {
+                if !found.holds {
+                    crossings.lock().expect("not poisoned").insert(i);
+                }
+                RealResult {
+                    verdict: Verdict::Sat,
+                    input: Some(found.input),
+                    misses: !found.holds,
+                    concretisable: false,
+                }
+            };
             if cfg.seed_inputs {
                 if let Some(found) = seeds.find(&jobs[i].formula) {
-                    if !found.holds {
-                        crossings.lock().expect("not poisoned").insert(i);
-                    }
-                    return RealResult {
-                        verdict: Verdict::Sat,
-                        input: Some(found.input),
-                        misses: !found.holds,
-                        concretisable: false,
-                    };
+                    return seeded(found);
                 }
             }
-            if interval::refutes(&jobs[i].formula, sig, domain) {
+            let Some(open) = interval::refute(&jobs[i].formula, sig, domain) else {
                 return RealResult {
                     verdict: Verdict::Unsat,
                     input: None,
                     misses: false,
                     concretisable: false,
                 };
+            };
+            // The boxes refutation left open, bisected finest where it came closest, hold crossings the ladder
+            // steps over.
+            if cfg.seed_inputs {
+                if let Some(found) = seeds.find_crossing_in(&jobs[i].formula, &open) {
+                    return seeded(found);
+                }
             }
             solve_real(
                 sig,

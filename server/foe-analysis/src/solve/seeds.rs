@@ -19,6 +19,7 @@
 //! gets the same input on every run.
 
 use super::check::{ieee_arith, Evaluator};
+use super::interval;
 use crate::domain::Domain;
 use crate::round::{from_ordered_f32, from_ordered_f64, ordered_f32, ordered_f64};
 use crate::sym::{ArithOp, Expr, Kind, Site, SiteOp};
@@ -120,8 +121,43 @@ impl<'a> Seeds<'a> {
         } else if let Some(input) = self.witness(&mentioned, &mut eval) {
             return Some(Found { input, holds: true });
         }
-        let input = self.crossing(formula, &mentioned, &mut eval)?;
+        self.found_crossing(formula, &mentioned, &[], &mut eval)
+    }
+
+    /// As [`find`](Self::find)'s crossing, with the ladder's points on the float parameter's line joined by the
+    /// ends and quarters of `boxes` (where interval refutation left the formula open, bisected finer where it came
+    /// closest): a root between two ladder inputs that take the formula's path, such as a series' zero between 4
+    /// and 10.7.
+    pub(super) fn find_crossing_in(&self, formula: &Expr, boxes: &[interval::Box]) -> Option<Found> {
+        let mentioned = self.mentioned(formula);
+        let floats = self.floats(&mentioned);
+        let [j] = floats.as_slice() else {
+            return None;
+        };
+        // Each box's ends and the quarters between them (in floats, as the boxes were halved).
+        let points: Vec<f64> = boxes
+            .iter()
+            .filter_map(|b| *b.get(*j)?)
+            .flat_map(|(lo, hi)| {
+                let (l, h) = (i128::from(ordered_f64(lo)), i128::from(ordered_f64(hi)));
+                (0..=4).map(move |k| from_ordered_f64((l + (h - l) * k / 4) as i64))
+            })
+            .filter(|v| v.is_finite())
+            .collect();
+        self.found_crossing(formula, &mentioned, &points, &mut Evaluator::new(formula))
+    }
+
+    /// The crossing as a found input, unless it is the edge of an underflow region.
+    fn found_crossing(
+        &self,
+        formula: &Expr,
+        mentioned: &[usize],
+        extra: &[f64],
+        eval: &mut Evaluator,
+    ) -> Option<Found> {
+        let input = self.crossing(formula, mentioned, extra, eval)?;
         let holds = eval.holds(&input.0) == Some(true);
+        let underflow = asked(formula).is_some_and(|(kind, ..)| kind == ExceptionKind::Underflow);
         if underflow && holds {
             // The sign change of a product at zero: the edge of an underflow region, left to Z3 as above.
             return None;
@@ -190,7 +226,13 @@ impl<'a> Seeds<'a> {
 
     /// The last float before the formula's operation crosses a threshold, along the lines through the ladder,
     /// on inputs that take the formula's path.
-    fn crossing(&self, formula: &Expr, mentioned: &[usize], eval: &mut Evaluator) -> Option<Input> {
+    fn crossing(
+        &self,
+        formula: &Expr,
+        mentioned: &[usize],
+        extra: &[f64],
+        eval: &mut Evaluator,
+    ) -> Option<Input> {
         let (kind, site, path) = asked(formula)?;
         let class = |eval: &mut Evaluator, x: &Input| -> Option<i8> {
             eval.evaluate(&x.0);
@@ -224,6 +266,7 @@ impl<'a> Seeds<'a> {
                 .inputs
                 .iter()
                 .filter_map(|x| line.position(x))
+                .chain(extra.iter().copied().filter(|_| matches!(line, Line::Axis(..))))
                 .collect();
             points.sort_by(|a, b| a.total_cmp(b));
             points.dedup();
@@ -647,6 +690,34 @@ mod tests {
         assert_eq!(
             found.holds,
             super::super::check::holds(&formula, &found.input.0) == Some(true)
+        );
+    }
+
+    /// Two roots between neighbouring ladder inputs ((x - 4.5)·(x - 5), positive at 2.67 and at 10.7) are
+    /// missed by the ladder and found among the ends of the boxes interval refutation leaves open.
+    #[test]
+    fn roots_between_ladder_inputs_are_found_among_the_open_boxes() {
+        let sig = sig(1);
+        let d = FloatFormat::Double;
+        let x = param(0, VarType::Float(d));
+        let square = sym::arith(ArithOp::Mul, d, x.clone(), x.clone());
+        let linear = sym::arith(ArithOp::Mul, d, sym::real_f64(9.5), x);
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Add),
+            fmt: d,
+            args: vec![sym::arith(ArithOp::Sub, d, square, linear), sym::real_f64(22.5)],
+        };
+        let formula = sym::exception(ExceptionKind::Underflow, site);
+        let seeds = Seeds::new(&sig, None);
+        assert!(seeds.find(&formula).is_none(), "the ladder steps over both roots");
+        let open = interval::refute(&formula, &sig, None).expect("not refuted: it holds near the roots");
+        let found = seeds.find_crossing_in(&formula, &open).expect("a crossing");
+        let ArgValue::F64(v) = found.input.0[0] else {
+            unreachable!()
+        };
+        assert!(
+            (v - 4.5).abs() < 1e-12 || (v - 5.0).abs() < 1e-12,
+            "{v} is not next to a root"
         );
     }
 

@@ -219,3 +219,45 @@ fn elementary_functions_are_bounded_by_their_ranges() {
     assert!(!refutes(&root, &sig(1), Some(&domain(0.0, 16.0))));
     assert!(!refutes(&root, &sig(1), Some(&domain(-1.0, 4.0))));
 }
+
+/// An underflow of `x·x - 2·x + c` in `[-10, 10]` (an addition whose operands are a product and a difference).
+fn quadratic_underflows(c: f64) -> Expr {
+    let d = FloatFormat::Double;
+    let square = sym::arith(ArithOp::Mul, d, x(), x());
+    let twice = sym::arith(ArithOp::Mul, d, sym::real_i(2), x());
+    let difference = sym::arith(ArithOp::Sub, d, square, twice);
+    let site = sym::Site {
+        op: sym::SiteOp::Arith(ArithOp::Add),
+        fmt: d,
+        args: vec![difference, sym::real_f64(c)],
+    };
+    sym::exception(crate::types::ExceptionKind::Underflow, site)
+}
+
+/// `(x - 1)² + 1` written as `x·x - 2·x + 2` is at least 1, but the box's interval of it spans zero (the terms'
+/// spreads add up): halves of the box show it, down to pieces where the spread is small. `(x - 1)²`, which is
+/// tiny next to 1, is not refuted however often the box is halved.
+#[test]
+fn a_box_is_halved_until_its_pieces_refute_the_formula() {
+    let bounded_away = quadratic_underflows(2.0);
+    let whole = |f: &Expr| {
+        let b: Box = vec![Some((-10.0, 10.0))];
+        eval(f, &b, &mut sym::FingerprintMap::default())
+    };
+    assert_eq!(whole(&bounded_away), Abs::Bool(Truth::Unknown));
+    assert!(refutes(&bounded_away, &sig(1), Some(&domain(-10.0, 10.0))));
+    let touches_zero = quadratic_underflows(1.0);
+    assert!(!refutes(&touches_zero, &sig(1), Some(&domain(-10.0, 10.0))));
+}
+
+/// An interval is halved in floats (its binades first), and one with an end at zero not among the subnormals.
+#[test]
+fn intervals_are_halved_in_floats() {
+    let upper = |lo: f64, hi: f64| bisect(&vec![Some((lo, hi))], &[0]).unwrap().0[0].unwrap().1;
+    assert!((1.0..2.0).contains(&upper(0.0, f64::MAX)));
+    assert_eq!(upper(-10.0, 10.0), 0.0);
+    assert!((4e4..7e4).contains(&upper(3.0, 1e9)), "{}", upper(3.0, 1e9));
+    assert!((4.0..5.0).contains(&upper(4.0, 5.0)));
+    assert_eq!(upper(0.0, 8.0), 8.0 / 1048576.0);
+    assert!(bisect(&vec![Some((1.0, 1.0))], &[0]).is_none());
+}

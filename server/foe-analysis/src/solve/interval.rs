@@ -72,7 +72,7 @@ pub(super) fn refute(
         if eval(formula, &b, &mut memo) == Abs::Bool(Truth::False) {
             continue;
         }
-        let halves = (bisections < MAX_BISECTIONS)
+        let halves = (bisections < MAX_BISECTIONS && mentioned.len() == 1)
             .then(|| bisect(&b, &mentioned))
             .flatten();
         let Some((below, above)) = halves else {
@@ -96,7 +96,9 @@ pub(super) fn refute(
 /// Bisections of the box a refutation may make: a box the formula may hold somewhere in is split in two and each
 /// half tried again, depth first. Intervals over-approximate a polynomial by the spread of its terms, which halving
 /// the box shrinks: the corpus's refutations took up to 14 (Cephes `dawsn`'s series, where nlsat gave up on eleven
-/// underflow queries after 100-250 ms each). A formula that holds somewhere costs this many evaluations.
+/// underflow queries after 100-250 ms each). A formula that holds somewhere costs this many evaluations. Only
+/// formulae of one parameter are bisected: of several, none was refuted so in the corpus, and GSL's
+/// `dilogc_fundamental` (7281 formulae of three) spent a fifth more time for it.
 const MAX_BISECTIONS: usize = 16;
 
 /// Magnitudes up to which an interval with an end at zero is halved at its other end's `2^-SMALL_EXPONENT`.

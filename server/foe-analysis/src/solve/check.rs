@@ -60,17 +60,29 @@ pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
     Evaluator::new(formula).holds(input)
 }
 
-/// A formula prepared for evaluation on many inputs: its nodes in postorder, computed once.
+/// A formula prepared for evaluation on many inputs: its nodes in postorder and its constants' values (rounding
+/// a rational to a double is most of a node's cost), computed once.
 pub(crate) struct Evaluator {
+    /// The nodes whose value depends on the input.
     nodes: Vec<Expr>,
+    constants: Vec<(u128, V)>,
     root: u128,
     memo: sym::FingerprintMap<V>,
 }
 
 impl Evaluator {
     pub(crate) fn new(formula: &Expr) -> Evaluator {
+        let (constants, nodes): (Vec<Expr>, Vec<Expr>) = formula
+            .postorder()
+            .into_iter()
+            .partition(|e| matches!(e.kind(), Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_)));
+        let constants = constants
+            .iter()
+            .filter_map(|e| Some((e.fingerprint(), eval_node(e, &[], &Default::default())?)))
+            .collect();
         Evaluator {
-            nodes: formula.postorder(),
+            nodes,
+            constants,
             root: formula.fingerprint(),
             memo: Default::default(),
         }
@@ -86,6 +98,7 @@ impl Evaluator {
     /// value.
     pub(super) fn evaluate(&mut self, input: &[ArgValue]) {
         self.memo.clear();
+        self.memo.extend(self.constants.iter().cloned());
         for node in &self.nodes {
             if let Some(v) = eval_node(node, input, &self.memo) {
                 self.memo.insert(node.fingerprint(), v);

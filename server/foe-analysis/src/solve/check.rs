@@ -72,10 +72,13 @@ pub(crate) struct Evaluator {
 
 impl Evaluator {
     pub(crate) fn new(formula: &Expr) -> Evaluator {
-        let (constants, nodes): (Vec<Expr>, Vec<Expr>) = formula
-            .postorder()
-            .into_iter()
-            .partition(|e| matches!(e.kind(), Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_)));
+        let (constants, nodes): (Vec<Expr>, Vec<Expr>) =
+            formula.postorder().into_iter().partition(|e| {
+                matches!(
+                    e.kind(),
+                    Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_)
+                )
+            });
         let constants = constants
             .iter()
             .filter_map(|e| Some((e.fingerprint(), eval_node(e, &[], &Default::default())?)))

@@ -128,7 +128,11 @@ impl<'a> Seeds<'a> {
     /// ends and quarters of `boxes` (where interval refutation left the formula open, bisected finer where it came
     /// closest): a root between two ladder inputs that take the formula's path, such as a series' zero between 4
     /// and 10.7.
-    pub(super) fn find_crossing_in(&self, formula: &Expr, boxes: &[interval::Box]) -> Option<Found> {
+    pub(super) fn find_crossing_in(
+        &self,
+        formula: &Expr,
+        boxes: &[interval::Box],
+    ) -> Option<Found> {
         let mentioned = self.mentioned(formula);
         let floats = self.floats(&mentioned);
         let [j] = floats.as_slice() else {
@@ -266,7 +270,12 @@ impl<'a> Seeds<'a> {
                 .inputs
                 .iter()
                 .filter_map(|x| line.position(x))
-                .chain(extra.iter().copied().filter(|_| matches!(line, Line::Axis(..))))
+                .chain(
+                    extra
+                        .iter()
+                        .copied()
+                        .filter(|_| matches!(line, Line::Axis(..))),
+                )
                 .collect();
             points.sort_by(|a, b| a.total_cmp(b));
             points.dedup();
@@ -705,12 +714,19 @@ mod tests {
         let site = Site {
             op: SiteOp::Arith(ArithOp::Add),
             fmt: d,
-            args: vec![sym::arith(ArithOp::Sub, d, square, linear), sym::real_f64(22.5)],
+            args: vec![
+                sym::arith(ArithOp::Sub, d, square, linear),
+                sym::real_f64(22.5),
+            ],
         };
         let formula = sym::exception(ExceptionKind::Underflow, site);
         let seeds = Seeds::new(&sig, None);
-        assert!(seeds.find(&formula).is_none(), "the ladder steps over both roots");
-        let open = interval::refute(&formula, &sig, None).expect("not refuted: it holds near the roots");
+        assert!(
+            seeds.find(&formula).is_none(),
+            "the ladder steps over both roots"
+        );
+        let open =
+            interval::refute(&formula, &sig, None).expect("not refuted: it holds near the roots");
         let found = seeds.find_crossing_in(&formula, &open).expect("a crossing");
         let ArgValue::F64(v) = found.input.0[0] else {
             unreachable!()

@@ -172,6 +172,13 @@ pub fn from_ordered_f64(o: i64) -> f64 {
     }
 }
 
+/// The double `k/n` of the way from `lo` to `hi` on [`ordered_f64`]'s line (counted in doubles, so across
+/// binades it is near the geometric mean, within one the arithmetic one).
+pub fn between_f64(lo: f64, hi: f64, k: i128, n: i128) -> f64 {
+    let (l, h) = (i128::from(ordered_f64(lo)), i128::from(ordered_f64(hi)));
+    from_ordered_f64(((l * (n - k) + h * k) / n) as i64)
+}
+
 /// As [`ordered_f64`] for `float`.
 pub fn ordered_f32(x: f32) -> i64 {
     let b = x.to_bits() as i32 as i64;

@@ -9,7 +9,7 @@
 //! everything else goes to Z3.
 
 use crate::domain::Domain;
-use crate::round::{f64_to_rational, from_ordered_f64, ordered_f64};
+use crate::round::{between_f64, f64_to_rational, ordered_f64};
 use crate::sym::{self, ArithOp, CmpOp, Expr, Kind};
 use crate::types::{FunctionSignature, ParamType};
 use num_rational::BigRational;
@@ -126,8 +126,7 @@ fn bisect(b: &Box, params: &[usize]) -> Option<(Box, Box)> {
     } else if hi == 0.0 && lo >= -MODERATE {
         lo * small
     } else {
-        let (l, h) = (i128::from(ordered_f64(lo)), i128::from(ordered_f64(hi)));
-        from_ordered_f64(((l + h) / 2) as i64)
+        between_f64(lo, hi, 1, 2)
     };
     let (mut below, mut above) = (b.clone(), b.clone());
     below[widest] = Some((lo, mid));

@@ -21,7 +21,7 @@
 use super::check::{ieee_arith, Evaluator};
 use super::interval;
 use crate::domain::Domain;
-use crate::round::{from_ordered_f32, from_ordered_f64, ordered_f32, ordered_f64};
+use crate::round::{between_f64, from_ordered_f32, from_ordered_f64, ordered_f32, ordered_f64};
 use crate::sym::{ArithOp, Expr, Kind, Site, SiteOp};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 
@@ -142,10 +142,7 @@ impl<'a> Seeds<'a> {
         let points: Vec<f64> = boxes
             .iter()
             .filter_map(|b| *b.get(*j)?)
-            .flat_map(|(lo, hi)| {
-                let (l, h) = (i128::from(ordered_f64(lo)), i128::from(ordered_f64(hi)));
-                (0..=4).map(move |k| from_ordered_f64((l + (h - l) * k / 4) as i64))
-            })
+            .flat_map(|(lo, hi)| (0..=4).map(move |k| between_f64(lo, hi, k, 4)))
             .filter(|v| v.is_finite())
             .collect();
         self.found_crossing(formula, &mentioned, &points, &mut Evaluator::new(formula))

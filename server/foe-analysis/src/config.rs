@@ -36,7 +36,7 @@ pub struct AnalysisConfig {
     /// Most paths explored per function while modelling; default 64.
     pub max_paths: usize,
     /// Time limit of one solver query in milliseconds (half for the query as a whole, half for concretisation
-    /// when Z3 gives up on it); default 200.
+    /// when Z3 gives up on it), halved in functions of many formulae (`solve::MANY_FORMULAE`); default 200.
     pub solver_timeout_ms: u64,
     /// Retry queries whose rounded real model does not raise the exception with Z3's floating-point theory; default true.
     pub fp_theory_fallback: bool,

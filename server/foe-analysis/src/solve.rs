@@ -182,8 +182,8 @@ pub fn solve(
     domain: Option<&Domain>,
     cfg: &AnalysisConfig,
 ) -> SolveOutcome {
-    // Z3's answers depend on what its context solved before: a solve starts with fresh ones.
-    limit::fresh_contexts();
+    // Z3's answers depend on what its context solved before: a solve starts with fresh ones, alone.
+    let _one_solve = limit::exclusive_solve();
     solve_reusing(
         sig,
         queries_p,

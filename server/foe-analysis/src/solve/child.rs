@@ -83,7 +83,7 @@ pub fn solve_function(
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> Solution {
-    super::limit::fresh_contexts();
+    let _one_solve = super::limit::exclusive_solve();
     let (queries_p, queries_pp) = (&queries.p, &queries.pp);
     let anywhere = solve_until(sig, queries_p, queries_pp, known, cfg, limits);
     let mut candidates: Vec<Input> = anywhere

@@ -251,19 +251,24 @@ fn rlimit_count(solver: &Solver) -> u64 {
 
 thread_local! {
     /// This solver thread's Z3 context, kept across calls of [`parallel`] until Z3 gives up on one of its queries
-    /// (see the module's doc) or a new solve starts ([`fresh_contexts`]). Making a context costs milliseconds (Z3
+    /// (see the module's doc) or a new solve starts ([`exclusive_solve`]). Making a context costs milliseconds (Z3
     /// declares every theory's symbols and the kernel zeroes its fresh pages): a context per chunk of queries was
     /// a fifth of a solve.
     static WORKER_CONTEXT: RefCell<Option<(u64, z3::Context)>> = const { RefCell::new(None) };
 }
 
-/// Bumped by [`fresh_contexts`]: a worker context made in an earlier generation is replaced.
+/// Bumped by [`exclusive_solve`]: a worker context made in an earlier generation is replaced.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// Makes the solver threads start the next work in new contexts, so that what a solve gives does not depend on
-/// what the process solved before it.
-pub(super) fn fresh_contexts() {
+/// Starts a solve: the solver threads start its work in new contexts, so that what it gives does not depend on
+/// what the process solved before it, and no other solve of this process runs until the guard drops (two solves
+/// at once would share the threads and their contexts, and each one's answers would depend on the other's
+/// queries: the engine's unit tests solve in-process, several at a time).
+pub(super) fn exclusive_solve() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_SOLVE: Mutex<()> = Mutex::new(());
+    let guard = ONE_SOLVE.lock().unwrap_or_else(|p| p.into_inner());
     GENERATION.fetch_add(1, Ordering::AcqRel);
+    guard
 }
 
 /// This thread's worker context of the current generation, made if needed.

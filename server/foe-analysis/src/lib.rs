@@ -19,6 +19,7 @@ pub mod headers;
 pub mod inlining;
 pub mod instrument;
 pub mod ir;
+pub mod link;
 pub mod model;
 pub mod pipeline;
 pub mod process;

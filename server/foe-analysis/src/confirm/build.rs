@@ -238,14 +238,8 @@ pub(super) fn link(
     exe: &Path,
     objects: &[PathBuf],
 ) -> Result<Result<(), process::ToolOutput>, String> {
-    let mut cmd = process::command(clang, dir);
-    cmd.args(link_flags)
-        .arg("-o")
-        .arg(exe)
-        .args(objects)
-        .arg("-lm");
-    let out = process::run_tool(cmd, None, TOOL_TIMEOUT)
-        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    let out = crate::link::link(clang, dir, link_flags, exe, objects, TOOL_TIMEOUT)
+        .map_err(|e| format!("cannot run the linker for {}: {e}", clang.display()))?;
     Ok(if out.status == Some(0) && exe.is_file() {
         Ok(())
     } else {

@@ -6,11 +6,9 @@
 //! background probes' `-mno-daz-ftz` binary links the shipped binary's object).
 
 use super::harness::ShippedRun;
-use crate::process;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 
 /// One linked binary: what went into it and where it is.
 struct Linked {
@@ -41,10 +39,10 @@ impl SameBinaries {
                 .map(|l| (l.link_flags.clone(), l.exe.clone()))
                 .collect()
         };
-        let mine = || link_command(clang, link_flags);
+        let mine = || crate::link::linker_command(clang, link_flags);
         same_inputs.into_iter().find_map(|(flags, exe)| {
             let same = flags == link_flags
-                || mine().is_some_and(|m| Some(m) == link_command(clang, &flags));
+                || mine().is_some_and(|m| Some(m) == crate::link::linker_command(clang, &flags));
             same.then_some(exe)
         })
     }
@@ -100,37 +98,6 @@ pub(super) fn object_hash(obj: &Path) -> Option<blake3::Hash> {
     std::fs::read(obj).ok().map(|bytes| blake3::hash(&bytes))
 }
 
-/// What clang would run to link objects with `link_flags` (`clang -###`, with the same stand-in object and output for
-/// every flag set), once per clang and flag set in this process; `None` when clang does not say.
-fn link_command(clang: &Path, link_flags: &[String]) -> Option<Vec<String>> {
-    type Commands = Mutex<HashMap<(PathBuf, Vec<String>), Option<Vec<String>>>>;
-    static KNOWN: OnceLock<Commands> = OnceLock::new();
-    let key = (clang.to_path_buf(), link_flags.to_vec());
-    let known = KNOWN.get_or_init(Default::default);
-    if let Some(command) = known.lock().ok()?.get(&key) {
-        return command.clone();
-    }
-    let mut cmd = process::command(clang, &std::env::temp_dir());
-    cmd.arg("-###")
-        .args(link_flags)
-        .args(["-o", "foe-probe", "/dev/null", "-lm"]);
-    let command = process::run_tool(cmd, None, Duration::from_secs(30))
-        .ok()
-        .filter(|out| out.status == Some(0))
-        .map(|out| {
-            out.stderr
-                .lines()
-                .filter(|l| l.starts_with(" \""))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .filter(|lines| !lines.is_empty());
-    if let Ok(mut known) = known.lock() {
-        known.insert(key, command.clone());
-    }
-    command
-}
-
 /// Runs already made, per binary and input line.
 #[derive(Default)]
 pub(super) struct RunCache(HashMap<PathBuf, HashMap<String, ShippedRun>>);
@@ -152,6 +119,7 @@ impl RunCache {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
 
     /// A harness and its sibling asking for the same flags at once compile the object once; a failed compile is
     /// not kept.

@@ -100,10 +100,13 @@ pub fn link_worker(
     objects: &[&Path],
     exe: &Path,
 ) -> Result<Result<(), Vec<String>>, ExecError> {
-    let mut cmd = process::command(clang, dir);
-    cmd.arg("-o").arg(exe).args(objects).arg("-lm");
-    let result = process::run_tool(cmd, None, TOOL_TIMEOUT)
-        .map_err(|e| ExecError::Toolchain(format!("cannot run {}: {e}", clang.display())))?;
+    let objects: Vec<PathBuf> = objects.iter().map(|o| o.to_path_buf()).collect();
+    let result = crate::link::link(clang, dir, &[], exe, &objects, TOOL_TIMEOUT).map_err(|e| {
+        ExecError::Toolchain(format!(
+            "cannot run the linker for {}: {e}",
+            clang.display()
+        ))
+    })?;
     if result.status == Some(0) && exe.is_file() {
         return Ok(Ok(()));
     }

@@ -6,8 +6,9 @@
 //! on the objects, so it is learnt once per clang and flag set (`clang -###` with a stand-in object and output)
 //! and the linker is run directly with the real objects and output put in the stand-ins' places, as the driver
 //! would. The command is kept on disk beside the other cached builds, keyed by the clang binary (its path, size
-//! and modification time) and the flags, and used only while every file it names still exists (a compiler or C
-//! library upgrade moves the start-up files). Where the driver's plan cannot be read (several jobs, no stand-in
+//! and modification time) and the flags, and used only while every file it names still exists and nothing was
+//! installed beside it since (a compiler or C library upgrade moves the start-up files, or adds a GCC
+//! installation the driver would prefer). Where the driver's plan cannot be read (several jobs, no stand-in
 //! object, an unreadable quote), the link goes through the driver as before.
 
 use crate::process::{self, ToolOutput};
@@ -43,12 +44,24 @@ impl LinkerCommand {
         args
     }
 
-    /// Whether every absolute path the command names as an argument of its own (the linker, the start-up files,
-    /// the dynamic linker) still exists; library directories (`-L`) may be missing and ld skips them.
-    fn still_valid(&self) -> bool {
-        self.0
-            .iter()
-            .all(|arg| !arg.starts_with('/') || Path::new(arg).exists())
+    /// Whether the command, learnt at `learnt`, still holds: every absolute path it names as an argument of its
+    /// own (the linker, the start-up files, the dynamic linker) exists, and neither the directory holding it nor
+    /// that directory's parent changed since (a compiler or C library installed or upgraded beside it, which
+    /// clang's driver might now pick). Library directories (`-L`) may be missing: ld skips them.
+    fn still_valid(&self, learnt: std::time::SystemTime) -> bool {
+        // The file system's root is left out: its time changes as the machine starts.
+        let unchanged = |dir: Option<&Path>| match dir {
+            None => true,
+            Some(d) if d.parent().is_none() => true,
+            Some(d) => std::fs::metadata(d)
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified <= learnt),
+        };
+        self.0.iter().filter(|arg| arg.starts_with('/')).all(|arg| {
+            let path = Path::new(arg);
+            let parent = path.parent();
+            path.exists() && unchanged(parent) && unchanged(parent.and_then(Path::parent))
+        })
     }
 }
 
@@ -91,7 +104,8 @@ pub fn linker_command(clang: &Path, link_flags: &[String]) -> Option<LinkerComma
     let command = cached
         .as_deref()
         .and_then(read_cached)
-        .filter(LinkerCommand::still_valid)
+        .filter(|(command, learnt)| command.still_valid(*learnt))
+        .map(|(command, _)| command)
         .or_else(|| {
             let command = ask_clang(clang, link_flags)?;
             if let Some(path) = &cached {
@@ -182,12 +196,14 @@ fn which(clang: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn read_cached(path: &Path) -> Option<LinkerCommand> {
+/// The cached command and when it was learnt (the file's modification time).
+fn read_cached(path: &Path) -> Option<(LinkerCommand, std::time::SystemTime)> {
+    let learnt = std::fs::metadata(path).ok()?.modified().ok()?;
     let text = std::fs::read(path).ok()?;
     serde_json::from_slice::<Vec<String>>(&text)
         .ok()
         .filter(|args| !args.is_empty())
-        .map(LinkerCommand)
+        .map(|args| (LinkerCommand(args), learnt))
 }
 
 /// Writes the command through a file of this process's scratch directory moved into place (concurrent foes never
@@ -264,14 +280,23 @@ mod tests {
     }
 
     #[test]
-    fn a_command_naming_a_missing_file_is_not_used() {
+    fn a_command_naming_a_missing_or_newer_file_is_not_used() {
         let gone = LinkerCommand(vec![
             "/usr/bin/ld".into(),
             "/nonexistent/crtbeginS.o".into(),
         ]);
-        assert!(!gone.still_valid());
+        let now = std::time::SystemTime::now();
+        assert!(!gone.still_valid(now));
         let here = LinkerCommand(vec!["/".into(), "-L/nonexistent".into(), "-lm".into()]);
-        assert!(here.still_valid());
+        assert!(here.still_valid(now));
+        // A file whose directory changed after the command was learnt: something was installed beside it.
+        let dir = crate::scratch::tempdir("foe-link-test").unwrap();
+        let crt = dir.path().join("crt1.o");
+        std::fs::write(&crt, b"").unwrap();
+        let command = LinkerCommand(vec![crt.display().to_string()]);
+        assert!(command.still_valid(std::time::SystemTime::now()));
+        let before = std::time::SystemTime::UNIX_EPOCH;
+        assert!(!command.still_valid(before));
     }
 
     /// The linker run directly makes an executable that runs as the driver's would, fast-math start-up code

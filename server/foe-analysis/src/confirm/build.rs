@@ -251,14 +251,16 @@ pub(super) fn link(
 /// current call there through the driver's `foe_confirm_stop`, as the instrumented worker stops its run at a call
 /// of a function no file defines: nothing of the callee runs. A datum's (`data`: an extern constant no file
 /// defines) is a page of its own in the section `foe_guard`, which the driver makes unreadable: a run that reads
-/// a value nobody knows crashes (and is not checked) rather than computing with garbage.
+/// a value nobody knows crashes (and is not checked) rather than computing with garbage. The object is
+/// `dir/file_name`, or the cached one for the same stubs (many files of a library miss the same names, and every
+/// analysis of a file the same ones); its path is returned.
 pub(super) fn compile_stubs(
     clang: &Path,
     dir: &Path,
     names: &[String],
     data: &std::collections::BTreeSet<String>,
-    obj: &Path,
-) -> Result<(), String> {
+    file_name: &str,
+) -> Result<PathBuf, String> {
     let mut source = String::from("void foe_confirm_stop(const char *);\n");
     for name in names {
         if data.contains(name) {
@@ -271,18 +273,29 @@ pub(super) fn compile_stubs(
             ));
         }
     }
+    let key = {
+        let mut h = blake3::Hasher::new();
+        h.update(source.as_bytes());
+        h.update(clang.as_os_str().as_encoded_bytes());
+        h.finalize().to_hex()[..24].to_string()
+    };
+    let cached = cache_dir("stubs").map(|d| d.join(format!("{key}.o")));
+    if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
+        return Ok(c.clone());
+    }
+    let obj = dir.join(file_name);
     let mut cmd = process::command(clang, dir);
-    cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(obj);
+    cmd.args(["-w", "-c", "-x", "c", "-", "-o"]).arg(&obj);
     let out = process::run_tool(cmd, Some(source.as_bytes()), TOOL_TIMEOUT)
         .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
-    if out.status != Some(0) {
+    if out.status != Some(0) || !obj.is_file() {
         return Err(format!(
             "cannot stub {}: {}",
             names.join(", "),
             crate::exec::first_error(&out.stderr, out.timed_out)
         ));
     }
-    Ok(())
+    Ok(into_cache(obj, cached))
 }
 
 /// The symbols a failed link reports undefined, sorted and distinct (C identifiers only).

@@ -383,9 +383,14 @@ impl Harness {
             return;
         }
         let names = std::mem::take(&mut self.expected_stubs);
-        let obj = dir.join("expected-stubs.o");
-        match build::compile_stubs(&self.config.clang, dir, &names, &self.unresolved_data, &obj) {
-            Ok(()) => {
+        match build::compile_stubs(
+            &self.config.clang,
+            dir,
+            &names,
+            &self.unresolved_data,
+            "expected-stubs.o",
+        ) {
+            Ok(obj) => {
                 if let Ok(stubbed) = self.stubbed.get_mut() {
                     stubbed.extend(
                         names
@@ -639,8 +644,13 @@ impl Harness {
         names.extend(missing);
         names.sort();
         names.dedup();
-        let stubs = dir.join(format!("{name}-stubs.o"));
-        build::compile_stubs(clang, dir, &names, &self.unresolved_data, &stubs)?;
+        let stubs = build::compile_stubs(
+            clang,
+            dir,
+            &names,
+            &self.unresolved_data,
+            &format!("{name}-stubs.o"),
+        )?;
         match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&stubs)))? {
             Ok(()) => {
                 if let Ok(mut known) = self.stubs.lock() {

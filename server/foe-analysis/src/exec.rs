@@ -207,7 +207,7 @@ impl Runner {
                 layouts,
             })
             .collect();
-        let data_decls =
+        let (data_decls, declared) =
             instrument_builds(p_ll, pp_ll, &mut entries, &mut sites, &module_obj, started)?;
         let exe = dir.path().join("foe-worker");
         let undefined = link_with_stubs(
@@ -216,6 +216,7 @@ impl Runner {
             &[&runtime, &module_obj],
             &exe,
             &data_decls,
+            &declared,
         )?;
         let by_name = entries
             .iter()
@@ -503,7 +504,7 @@ fn instrument_builds(
     sites: &mut SiteTable,
     module_obj: &std::path::Path,
     started: Instant,
-) -> Result<Vec<String>, ExecError> {
+) -> Result<(Vec<String>, Vec<String>), ExecError> {
     let ctx = Context::create();
     let p = crate::ir::parse_module(&ctx, p_ll, "P").map_err(ExecError::Ir)?;
     let pp = crate::ir::parse_module(&ctx, pp_ll, "P'").map_err(ExecError::Ir)?;
@@ -538,6 +539,7 @@ fn instrument_builds(
     instrument::keep_only_entries(&p)?;
     let data_decls = instrument::data_declarations(&p);
     instrument::finish_module(&p)?;
+    let declared = instrument::declared_names(&p);
     tracing::trace!(
         ms = started.elapsed().as_millis() as u64,
         "runner instrumented"
@@ -547,7 +549,7 @@ fn instrument_builds(
         ms = started.elapsed().as_millis() as u64,
         "runner object emitted"
     );
-    Ok(data_decls)
+    Ok((data_decls, declared))
 }
 
 /// Adds both builds' entry wrappers for each of `entries`: their names, or `None` (the entry marked unavailable,
@@ -573,34 +575,94 @@ fn add_entries(
 }
 
 /// Links `objects` into the worker `exe`; symbols of other files it misses are stubbed (so only the inputs
-/// that reach them fail) and named in the result.
+/// that reach them fail) and named in the result. Which of the names the objects use (`declared`) the link
+/// misses is kept on disk: the next link of a module that uses the same names (the same file analysed again,
+/// a file of the same library) stubs them at once instead of linking twice.
 fn link_with_stubs(
     clang: &std::path::Path,
     dir: &std::path::Path,
     objects: &[&std::path::Path],
     exe: &std::path::Path,
     data_decls: &[String],
+    declared: &[String],
 ) -> Result<Vec<String>, ExecError> {
-    let Err(missing) = toolchain::link_worker(clang, dir, objects, exe)? else {
-        return Ok(Vec::new());
+    let remembered = missing_cache_path(clang, objects, declared);
+    let cached: Option<Vec<String>> = remembered
+        .as_deref()
+        .and_then(|p| std::fs::read(p).ok())
+        .and_then(|text| serde_json::from_slice(&text).ok());
+    let from_cache = cached.is_some();
+    let mut missing = cached.unwrap_or_default();
+    for attempt in 0..2 {
+        let stubs = dir.join("stubs.o");
+        let mut with_stubs: Vec<&std::path::Path> = objects.to_vec();
+        if !missing.is_empty() {
+            let ctx = Context::create();
+            let module = instrument::stub_module(&ctx, &missing, data_decls)?;
+            instrument::emit_object(&module, &stubs)?;
+            with_stubs.push(stubs.as_path());
+        }
+        match toolchain::link_worker(clang, dir, &with_stubs, exe)? {
+            Ok(()) => {
+                if let Some(path) = remembered.as_deref().filter(|_| attempt > 0 || !from_cache) {
+                    remember_missing(path, &missing);
+                }
+                if !missing.is_empty() {
+                    tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
+                }
+                return Ok(missing);
+            }
+            Err(more) if attempt == 0 => {
+                // Functions and data of other files: stub them so only the inputs that reach them fail.
+                missing.extend(more);
+                missing.sort();
+                missing.dedup();
+            }
+            Err(still) => {
+                return Err(ExecError::Toolchain(format!(
+                    "cannot link the worker: undefined {}",
+                    still.join(", ")
+                )))
+            }
+        }
+    }
+    unreachable!("the second attempt returns")
+}
+
+/// Where the names a worker's link missed are kept, keyed by the names its objects use, the clang and the
+/// runtime object (whose name holds its hash).
+fn missing_cache_path(
+    clang: &std::path::Path,
+    objects: &[&std::path::Path],
+    declared: &[String],
+) -> Option<PathBuf> {
+    let mut h = blake3::Hasher::new();
+    h.update(clang.as_os_str().as_encoded_bytes());
+    if let Some(runtime) = objects.first() {
+        h.update(runtime.as_os_str().as_encoded_bytes());
+    }
+    for name in declared {
+        h.update(name.as_bytes());
+        h.update(&[0]);
+    }
+    let dir = cache_dir()?.join("worker-stubs");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join(format!("{}.json", &h.finalize().to_hex()[..24])))
+}
+
+/// Keeps `missing` at `path` (through a file of the scratch directory moved into place); a failure only costs
+/// the next link its first attempt.
+fn remember_missing(path: &std::path::Path, missing: &[String]) {
+    let Ok(tmp) = crate::scratch::tempdir("foe-worker-stubs") else {
+        return;
     };
-    // Functions and data of other files: stub them so only the inputs that reach them fail.
-    let stubs = dir.join("stubs.o");
-    {
-        let ctx = Context::create();
-        let module = instrument::stub_module(&ctx, &missing, data_decls)?;
-        instrument::emit_object(&module, &stubs)?;
+    let built = tmp.path().join("missing.json");
+    let written = serde_json::to_vec(missing)
+        .ok()
+        .is_some_and(|text| std::fs::write(&built, text).is_ok());
+    if written {
+        let _ = crate::scratch::into_cache(&built, path);
     }
-    let with_stubs: Vec<&std::path::Path> =
-        objects.iter().copied().chain([stubs.as_path()]).collect();
-    if let Err(still) = toolchain::link_worker(clang, dir, &with_stubs, exe)? {
-        return Err(ExecError::Toolchain(format!(
-            "cannot link the worker: undefined {}",
-            still.join(", ")
-        )));
-    }
-    tracing::debug!(symbols = ?missing, "stubbed symbols the file does not define");
-    Ok(missing)
 }
 
 fn fn_name(f: inkwell::values::FunctionValue<'_>) -> String {

@@ -457,7 +457,9 @@ mod isolate;
 mod tests;
 
 pub use calls::{call_replacements, replace_stopping_calls};
-pub use codegen::{data_declarations, emit_object, finish_module, stub_module, GUARD_SECTION};
+pub use codegen::{
+    data_declarations, declared_names, emit_object, finish_module, stub_module, GUARD_SECTION,
+};
 pub use entry::{add_entry, add_entry_table, Unavailable};
 pub use isolate::{
     internalize, isolate_user_code, keep_only_entries, prefix_symbols, RESERVED_PREFIX,

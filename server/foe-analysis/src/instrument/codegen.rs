@@ -12,6 +12,22 @@ pub fn data_declarations(module: &Module<'_>) -> Vec<String> {
         .collect()
 }
 
+/// The names `module` uses without defining (functions and data, intrinsics left out), sorted: what its link needs
+/// from elsewhere.
+pub fn declared_names(module: &Module<'_>) -> Vec<String> {
+    let functions = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() == 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned());
+    let mut names: Vec<String> = functions
+        .chain(data_declarations(module))
+        .filter(|n| !n.starts_with("llvm."))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Bytes of the unreadable stand-in for undefined data: a multiple of the page size, so that the whole section
 /// can be protected, and large enough for the arrays of constants such data usually are.
 const DATA_STUB_BYTES: u32 = 1 << 16;

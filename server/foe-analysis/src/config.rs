@@ -211,12 +211,7 @@ fn flags_link_crtfastmath(flags: &[String]) -> bool {
 }
 
 fn default_clang() -> PathBuf {
-    let on_path = |name: &str| {
-        std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-            .unwrap_or(false)
-    };
-    if on_path("clang-19") {
+    if crate::process::find_program(std::path::Path::new("clang-19")).is_some() {
         PathBuf::from("clang-19")
     } else if std::path::Path::new("/usr/lib/llvm-19/bin/clang").is_file() {
         PathBuf::from("/usr/lib/llvm-19/bin/clang")

@@ -645,23 +645,14 @@ fn missing_cache_path(
         h.update(name.as_bytes());
         h.update(&[0]);
     }
-    let dir = cache_dir()?.join("worker-stubs");
-    std::fs::create_dir_all(&dir).ok()?;
+    let dir = crate::scratch::cache_subdir("worker-stubs")?;
     Some(dir.join(format!("{}.json", &h.finalize().to_hex()[..24])))
 }
 
-/// Keeps `missing` at `path` (through a file of the scratch directory moved into place); a failure only costs
-/// the next link its first attempt.
+/// Keeps `missing` at `path` in the cache; a failure only costs the next link its first attempt.
 fn remember_missing(path: &std::path::Path, missing: &[String]) {
-    let Ok(tmp) = crate::scratch::tempdir("foe-worker-stubs") else {
-        return;
-    };
-    let built = tmp.path().join("missing.json");
-    let written = serde_json::to_vec(missing)
-        .ok()
-        .is_some_and(|text| std::fs::write(&built, text).is_ok());
-    if written {
-        let _ = crate::scratch::into_cache(&built, path);
+    if let Ok(text) = serde_json::to_vec(missing) {
+        let _ = crate::scratch::write_cache(path, &text);
     }
 }
 

@@ -167,7 +167,7 @@ fn split_quoted(line: &str) -> Option<Vec<String>> {
 /// Where the command for this clang binary and these flags is kept (`None` without a cache directory or when the
 /// clang binary cannot be read).
 fn cache_path(clang: &Path, link_flags: &[String]) -> Option<PathBuf> {
-    let resolved = which(clang)?;
+    let resolved = process::find_program(clang)?;
     let meta = std::fs::metadata(&resolved).ok()?;
     let mut h = blake3::Hasher::new();
     h.update(resolved.as_os_str().as_encoded_bytes());
@@ -181,19 +181,8 @@ fn cache_path(clang: &Path, link_flags: &[String]) -> Option<PathBuf> {
         h.update(flag.as_bytes());
         h.update(&[0]);
     }
-    let dir = crate::scratch::cache_dir()?.join("link");
-    std::fs::create_dir_all(&dir).ok()?;
+    let dir = crate::scratch::cache_subdir("link")?;
     Some(dir.join(format!("{}.json", &h.finalize().to_hex()[..16])))
-}
-
-/// `clang` as a file: itself when it names one, else the first match on `PATH`.
-fn which(clang: &Path) -> Option<PathBuf> {
-    if clang.components().count() > 1 {
-        return Some(clang.to_path_buf());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(clang))
-        .find(|p| p.is_file())
 }
 
 /// The cached command and when it was learnt (the file's modification time).
@@ -206,20 +195,14 @@ fn read_cached(path: &Path) -> Option<(LinkerCommand, std::time::SystemTime)> {
         .map(|args| (LinkerCommand(args), learnt))
 }
 
-/// Writes the command through a file of this process's scratch directory moved into place (concurrent foes never
-/// read half of one); a failure only costs the next foe a `clang -###`.
+/// Writes the command into the cache (concurrent foes never read half of one); a failure only costs the next foe a
+/// `clang -###`.
 fn write_cached(path: &Path, command: &LinkerCommand) {
-    let Ok(text) = serde_json::to_vec(&command.0) else {
-        return;
-    };
-    let Ok(dir) = crate::scratch::tempdir("foe-link") else {
-        return;
-    };
-    let built = dir.path().join("command.json");
-    if std::fs::write(&built, text).is_ok() {
-        if let Err(e) = crate::scratch::into_cache(&built, path) {
-            tracing::debug!("cannot cache the linker command: {e}");
-        }
+    let written = serde_json::to_vec(&command.0)
+        .map_err(std::io::Error::from)
+        .and_then(|text| crate::scratch::write_cache(path, &text));
+    if let Err(e) = written {
+        tracing::debug!("cannot cache the linker command: {e}");
     }
 }
 

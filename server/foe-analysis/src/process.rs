@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -46,6 +46,16 @@ pub fn command(program: impl AsRef<std::ffi::OsStr>, cwd: &Path) -> Command {
         }
     }
     cmd
+}
+
+/// The file `program` names: itself when it is a path, else the first match on `PATH`.
+pub fn find_program(program: &Path) -> Option<PathBuf> {
+    if program.components().count() > 1 {
+        return Some(program.to_path_buf());
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }
 
 /// Runs a tool (clang, the linker, objcopy) to completion with `stdin` fed in, killing it after `timeout`, in

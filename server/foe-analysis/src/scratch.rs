@@ -66,6 +66,13 @@ pub fn cache_dir() -> Option<PathBuf> {
     Some(base.join("foe"))
 }
 
+/// The directory `sub` of foe's cache, made on first use (`None` without a cache or when it cannot be made).
+pub fn cache_subdir(sub: &str) -> Option<PathBuf> {
+    let dir = cache_dir()?.join(sub);
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
 /// This process's scratch directory, made (and the root cleaned of dead foes' directories) on first use.
 pub fn dir() -> std::io::Result<&'static Path> {
     match OWN.get_or_init(|| make_own().map_err(|e| e.to_string())) {

@@ -310,15 +310,15 @@ fn solve_reusing(
 
 /// Functions of more unique formulae than this get half the per-query time limit.
 ///
-/// What a long limit buys is mostly give-ups: on twelve GSL and Cephes files (2026-11-27), 21 of 12,900 queries
-/// were answered after half the limit, while the queries Z3 gave up on took 47% of the solver's CPU time. Halving
-/// the limit there cut the files' time by a quarter with the same confirmed sites (two gained). A function of few
+/// What a long limit buys is mostly give-ups: on 21 GSL and Cephes files (2026-11-27), 21 of 12,900 answered
+/// queries took more than half the limit, while the queries Z3 gave up on took 47% of the solver's CPU time.
+/// Halving the limit on twelve of them cut their time by a quarter with the same confirmed sites (two gained). A function of few
 /// formulae has no other paths to make up for one query: Table III's `jetengine` (118 formulae) gets three of its
 /// satisfiable models after 110-120 ms and fell from 37 diff-producing inputs to 29 without them.
 const MANY_FORMULAE: usize = 128;
 
 /// The per-query time limit of a function with `formulae` unique formulae to solve: the configured one, halved
-/// for a function of [`MANY_FORMULAE`] or more (it depends on the function's text alone, as its cache key does).
+/// for a function of more than [`MANY_FORMULAE`] (it depends on the function's text alone, as its cache key does).
 fn query_limit_ms(configured: u64, formulae: usize) -> u32 {
     let limit = configured.clamp(1, u32::MAX as u64) as u32;
     if formulae > MANY_FORMULAE {

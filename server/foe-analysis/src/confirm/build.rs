@@ -35,12 +35,7 @@ const START_UP_SECTIONS: &[&str] = &[
     ".rela.dtors*",
 ];
 
-/// The directory `sub` of foe's on-disk cache, made on first use.
-fn cache_dir(sub: &str) -> Option<PathBuf> {
-    let dir = crate::exec::cache_dir()?.join(sub);
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir)
-}
+use crate::scratch::cache_subdir as cache_dir;
 
 /// Puts `built` into the cache as `cached` ([`crate::scratch::into_cache`]: concurrent foes never see half a file)
 /// and returns the cached path; `built` itself when there is no cache or that fails.

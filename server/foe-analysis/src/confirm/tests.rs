@@ -684,6 +684,13 @@ fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
     assert_eq!(ends(runs), [ShippedEnd::Raised(4)]);
     assert!(h.background.is_none());
     assert_eq!(h.adopted.len(), 1);
+    // The probe's binary is the sibling's, or the shipped binary itself: `-fno-associative-math` changes no
+    // instruction of `x * x`, so whichever of the two harnesses links second finds the other's binary of the same
+    // object and link command (`reuse.rs`), and which one is second is the threads' timing.
     let exe = h.binaries[&later[0]].clone().unwrap();
-    assert!(exe.starts_with(h.adopted[0].dir().unwrap()));
+    let shipped = h.binaries[&Probe::Shipped].clone().unwrap();
+    assert!(
+        exe.starts_with(h.adopted[0].dir().unwrap()) || exe == shipped,
+        "{exe:?} is neither the sibling's binary nor the shipped one ({shipped:?})"
+    );
 }

@@ -29,6 +29,11 @@ pub(super) struct RealEncoder {
     pending: Vec<Expr>,
     /// Whether any integer-sorted term was encoded (then nlsat alone cannot decide the query).
     pub(super) uses_integers: bool,
+    /// Whether `floor` (and `ceil`, `trunc`, `round` through it) is relaxed to a real `k` with `k <= v < k + 1`
+    /// ([`RealEncoder::relaxing_floors`]).
+    relax_floors: bool,
+    /// The relaxed floors: each one's real stand-in and its argument.
+    pub(super) relaxed: Vec<(Real, Real)>,
 }
 
 /// The name of the Z3 constant of a parameter.
@@ -54,6 +59,20 @@ impl RealEncoder {
             side: Vec::new(),
             pending: Vec::new(),
             uses_integers: false,
+            relax_floors: false,
+            relaxed: Vec::new(),
+        }
+    }
+
+    /// An encoder that writes `floor(v)` as a fresh real `k` bounded by `k <= v < k + 1`, without its
+    /// integrality: a query whose only integers are integer parts becomes one nlsat decides (Z3's SMT core
+    /// gives up on most of them, after far more time than its resource units say). The relaxation holds
+    /// wherever the query does, so its refutation refutes the query; a model of it is one of the query where
+    /// every `k` is an integer ([`RealEncoder::relaxed`] lists them to check and fix).
+    pub(super) fn relaxing_floors() -> RealEncoder {
+        RealEncoder {
+            relax_floors: true,
+            ..RealEncoder::new()
         }
     }
 
@@ -105,7 +124,11 @@ impl RealEncoder {
 
     /// Encodes one node whose children are already encoded.
     fn node(&mut self, e: &Expr) -> Term {
-        if e.sort() == Sort::Int || matches!(e.kind(), Kind::IsInt(_) | Kind::ToIntegral { .. }) {
+        let relaxed = self.relax_floors && matches!(e.kind(), Kind::ToIntegral { .. });
+        if !relaxed
+            && (e.sort() == Sort::Int
+                || matches!(e.kind(), Kind::IsInt(_) | Kind::ToIntegral { .. }))
+        {
             self.uses_integers = true;
         }
         match e.kind() {
@@ -184,7 +207,17 @@ impl RealEncoder {
     fn integral_part(&mut self, mode: Integral, a: &Expr) -> Real {
         let zero = || Real::from_rational(0, 1);
         let x = self.real(a);
-        let floor = |v: &Real| Real::from_int(&Int::from_real(v));
+        let mut floor = |v: &Real| {
+            if !self.relax_floors {
+                return Real::from_int(&Int::from_real(v));
+            }
+            let k = Real::new_const(format!("k{}", self.relaxed.len()));
+            self.side.push(k.le(v));
+            self.side
+                .push(v.lt(&(k.clone() + Real::from_rational(1, 1))));
+            self.relaxed.push((k.clone(), v.clone()));
+            k
+        };
         let half = Real::from_rational(1, 2);
         match mode {
             Integral::Floor => floor(&x),

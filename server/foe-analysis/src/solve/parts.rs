@@ -12,7 +12,7 @@ use crate::sym::{self, Expr, VarType};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::HashMap;
 use std::time::Instant;
-use z3::ast::{Bool, Real};
+use z3::ast::{Ast, Bool, Real};
 use z3::{SatResult, Solver};
 
 /// A solver without Z3 timers (see [`limit`]): nlsat (with its preprocessing) for pure real queries, several
@@ -430,6 +430,43 @@ fn check_part(
             )
         })
     });
+    let int_params = !part.params.iter().all(|i| is_float_param(sig, *i));
+    // The relaxation is tried first for an underflow whose only integers are integer parts and whose degree the
+    // SMT core takes: on such queries (their thresholds are 2^-1022) Z3's SMT core answers within its budget
+    // less often than nlsat, and spins far past it where it gives up (its units do not count its nonlinear work
+    // and it heeds an interrupt late): 21% of the solver's time on 55 corpus files. On the other queries with
+    // integer parts it answers within a few units, and a relaxation's models, fixed to integers, often fail.
+    // Other queries are encoded exactly as they were before the relaxation existed. (The goals are encoded
+    // before the constraints: Z3's term ids order nlsat's variables, so the order terms are made in shapes the
+    // models.)
+    let has_integer_parts = || {
+        part.conjuncts.iter().any(|c| {
+            c.postorder()
+                .iter()
+                .any(|e| matches!(e.kind(), sym::Kind::ToIntegral { .. }))
+        })
+    };
+    let mut relaxed = None;
+    if underflow && !int_params && degree <= MAX_INTEGER_DEGREE && has_integer_parts() {
+        let mut relaxing = real::RealEncoder::relaxing_floors();
+        let goals: Vec<Bool> = part.conjuncts.iter().map(|c| relaxing.formula(c)).collect();
+        if !relaxing.uses_integers && !relaxing.relaxed.is_empty() {
+            relaxed = Some((relaxing, goals));
+        }
+    }
+    // The encoder before its goals, as locals: dropped in reverse order, the goals' terms are released before
+    // the encoder's other terms, as they always were (when Z3's terms are released orders the ids of the terms
+    // made after, and so the models of later queries).
+    let (exact_encoder, exact_goals) = match relaxed {
+        Some(_) => (None, None),
+        None => {
+            let (encoder, goals) = exact_encoding(part);
+            (Some(encoder), Some(goals))
+        }
+    };
+    // Whether nlsat decides it (the trace's field).
+    let reals_only = relaxed.is_some()
+        || !int_params && exact_encoder.as_ref().is_some_and(|e| !e.uses_integers);
     let constraints = input_constraints(sig, domain, &part.params, underflow);
     let fixed: Vec<Bool> = bindings
         .iter()
@@ -442,26 +479,20 @@ fn check_part(
                 .eq(Real::from_big_rational(&f64_to_rational(v)))
         })
         .collect();
-    let int_params = !part.params.iter().all(|i| is_float_param(sig, *i));
     let extra: [&[Bool]; 2] = [&constraints, &fixed];
-    let mut relaxing = real::RealEncoder::relaxing_floors();
-    let goals: Vec<Bool> = part.conjuncts.iter().map(|c| relaxing.formula(c)).collect();
-    let reals_only = !int_params && !relaxing.uses_integers;
-    // The relaxation is tried first for an underflow whose only integers are integer parts and whose degree the
-    // SMT core takes: on such queries (their thresholds are 2^-1022) Z3's SMT core answers within its budget
-    // less often than nlsat, and spins far past it where it gives up (its units do not count its nonlinear work
-    // and it heeds an interrupt late): 21% of the solver's time on 55 corpus files. On the other queries with
-    // integer parts it answers within a few units, and a relaxation's models, fixed to integers, often fail.
-    let relax_first =
-        underflow && reals_only && !relaxing.relaxed.is_empty() && degree <= MAX_INTEGER_DEGREE;
-    let (solver, verdict) = if relax_first {
+    let (solver, verdict) = if let Some((relaxing, goals)) = relaxed {
         check_relaxed(
             relaxing, &goals, part, int_params, &extra, timeout_ms, limiter,
         )
     } else {
-        // The exact encoding (the relaxing encoder wrote it when it relaxed nothing).
-        let exact = relaxing.relaxed.is_empty().then_some((relaxing, goals));
-        match check_exact(exact, part, int_params, &extra, timeout_ms, limiter) {
+        match check_exact(
+            exact_encoder.as_ref().zip(exact_goals.as_deref()),
+            part,
+            int_params,
+            &extra,
+            timeout_ms,
+            limiter,
+        ) {
             Some(checked) => checked,
             None => return (Verdict::Unknown, Default::default()),
         }
@@ -534,21 +565,32 @@ fn check_relaxed(
     exact.unwrap_or((solver, verdict))
 }
 
+/// A part's goals in the exact encoding (integers as Z3's integers).
+fn exact_encoding(part: &Part) -> (real::RealEncoder, Vec<Bool>) {
+    let mut encoder = real::RealEncoder::new();
+    let goals = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
+    (encoder, goals)
+}
+
 /// Checks a part in its exact encoding (`encoded`, or made here): nlsat when it has no integers, else Z3's SMT
-/// core, up to [`MAX_INTEGER_DEGREE`]; `None` when the part is not given to Z3.
+/// core, up to [`MAX_INTEGER_DEGREE`]; `None` when the part is not given to Z3. (A caller that made the encoding
+/// keeps it until it has read the model: when Z3's terms are released orders the ids of the terms made after.)
 fn check_exact(
-    encoded: Option<(real::RealEncoder, Vec<Bool>)>,
+    encoded: Option<(&real::RealEncoder, &[Bool])>,
     part: &Part,
     int_params: bool,
     extra: &[&[Bool]],
     budget_ms: u32,
     limiter: &limit::Limiter<'_>,
 ) -> Option<(Solver, Verdict)> {
-    let (encoder, goals) = encoded.unwrap_or_else(|| {
-        let mut encoder = real::RealEncoder::new();
-        let goals = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
-        (encoder, goals)
-    });
+    let made;
+    let (encoder, goals) = match encoded {
+        Some(encoded) => encoded,
+        None => {
+            made = exact_encoding(part);
+            (&made.0, made.1.as_slice())
+        }
+    };
     let reals_only = !encoder.uses_integers && !int_params;
     if !reals_only && part.degree > MAX_INTEGER_DEGREE {
         // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
@@ -574,53 +616,49 @@ fn check_exact(
     Some((solver, verdict))
 }
 
-/// Rounds of fixing relaxed integer parts to the integer parts of the model's arguments.
-const INTEGRAL_ROUNDS: usize = 2;
-
 /// A model of a query whose integer parts were relaxed ([`real::RealEncoder::relaxing_floors`]) in which every
-/// stand-in is an integer: each one that is not is fixed to the integer part of its argument's model value (so
-/// the model's parameters keep their bound) and the query is solved again, within what is left of the budget.
-/// `Sat` leaves such a model in `solver`; a relaxation's model that no round makes integral gives up.
+/// stand-in is the integer part of its argument. When the relaxation's model is not one, each stand-in, innermost
+/// first, is fixed to the integer part of its argument's value in the model (with the stand-ins inside it already
+/// fixed): the integer parts the model's parameters give. The query is solved again with them all fixed, within
+/// a quarter of the budget beside what the relaxation spent (a relaxation nlsat satisfies late would leave none):
+/// its models are models of the query, in the cell of the parameters where the integer parts are those. A query
+/// whose other conditions exclude that cell (a parity, a quadrant) is given up here. `Sat` leaves such a model in
+/// `solver`.
 fn integral_model(
     solver: &Solver,
     relaxed: &[(Real, Real)],
     timeout_ms: u32,
     limiter: &limit::Limiter<'_>,
 ) -> Verdict {
-    let mut spent = limiter.last_spent_ms();
-    for _ in 0..INTEGRAL_ROUNDS {
-        let Some(model) = solver.get_model() else {
+    let Some(model) = solver.get_model() else {
+        return Verdict::Unknown;
+    };
+    let value = |t: &Real| {
+        model
+            .eval(t, true)
+            .and_then(|v| real::model_rational(&v, FloatFormat::Double))
+    };
+    let mut fixed: Vec<(Real, Real)> = Vec::new();
+    let mut integral = true;
+    for (k, v) in relaxed {
+        let pairs: Vec<(&Real, &Real)> = fixed.iter().map(|(k, n)| (k, n)).collect();
+        let (Some(k_value), Some(v_value)) = (value(k), value(&v.substitute(&pairs))) else {
             return Verdict::Unknown;
         };
-        let value = |t: &Real| {
-            model
-                .eval(t, true)
-                .and_then(|v| real::model_rational(&v, FloatFormat::Double))
-        };
-        let mut fixes = Vec::new();
-        for (k, v) in relaxed {
-            let (Some(k_value), Some(v_value)) = (value(k), value(v)) else {
-                return Verdict::Unknown;
-            };
-            let floor = v_value.floor();
-            if k_value != floor {
-                fixes.push(k.eq(Real::from_big_rational(&floor)));
-            }
-        }
-        if fixes.is_empty() {
-            return Verdict::Sat;
-        }
-        for fix in &fixes {
-            solver.assert(fix);
-        }
-        // A round gets at least a quarter of the budget: a relaxation nlsat satisfies late would leave none.
-        let round_ms = timeout_ms.saturating_sub(spent).max(timeout_ms / 4).max(1);
-        if limiter.check(solver, round_ms) != SatResult::Sat {
-            return Verdict::Unknown;
-        }
-        spent += limiter.last_spent_ms();
+        let floor = v_value.floor();
+        integral &= k_value == floor;
+        fixed.push((k.clone(), Real::from_big_rational(&floor)));
     }
-    Verdict::Unknown
+    if integral {
+        return Verdict::Sat;
+    }
+    for (k, n) in &fixed {
+        solver.assert(k.eq(n));
+    }
+    match limiter.check(solver, (timeout_ms / 4).max(1)) {
+        SatResult::Sat => Verdict::Sat,
+        _ => Verdict::Unknown,
+    }
 }
 
 /// Steps of at most this many ulps are tried on each parameter of a rounded model that misses the exception.
@@ -733,6 +771,32 @@ mod tests {
         assert_eq!(verdict, Verdict::Sat);
         let x = x.expect("a model");
         assert!(x > 1000.75 && x < 1001.0, "{x}");
+    }
+
+    #[test]
+    fn integers_computed_from_integer_parts_are_relaxed_and_fixed_innermost_first() {
+        // j = (int) floor(x) and j & 1 = j - 2 floor(j / 2) (as a mask is modelled), relaxed; the model's cell
+        // must give (x - floor(x))^5 > (3/4)^5, with 1000 < x < 1004.
+        let j = sym::fp_to_int(32, true, floor_x());
+        let half = sym::floor_pow2(32, j.clone(), 1);
+        let low_bit = sym::int_arith(
+            sym::IntOp::Sub,
+            32,
+            j,
+            sym::int_arith(sym::IntOp::Mul, 32, sym::int_i(2), half),
+        );
+        let fraction = sym::arith(ArithOp::Sub, FloatFormat::Double, x(), floor_x());
+        let formula = sym::and([
+            sym::le(sym::int_i(0), low_bit.clone()),
+            sym::le(low_bit, sym::int_i(1)),
+            sym::lt(sym::real_f64(0.75f64.powi(5)), fifth_power(fraction)),
+            sym::lt(sym::real_i(1000), x()),
+            sym::lt(x(), sym::real_i(1004)),
+        ]);
+        let (verdict, x) = solve_relaxed(&formula);
+        assert_eq!(verdict, Verdict::Sat);
+        let x = x.expect("a model");
+        assert!(x > 1000.75 && x < 1004.0 && x - x.floor() > 0.75, "{x}");
     }
 
     #[test]

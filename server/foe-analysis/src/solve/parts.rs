@@ -12,7 +12,7 @@ use crate::sym::{self, Expr, VarType};
 use crate::types::{ArgValue, ExceptionKind, FunctionSignature, Input, ParamType};
 use std::collections::HashMap;
 use std::time::Instant;
-use z3::ast::{Ast, Bool, Real};
+use z3::ast::{Bool, Real};
 use z3::{SatResult, Solver};
 
 /// A solver without Z3 timers (see [`limit`]): nlsat (with its preprocessing) for pure real queries, several
@@ -419,6 +419,8 @@ fn check_part(
         tracing::debug!(degree, "query part too high a degree for Z3");
         return (Verdict::Unknown, Default::default());
     }
+    let mut encoder = real::RealEncoder::new();
+    let goals: Vec<Bool> = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
     let underflow = part.conjuncts.iter().any(|c| {
         c.postorder().iter().any(|e| {
             matches!(
@@ -430,43 +432,6 @@ fn check_part(
             )
         })
     });
-    let int_params = !part.params.iter().all(|i| is_float_param(sig, *i));
-    // The relaxation is tried first for an underflow whose only integers are integer parts and whose degree the
-    // SMT core takes: on such queries (their thresholds are 2^-1022) Z3's SMT core answers within its budget
-    // less often than nlsat, and spins far past it where it gives up (its units do not count its nonlinear work
-    // and it heeds an interrupt late): 21% of the solver's time on 55 corpus files. On the other queries with
-    // integer parts it answers within a few units, and a relaxation's models, fixed to integers, often fail.
-    // Other queries are encoded exactly as they were before the relaxation existed. (The goals are encoded
-    // before the constraints: Z3's term ids order nlsat's variables, so the order terms are made in shapes the
-    // models.)
-    let has_integer_parts = || {
-        part.conjuncts.iter().any(|c| {
-            c.postorder()
-                .iter()
-                .any(|e| matches!(e.kind(), sym::Kind::ToIntegral { .. }))
-        })
-    };
-    let mut relaxed = None;
-    if underflow && !int_params && degree <= MAX_INTEGER_DEGREE && has_integer_parts() {
-        let mut relaxing = real::RealEncoder::relaxing_floors();
-        let goals: Vec<Bool> = part.conjuncts.iter().map(|c| relaxing.formula(c)).collect();
-        if !relaxing.uses_integers && !relaxing.relaxed.is_empty() {
-            relaxed = Some((relaxing, goals));
-        }
-    }
-    // The encoder before its goals, as locals: dropped in reverse order, the goals' terms are released before
-    // the encoder's other terms, as they always were (when Z3's terms are released orders the ids of the terms
-    // made after, and so the models of later queries).
-    let (exact_encoder, exact_goals) = match relaxed {
-        Some(_) => (None, None),
-        None => {
-            let (encoder, goals) = exact_encoding(part);
-            (Some(encoder), Some(goals))
-        }
-    };
-    // Whether nlsat decides it (the trace's field).
-    let reals_only = relaxed.is_some()
-        || !int_params && exact_encoder.as_ref().is_some_and(|e| !e.uses_integers);
     let constraints = input_constraints(sig, domain, &part.params, underflow);
     let fixed: Vec<Bool> = bindings
         .iter()
@@ -479,23 +444,25 @@ fn check_part(
                 .eq(Real::from_big_rational(&f64_to_rational(v)))
         })
         .collect();
-    let extra: [&[Bool]; 2] = [&constraints, &fixed];
-    let (solver, verdict) = if let Some((relaxing, goals)) = relaxed {
-        check_relaxed(
-            relaxing, &goals, part, int_params, &extra, timeout_ms, limiter,
-        )
-    } else {
-        match check_exact(
-            exact_encoder.as_ref().zip(exact_goals.as_deref()),
-            part,
-            int_params,
-            &extra,
-            timeout_ms,
-            limiter,
-        ) {
-            Some(checked) => checked,
-            None => return (Verdict::Unknown, Default::default()),
-        }
+    let reals_only = !encoder.uses_integers && part.params.iter().all(|i| is_float_param(sig, *i));
+    if !reals_only && degree > MAX_INTEGER_DEGREE {
+        // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
+        tracing::debug!(degree, "integer query part too high a degree for Z3");
+        return (Verdict::Unknown, Default::default());
+    }
+    let solver = solver(reals_only);
+    for goal in goals
+        .iter()
+        .chain(&encoder.side)
+        .chain(&constraints)
+        .chain(&fixed)
+    {
+        solver.assert(goal);
+    }
+    let verdict = match limiter.check(&solver, timeout_ms) {
+        SatResult::Sat => Verdict::Sat,
+        SatResult::Unsat => Verdict::Unsat,
+        SatResult::Unknown => Verdict::Unknown,
     };
     tracing::trace!(
         degree,
@@ -527,137 +494,6 @@ fn check_part(
             (Verdict::Unknown, Default::default())
         }
         None => (verdict, Default::default()),
-    }
-}
-
-/// Checks a part with its integer parts relaxed ([`real::RealEncoder::relaxing_floors`], `relaxing` having
-/// written `goals`), a model made integral by [`integral_model`]; where that gives no answer, the exact encoding
-/// gets the rest of the budget.
-fn check_relaxed(
-    relaxing: real::RealEncoder,
-    goals: &[Bool],
-    part: &Part,
-    int_params: bool,
-    extra: &[&[Bool]],
-    timeout_ms: u32,
-    limiter: &limit::Limiter<'_>,
-) -> (Solver, Verdict) {
-    let spent_before = limiter.total_spent_ms();
-    let solver = solver(true);
-    for goal in goals
-        .iter()
-        .chain(&relaxing.side)
-        .chain(extra.iter().copied().flatten())
-    {
-        solver.assert(goal);
-    }
-    let verdict = match limiter.check(&solver, timeout_ms) {
-        SatResult::Sat => integral_model(&solver, &relaxing.relaxed, timeout_ms, limiter),
-        SatResult::Unsat => Verdict::Unsat,
-        SatResult::Unknown => Verdict::Unknown,
-    };
-    tracing::trace!(?verdict, "relaxed integer parts");
-    let spent = (limiter.total_spent_ms() - spent_before) as u32;
-    let budget_ms = timeout_ms.saturating_sub(spent);
-    let exact = (verdict == Verdict::Unknown && budget_ms > 0)
-        .then(|| check_exact(None, part, int_params, extra, budget_ms, limiter))
-        .flatten();
-    exact.unwrap_or((solver, verdict))
-}
-
-/// A part's goals in the exact encoding (integers as Z3's integers).
-fn exact_encoding(part: &Part) -> (real::RealEncoder, Vec<Bool>) {
-    let mut encoder = real::RealEncoder::new();
-    let goals = part.conjuncts.iter().map(|c| encoder.formula(c)).collect();
-    (encoder, goals)
-}
-
-/// Checks a part in its exact encoding (`encoded`, or made here): nlsat when it has no integers, else Z3's SMT
-/// core, up to [`MAX_INTEGER_DEGREE`]; `None` when the part is not given to Z3. (A caller that made the encoding
-/// keeps it until it has read the model: when Z3's terms are released orders the ids of the terms made after.)
-fn check_exact(
-    encoded: Option<(&real::RealEncoder, &[Bool])>,
-    part: &Part,
-    int_params: bool,
-    extra: &[&[Bool]],
-    budget_ms: u32,
-    limiter: &limit::Limiter<'_>,
-) -> Option<(Solver, Verdict)> {
-    let made;
-    let (encoder, goals) = match encoded {
-        Some(encoded) => encoded,
-        None => {
-            made = exact_encoding(part);
-            (&made.0, made.1.as_slice())
-        }
-    };
-    let reals_only = !encoder.uses_integers && !int_params;
-    if !reals_only && part.degree > MAX_INTEGER_DEGREE {
-        // Nonlinear integer arithmetic of high degree: Z3's SMT core can spin in it without heeding interruption.
-        tracing::debug!(
-            degree = part.degree,
-            "integer query part too high a degree for Z3"
-        );
-        return None;
-    }
-    let solver = solver(reals_only);
-    for goal in goals
-        .iter()
-        .chain(&encoder.side)
-        .chain(extra.iter().copied().flatten())
-    {
-        solver.assert(goal);
-    }
-    let verdict = match limiter.check(&solver, budget_ms) {
-        SatResult::Sat => Verdict::Sat,
-        SatResult::Unsat => Verdict::Unsat,
-        SatResult::Unknown => Verdict::Unknown,
-    };
-    Some((solver, verdict))
-}
-
-/// A model of a query whose integer parts were relaxed ([`real::RealEncoder::relaxing_floors`]) in which every
-/// stand-in is the integer part of its argument. When the relaxation's model is not one, each stand-in, innermost
-/// first, is fixed to the integer part of its argument's value in the model (with the stand-ins inside it already
-/// fixed): the integer parts the model's parameters give. The query is solved again with them all fixed, within
-/// a quarter of the budget beside what the relaxation spent (a relaxation nlsat satisfies late would leave none):
-/// its models are models of the query, in the cell of the parameters where the integer parts are those. A query
-/// whose other conditions exclude that cell (a parity, a quadrant) is given up here. `Sat` leaves such a model in
-/// `solver`.
-fn integral_model(
-    solver: &Solver,
-    relaxed: &[(Real, Real)],
-    timeout_ms: u32,
-    limiter: &limit::Limiter<'_>,
-) -> Verdict {
-    let Some(model) = solver.get_model() else {
-        return Verdict::Unknown;
-    };
-    let value = |t: &Real| {
-        model
-            .eval(t, true)
-            .and_then(|v| real::model_rational(&v, FloatFormat::Double))
-    };
-    let mut fixed: Vec<(Real, Real)> = Vec::new();
-    let mut integral = true;
-    for (k, v) in relaxed {
-        let pairs: Vec<(&Real, &Real)> = fixed.iter().map(|(k, n)| (k, n)).collect();
-        let (Some(k_value), Some(v_value)) = (value(k), value(&v.substitute(&pairs))) else {
-            return Verdict::Unknown;
-        };
-        let floor = v_value.floor();
-        integral &= k_value == floor;
-        fixed.push((k.clone(), Real::from_big_rational(&floor)));
-    }
-    if integral {
-        return Verdict::Sat;
-    }
-    for (k, n) in &fixed {
-        solver.assert(k.eq(n));
-    }
-    match limiter.check(solver, (timeout_ms / 4).max(1)) {
-        SatResult::Sat => Verdict::Sat,
-        _ => Verdict::Unknown,
     }
 }
 
@@ -713,105 +549,4 @@ pub(super) fn repair(formula: &Expr, input: &Input) -> Option<Input> {
         }
     }
     None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sym::{ArithOp, Integral};
-
-    fn x() -> Expr {
-        sym::param(0, VarType::Float(FloatFormat::Double))
-    }
-
-    fn floor_x() -> Expr {
-        sym::to_integral(Integral::Floor, FloatFormat::Double, x())
-    }
-
-    /// The verdict on `formula` with its integer parts relaxed first, and the model's `x` when satisfiable.
-    fn solve_relaxed(formula: &Expr) -> (Verdict, Option<f64>) {
-        let sig = super::super::doubles(1);
-        let results = limit::parallel(std::slice::from_ref(formula), 1, |f, limiter| {
-            let part = independent_parts(f, &[]).remove(0);
-            let mut relaxing = real::RealEncoder::relaxing_floors();
-            let goals: Vec<Bool> = part.conjuncts.iter().map(|c| relaxing.formula(c)).collect();
-            assert!(!relaxing.uses_integers && !relaxing.relaxed.is_empty());
-            let (solver, verdict) =
-                check_relaxed(relaxing, &goals, &part, false, &[], 100, limiter);
-            let x = (verdict == Verdict::Sat).then(|| {
-                let model = solver.get_model().expect("a model");
-                match param_values(&sig, &model, &[0])[0].1 {
-                    ArgValue::F64(v) => v,
-                    other => panic!("{other:?}"),
-                }
-            });
-            (verdict, x)
-        });
-        results.into_iter().next().flatten().expect("solved")
-    }
-
-    /// `e` to the fifth: a degree Z3's SMT core is not given, so only the relaxation answers.
-    fn fifth_power(e: Expr) -> Expr {
-        (0..4).fold(e.clone(), |p, _| {
-            sym::arith(ArithOp::Mul, FloatFormat::Double, p, e.clone())
-        })
-    }
-
-    #[test]
-    fn a_query_on_an_integer_part_is_solved_with_an_integral_model() {
-        // (x - floor(x))^5 > (3/4)^5 with 1000 < x < 1001: the relaxation admits floor(x) = 1000.5, the query
-        // does not.
-        let fraction = sym::arith(ArithOp::Sub, FloatFormat::Double, x(), floor_x());
-        let formula = sym::and([
-            sym::lt(sym::real_f64(0.75f64.powi(5)), fifth_power(fraction)),
-            sym::lt(sym::real_i(1000), x()),
-            sym::lt(x(), sym::real_i(1001)),
-        ]);
-        let (verdict, x) = solve_relaxed(&formula);
-        assert_eq!(verdict, Verdict::Sat);
-        let x = x.expect("a model");
-        assert!(x > 1000.75 && x < 1001.0, "{x}");
-    }
-
-    #[test]
-    fn integers_computed_from_integer_parts_are_relaxed_and_fixed_innermost_first() {
-        // j = (int) floor(x) and j & 1 = j - 2 floor(j / 2) (as a mask is modelled), relaxed; the model's cell
-        // must give (x - floor(x))^5 > (3/4)^5, with 1000 < x < 1004.
-        let j = sym::fp_to_int(32, true, floor_x());
-        let half = sym::floor_pow2(32, j.clone(), 1);
-        let low_bit = sym::int_arith(
-            sym::IntOp::Sub,
-            32,
-            j,
-            sym::int_arith(sym::IntOp::Mul, 32, sym::int_i(2), half),
-        );
-        let fraction = sym::arith(ArithOp::Sub, FloatFormat::Double, x(), floor_x());
-        let formula = sym::and([
-            sym::le(sym::int_i(0), low_bit.clone()),
-            sym::le(low_bit, sym::int_i(1)),
-            sym::lt(sym::real_f64(0.75f64.powi(5)), fifth_power(fraction)),
-            sym::lt(sym::real_i(1000), x()),
-            sym::lt(x(), sym::real_i(1004)),
-        ]);
-        let (verdict, x) = solve_relaxed(&formula);
-        assert_eq!(verdict, Verdict::Sat);
-        let x = x.expect("a model");
-        assert!(x > 1000.75 && x < 1004.0 && x - x.floor() > 0.75, "{x}");
-    }
-
-    #[test]
-    fn a_relaxation_without_an_integral_model_is_no_model_and_its_refutation_refutes() {
-        // 2 floor(x) = 1 holds for the relaxed floor 1/2 and for no integer: the exact encoding decides it.
-        let twice = sym::arith(ArithOp::Mul, FloatFormat::Double, sym::real_i(2), floor_x());
-        assert_eq!(
-            solve_relaxed(&sym::eq(twice.clone(), sym::real_i(1))).0,
-            Verdict::Unsat
-        );
-        // Of a degree the SMT core is not given, nothing is known.
-        let (verdict, _) = solve_relaxed(&sym::eq(fifth_power(twice), sym::real_i(1)));
-        assert_eq!(verdict, Verdict::Unknown);
-        // floor(x)^5 > x^5: the relaxation is refuted, so the query is.
-        let (verdict, _) = solve_relaxed(&sym::lt(fifth_power(x()), fifth_power(floor_x())));
-        assert_eq!(verdict, Verdict::Unsat);
-    }
 }

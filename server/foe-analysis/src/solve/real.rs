@@ -5,7 +5,7 @@ use crate::round::{round_rational, FloatFormat};
 use crate::sym::{self, ArithOp, CmpOp, Expr, IntOp, Integral, Kind, Sort, VarType};
 use num_bigint::BigInt;
 use num_rational::BigRational;
-use num_traits::{One, ToPrimitive};
+use num_traits::One;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::str::FromStr;
@@ -29,11 +29,6 @@ pub(super) struct RealEncoder {
     pending: Vec<Expr>,
     /// Whether any integer-sorted term was encoded (then nlsat alone cannot decide the query).
     pub(super) uses_integers: bool,
-    /// Whether `floor` (and `ceil`, `trunc`, `round` through it) is relaxed to a real `k` with `k <= v < k + 1`
-    /// ([`RealEncoder::relaxing_floors`]).
-    relax_floors: bool,
-    /// The relaxed floors: each one's real stand-in and its argument.
-    pub(super) relaxed: Vec<(Real, Real)>,
 }
 
 /// The name of the Z3 constant of a parameter.
@@ -59,22 +54,6 @@ impl RealEncoder {
             side: Vec::new(),
             pending: Vec::new(),
             uses_integers: false,
-            relax_floors: false,
-            relaxed: Vec::new(),
-        }
-    }
-
-    /// An encoder that writes `floor(v)` as a fresh real `k` bounded by `k <= v < k + 1`, without its
-    /// integrality, and the integers computed from integer parts as reals: signed conversions (truncations),
-    /// integer arithmetic, comparisons and choices, and `⌊x / 2^k⌋` (masks). A query whose only integers are
-    /// these becomes one nlsat decides. The relaxation holds wherever the query does, so its refutation refutes
-    /// the query; a model of it is one of the query where every `k` is the integer part of its argument
-    /// ([`RealEncoder::relaxed`] lists them, innermost first, to check and fix). Integer parameters, unsigned
-    /// readings and other opaque integers stay integers ([`RealEncoder::uses_integers`]).
-    pub(super) fn relaxing_floors() -> RealEncoder {
-        RealEncoder {
-            relax_floors: true,
-            ..RealEncoder::new()
         }
     }
 
@@ -99,10 +78,7 @@ impl RealEncoder {
     pub(super) fn int(&mut self, e: &Expr) -> Int {
         match self.term(e) {
             Term::Int(i) => i,
-            Term::Real(r) => {
-                self.uses_integers = true;
-                Int::from_real(&r)
-            }
+            Term::Real(r) => Int::from_real(&r),
             Term::Bool(b) => b.ite(&Int::from_i64(1), &Int::from_i64(0)),
         }
     }
@@ -129,11 +105,6 @@ impl RealEncoder {
 
     /// Encodes one node whose children are already encoded.
     fn node(&mut self, e: &Expr) -> Term {
-        if self.relax_floors {
-            if let Some(t) = self.relaxed_node(e) {
-                return t;
-            }
-        }
         if e.sort() == Sort::Int || matches!(e.kind(), Kind::IsInt(_) | Kind::ToIntegral { .. }) {
             self.uses_integers = true;
         }
@@ -198,55 +169,6 @@ impl RealEncoder {
         }
     }
 
-    /// A node's relaxed encoding ([`RealEncoder::relaxing_floors`]): integer parts as bounded reals and the
-    /// integers computed from them as reals; `None` for a node encoded as usual.
-    fn relaxed_node(&mut self, e: &Expr) -> Option<Term> {
-        let real = match e.kind() {
-            Kind::ToIntegral { mode, a, .. } => self.integral_part(*mode, a),
-            Kind::IntConst(i) => Real::from_int(&int_const(i)),
-            Kind::IntArith { op, a, b } => {
-                let (x, y) = (self.real(a), self.real(b));
-                match op {
-                    IntOp::Add => x + y,
-                    IntOp::Sub => x - y,
-                    IntOp::Mul => x * y,
-                }
-            }
-            Kind::FpToInt {
-                signed: true, a, ..
-            } => self.integral_part(Integral::Trunc, a),
-            Kind::Opaque { op, args, .. } if op == sym::FLOOR_POW2 => {
-                let k = args.get(1).and_then(|k| k.as_int())?.to_usize()?;
-                let x = self.real(args.first()?);
-                self.relaxed_floor(&(x / rational(&BigRational::from_integer(BigInt::one() << k))))
-            }
-            Kind::Ite { c, a, b } if a.sort() == Sort::Int => {
-                let cond = self.bool(c);
-                cond.ite(&self.real(a), &self.real(b))
-            }
-            Kind::Cmp { op, a, b } if a.sort() == Sort::Int && b.sort() == Sort::Int => {
-                let (x, y) = (self.real(a), self.real(b));
-                return Some(Term::Bool(match op {
-                    CmpOp::Lt => x.lt(&y),
-                    CmpOp::Le => x.le(&y),
-                    CmpOp::Eq => x.eq(&y),
-                }));
-            }
-            _ => return None,
-        };
-        Some(Term::Real(real))
-    }
-
-    /// A fresh real `k` with `k <= v < k + 1`, recorded in [`RealEncoder::relaxed`].
-    fn relaxed_floor(&mut self, v: &Real) -> Real {
-        let k = Real::new_const(format!("k{}", self.relaxed.len()));
-        self.side.push(k.le(v));
-        self.side
-            .push(v.lt(&(k.clone() + Real::from_rational(1, 1))));
-        self.relaxed.push((k.clone(), v.clone()));
-        k
-    }
-
     /// `a op b` over the reals.
     fn arith(&mut self, op: ArithOp, a: &Expr, b: &Expr) -> Real {
         let (x, y) = (self.real(a), self.real(b));
@@ -262,13 +184,7 @@ impl RealEncoder {
     fn integral_part(&mut self, mode: Integral, a: &Expr) -> Real {
         let zero = || Real::from_rational(0, 1);
         let x = self.real(a);
-        let mut floor = |v: &Real| {
-            if self.relax_floors {
-                self.relaxed_floor(v)
-            } else {
-                Real::from_int(&Int::from_real(v))
-            }
-        };
+        let floor = |v: &Real| Real::from_int(&Int::from_real(v));
         let half = Real::from_rational(1, 2);
         match mode {
             Integral::Floor => floor(&x),

@@ -3,6 +3,7 @@
 //! driver (cached on disk), and the link. The thunks the file is compiled with are in `thunks.rs`.
 
 use crate::process;
+use crate::scratch::cache_subdir;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,8 +35,6 @@ const START_UP_SECTIONS: &[&str] = &[
     ".rela.ctors*",
     ".rela.dtors*",
 ];
-
-use crate::scratch::cache_subdir as cache_dir;
 
 /// Puts `built` into the cache as `cached` ([`crate::scratch::into_cache`]: concurrent foes never see half a file)
 /// and returns the cached path; `built` itself when there is no cache or that fails.
@@ -116,7 +115,7 @@ pub(super) fn driver_object(clang: &Path, dir: &Path) -> Result<PathBuf, String>
         h.update(clang.as_os_str().as_encoded_bytes());
         h.finalize().to_hex()[..16].to_string()
     };
-    let cached = cache_dir("confirm").map(|d| d.join(format!("foe-confirm-{key}.o")));
+    let cached = cache_subdir("confirm").map(|d| d.join(format!("foe-confirm-{key}.o")));
     if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
         return Ok(c.clone());
     }
@@ -161,7 +160,7 @@ pub(super) fn unit_object(
         h.update(DEBUG_INFO.as_bytes());
         h.finalize().to_hex()[..24].to_string()
     };
-    let cached = cache_dir("units").map(|d| d.join(format!("{key}.shipped.o")));
+    let cached = cache_subdir("units").map(|d| d.join(format!("{key}.shipped.o")));
     if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
         return Ok(c.clone());
     }
@@ -274,7 +273,7 @@ pub(super) fn compile_stubs(
         h.update(clang.as_os_str().as_encoded_bytes());
         h.finalize().to_hex()[..24].to_string()
     };
-    let cached = cache_dir("stubs").map(|d| d.join(format!("{key}.o")));
+    let cached = cache_subdir("stubs").map(|d| d.join(format!("{key}.o")));
     if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
         return Ok(c.clone());
     }

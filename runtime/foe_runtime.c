@@ -31,6 +31,7 @@ static volatile uint64_t g_ops;
  * long before its CPU time would (a loop that does not end on some input). */
 static volatile uint64_t g_op_limit;
 static void foe_op_limit_reached(void);
+static void foe_die(uint32_t status, uint32_t detail, int code);
 
 static inline void foe_append(uint32_t site, uint32_t kind) {
     uint32_t n = g_trace_len;
@@ -132,6 +133,63 @@ void __foe_observe(void) {
             g_output_count++;
         }
     }
+}
+
+/* ---- the pointer parameters' buffers, between pages the process cannot touch ---- */
+
+/* Slot i: its mapping (a guard page, `usable` bytes, a guard page), mapped when first asked for and mapped anew
+ * when a larger buffer is asked for. */
+static struct {
+    char *mapping;
+    size_t usable;
+} g_buffers[FOE_BUFFER_SLOTS];
+
+static size_t foe_page_size(void) {
+    static size_t page;
+    if (page == 0) {
+        long p = sysconf(_SC_PAGESIZE);
+        page = p > 0 ? (size_t)p : 4096;
+    }
+    return page;
+}
+
+void *__foe_buffer(uint32_t slot, uint32_t bytes) {
+    size_t page = foe_page_size();
+    size_t need = ((size_t)bytes + 15u) & ~(size_t)15u;
+    if (need == 0)
+        need = 16;
+    if (slot >= FOE_BUFFER_SLOTS)
+        foe_die(FOE_STATUS_ERROR, 7, 75);
+    if (g_buffers[slot].usable < need) {
+        size_t usable = (need + page - 1) & ~(page - 1);
+        if (g_buffers[slot].mapping)
+            munmap(g_buffers[slot].mapping, g_buffers[slot].usable + 2 * page);
+        g_buffers[slot].mapping = NULL;
+        g_buffers[slot].usable = 0;
+        char *m = mmap(NULL, usable + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED || mprotect(m + page, usable, PROT_READ | PROT_WRITE) != 0)
+            foe_die(FOE_STATUS_ERROR, 8, 75);
+        g_buffers[slot].mapping = m;
+        g_buffers[slot].usable = usable;
+    }
+    char *buffer = g_buffers[slot].mapping + page + g_buffers[slot].usable - need;
+    memset(buffer, 0, need);
+    return buffer;
+}
+
+/* Whether `addr` lies in a guard page of a buffer: an access past (or before) a buffer, which faulted before it
+ * touched anything, so the run can end as a crash and the worker go on. */
+static int foe_in_buffer_guard(uintptr_t addr) {
+    size_t page = foe_page_size();
+    for (uint32_t i = 0; i < FOE_BUFFER_SLOTS; i++) {
+        uintptr_t m = (uintptr_t)g_buffers[i].mapping;
+        if (!m)
+            continue;
+        uintptr_t upper = m + page + g_buffers[i].usable;
+        if ((addr >= m && addr < m + page) || (addr >= upper && addr < upper + page))
+            return 1;
+    }
+    return 0;
 }
 
 /* ---- values: each operation's result, in runs that ask for them ---- */
@@ -306,13 +364,16 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
             g_stop_index = (uint32_t)datum;
             longjmp(g_stop_jump, 1);
         }
-        if (sig == SIGSEGV && info->si_code == SEGV_MAPERR && foe_far_from_mappings((uintptr_t)info->si_addr)) {
+        if ((sig == SIGSEGV && info->si_code == SEGV_MAPERR && foe_far_from_mappings((uintptr_t)info->si_addr)) ||
+            (sig == SIGSEGV && foe_in_buffer_guard((uintptr_t)info->si_addr))) {
             /* An access far from everything the process maps (a null pointer followed, plus an index: a pointer
              * behind a pointer, which the worker passes as zeros): x86 faults are precise, so the access did
              * nothing and the run ends as a crash without ending the worker. A new worker per such run was most
-             * of the time of code that reads through a context pointer. A fault at the end of a mapping (a loop
-             * writing past its buffer, over the stack or the runtime's data) still ends the worker: what the run
-             * wrote before it cannot be trusted. */
+             * of the time of code that reads through a context pointer. So does an access to a guard page of a
+             * pointer parameter's buffer (a loop writing past it: the fault came before it wrote anything
+             * else; a new worker per such run was 25 s of GSL's legendre_P.c). A fault at the end of another
+             * mapping (a loop writing past a buffer of its own, over the stack or the runtime's data) still ends
+             * the worker: what the run wrote before it cannot be trusted. */
             sigprocmask(SIG_SETMASK, &((ucontext_t *)context)->uc_sigmask, NULL);
             g_stop_status = FOE_STATUS_CRASHED;
             g_stop_index = (uint32_t)sig;

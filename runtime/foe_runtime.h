@@ -26,6 +26,13 @@ void __foe_undefined(uint32_t index) __attribute__((noreturn));
  * (index into foe's list of such calls) and returns to the batch driver: the run ends cleanly there. */
 void __foe_stop(uint32_t stop) __attribute__((noreturn));
 
+/* The zeroed buffer the generated entry passes for its pointer parameter or returned struct number `slot` (at
+ * most FOE_BUFFER_SLOTS per entry; the entry keeps larger numbers on its stack): `bytes` rounded up to 16, ending
+ * where a page the process cannot touch begins, with another such page below it. A run that writes or reads past
+ * its buffer faults there before touching anything else, and ends as a crash without ending the worker. */
+#define FOE_BUFFER_SLOTS 32u
+void *__foe_buffer(uint32_t slot, uint32_t bytes);
+
 /* Called by the generated entry before the call, once per pointer parameter, with the buffer it passes (its
  * contents as the call starts are kept), and after the call: the 8-byte words of the buffers the call changed
  * become the run's outputs (at most FOE_OUTPUT_CAP; FOE_WATCH_CAP buffers of FOE_WATCH_BYTES each). */

@@ -25,6 +25,10 @@ pub const CHECK_FN: &str = "__foe_check";
 /// The runtime's hooks around an entry's call: keep the pointer parameters' buffers, then compare them.
 const WATCH_FN: &str = "__foe_watch";
 const OBSERVE_FN: &str = "__foe_observe";
+/// `void *__foe_buffer(i32 slot, i32 bytes)`: a pointer parameter's zeroed buffer between guard pages.
+const BUFFER_FN: &str = "__foe_buffer";
+/// Buffers one entry takes from [`BUFFER_FN`] (`FOE_BUFFER_SLOTS` of the runtime); more stay on its stack.
+const BUFFER_SLOTS: u32 = 32;
 /// The runtime's hook that records an operation's value in runs that ask for values.
 const VALUE_FN: &str = "__foe_value";
 /// The runtime function a call the worker must not execute is replaced by (its operand is the stop id).

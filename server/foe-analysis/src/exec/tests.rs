@@ -303,6 +303,8 @@ static void (*volatile leave)(int) = exit;
 double hog(double x) { if (x > 1.0) { char *p = alloc((size_t)1 << 40); p[12345] = 1; fill(p, 1, (size_t)1 << 40); return p[0]; } return x; }
 double quit(double x) { if (x > 1.0) leave(3); return x; }
 int idiv(int a, int b) { return a / b; }
+void fill_out(int n, double *out) { for (int i = 0; i < n; i++) out[i] = i; }
+void before(int n, double *out) { out[-n] = 1.0; }
 "#;
     let cfg = AnalysisConfig {
         exec_timeout_ms: 200,
@@ -336,6 +338,30 @@ int idiv(int a, int b) { return a / b; }
     let out = r.run("wild", &ins[..3]).unwrap();
     assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
     assert!(matches!(out[2].p.end, RunEnd::Returned { .. }));
+    assert_eq!(r.stats().worker_starts, 1);
+    // A loop writing past a pointer parameter's buffer (4096 bytes), or a write before it, faults at a guard
+    // page before it touches anything else: the run crashes, the worker goes on.
+    let fill = |n: i64| Input(vec![ArgValue::Int(n), ArgValue::OutPtr]);
+    let out = r.run("fill_out", &[fill(4), fill(600), fill(512)]).unwrap();
+    assert!(
+        matches!(out[0].p.end, RunEnd::Returned { .. }),
+        "{:?}",
+        out[0].p.end
+    );
+    assert!(matches!(&out[1].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
+    assert!(matches!(&out[1].pp.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
+    assert!(
+        matches!(out[2].pp.end, RunEnd::Returned { .. }),
+        "{:?}",
+        out[2].pp.end
+    );
+    let out = r.run("before", &[fill(1), fill(0)]).unwrap();
+    assert!(matches!(&out[0].p.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));
+    assert!(
+        matches!(out[1].p.end, RunEnd::Returned { .. }),
+        "{:?}",
+        out[1].p.end
+    );
     assert_eq!(r.stats().worker_starts, 1);
     let out = r.run("constant", &ins[..3]).unwrap();
     assert!(matches!(&out[1].pp.end, RunEnd::Crashed { name, .. } if name == "SIGSEGV"));

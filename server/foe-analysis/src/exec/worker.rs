@@ -468,10 +468,10 @@ impl Batches<'_> {
         }
         if rec.status == STATUS_ERROR {
             kill(slot);
-            return Err(ExecError::Worker(format!(
-                "the worker rejected a batch (code {})",
-                rec.detail
-            )));
+            return Err(ExecError::Worker(match rec.detail {
+                7 | 8 => "the worker could not map a pointer parameter's buffer".to_string(),
+                code => format!("the worker rejected a batch (code {code})"),
+            }));
         }
         if self.next != (end, 0) {
             kill(slot);

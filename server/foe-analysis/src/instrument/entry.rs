@@ -44,6 +44,11 @@ pub fn add_entry<'ctx>(
         ctx,
         i64t,
         what: format!("the entry of {}", sig.name),
+        buffer_fn: module.get_function(BUFFER_FN).unwrap_or_else(|| {
+            let fn_type = ptr.fn_type(&[ctx.i32_type().into(), ctx.i32_type().into()], false);
+            module.add_function(BUFFER_FN, fn_type, None)
+        }),
+        buffers: std::cell::Cell::new(0),
     };
     entry.builder.position_at_end(block);
     let args = wrapper
@@ -127,6 +132,10 @@ struct EntryBuilder<'ctx> {
     i64t: inkwell::types::IntType<'ctx>,
     /// What is built, for errors.
     what: String,
+    /// The runtime's `__foe_buffer`.
+    buffer_fn: FunctionValue<'ctx>,
+    /// Buffers taken from it so far (each its own slot).
+    buffers: std::cell::Cell<u32>,
 }
 
 impl<'ctx> EntryBuilder<'ctx> {
@@ -190,12 +199,36 @@ impl<'ctx> EntryBuilder<'ctx> {
         Ok(value)
     }
 
-    /// A zeroed, 16-byte-aligned stack buffer of `bytes` bytes.
+    /// A zeroed, 16-byte-aligned buffer of `bytes` bytes: the runtime's next slot, which ends at a guard page (a
+    /// run that writes past it crashes there, and the worker goes on), or past the slots a stack buffer.
     fn zeroed_buffer(
         &self,
         bytes: u32,
     ) -> Result<inkwell::values::PointerValue<'ctx>, InstrumentError> {
         let (ctx, builder, i64t) = (&self.ctx, &self.builder, self.i64t);
+        let slot = self.buffers.get();
+        if slot < BUFFER_SLOTS {
+            self.buffers.set(slot + 1);
+            let i32t = ctx.i32_type();
+            let call = builder
+                .build_call(
+                    self.buffer_fn,
+                    &[
+                        i32t.const_int(slot as u64, false).into(),
+                        i32t.const_int(bytes.max(1) as u64, false).into(),
+                    ],
+                    "",
+                )
+                .map_err(self.error())?;
+            return call
+                .try_as_basic_value()
+                .basic()
+                .map(|v| v.into_pointer_value())
+                .ok_or_else(|| InstrumentError::Builder {
+                    what: self.what.clone(),
+                    message: "no buffer from the runtime".into(),
+                });
+        }
         let buf_ty = ctx.i8_type().array_type(bytes.max(1));
         let buf = builder.build_alloca(buf_ty, "").map_err(self.error())?;
         if let Some(inst) = buf.as_instruction() {

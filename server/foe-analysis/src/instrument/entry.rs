@@ -11,8 +11,9 @@ pub type Unavailable = String;
 
 /// Adds `i64 @<entry name>(ptr %args)` to `module` (already prefixed): it reads one 64-bit word per parameter
 /// (double and float bit patterns, integers in the low bits, ignored for out-parameters, which get a zeroed
-/// stack buffer of their size), calls the build's function and returns the result's bits (floats as their bit
-/// pattern, integers sign-extended, or zero-extended when unsigned or `_Bool`, 0 for void and other types). The
+/// buffer of their size from the runtime, between guard pages), calls the build's function and returns the
+/// result's bits (floats as their bit pattern, integers sign-extended, or zero-extended when unsigned or
+/// `_Bool`, 0 for void and other types). The
 /// fields of a struct passed by value are put together as the IR argument ([`FunctionSignature::ir_args`]); a
 /// returned struct is stored into a buffer watched as [`RETURN_PARAM`].
 pub fn add_entry<'ctx>(
@@ -145,7 +146,7 @@ impl<'ctx> EntryBuilder<'ctx> {
     }
 
     /// Parameter `i` of type `ty` from its word in `args`: floats and integers from their bits, a zeroed,
-    /// 16-byte-aligned stack buffer for an out-parameter.
+    /// 16-byte-aligned buffer for an out-parameter ([`Self::zeroed_buffer`]).
     fn load_param(
         &self,
         args: inkwell::values::PointerValue<'ctx>,

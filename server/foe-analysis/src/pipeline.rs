@@ -255,8 +255,10 @@ pub fn analyse(
     // A header's functions inlined where they are called, so that their operations are placed at the call.
     let pair = crate::headers::inline_header_functions(pair);
     // Functions and globals of other units of the compilation database, linked in as the program links them.
+    let linking = Instant::now();
     let (pair, linked) =
         crate::project::link_units(pair, request.path, request.config, db.as_ref());
+    tracing::trace!(ms = ms(linking), "project units linked");
     timings.insert("compile".to_string(), ms(started));
     cancel.check()?;
 

@@ -5,7 +5,9 @@
 //!
 //! Which unit defines a symbol is found lazily: a textual prefilter (a line that starts a definition of the
 //! name) picks the candidate units, their compiled IR confirms. Compiled units are cached on disk, keyed by
-//! the unit's contents, flags and compiler; at most [`MAX_UNITS`] units are linked into one file (the
+//! the unit's contents, flags and compiler, as the links read them: bitcode without debug info (their lines
+//! belong to other files) and the names they define (reading clang's textual IR with its debug info was most of
+//! the linking, 180 of 260 ms on GSL's `bessel_Y0.c`); at most [`MAX_UNITS`] units are linked into one file (the
 //! transitive closure of what the linked units need, breadth first).
 //!
 //! A C library name (`sqrt`, `exp`, `floor`) is taken from a unit of the file's own library only (the same top
@@ -17,9 +19,11 @@ use crate::compile::{self, CompileDb, CompiledPair};
 use crate::config::AnalysisConfig;
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Most translation units linked into one file's modules.
 pub const MAX_UNITS: usize = 12;
@@ -110,24 +114,58 @@ fn find_word(line: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// Whether clang's textual IR `ll` defines `name` with external linkage.
-fn defines(ll: &str, name: &str) -> bool {
-    let at = format!("@{name}");
-    ll.lines().any(|line| {
-        let external = !line.contains(" internal ") && !line.contains(" private ");
-        if line.starts_with("define ") {
-            return external && line.contains(&format!("{at}("));
+/// A unit of the database as the links read it: its P and P' as bitcode without debug info, and the names its P
+/// defines with external linkage.
+struct Unit {
+    p: Vec<u8>,
+    pp: Vec<u8>,
+    defines: HashSet<String>,
+}
+
+impl Unit {
+    /// The unit of clang's textual IR `pair`.
+    fn from_ir(pair: &CompiledPair) -> Result<Unit, String> {
+        let context = Context::create();
+        let p = crate::ir::parse_module(&context, &pair.p_ll, "unit P")?;
+        let pp = crate::ir::parse_module(&context, &pair.pp_ll, "unit P'")?;
+        let defines = external_definitions(&p);
+        for m in [&p, &pp] {
+            m.strip_debug_info();
         }
-        line.starts_with(&format!("{at} = "))
-            && external
-            && !line.contains(" external ")
-            && (line.contains(" global ") || line.contains(" constant "))
-    })
+        Ok(Unit {
+            p: p.write_bitcode_to_memory().as_slice().to_vec(),
+            pp: pp.write_bitcode_to_memory().as_slice().to_vec(),
+            defines,
+        })
+    }
+
+    /// One of its builds in `context`.
+    fn module<'ctx>(&self, context: &'ctx Context, build: &str) -> Result<Module<'ctx>, String> {
+        let bytes = if build == "P" { &self.p } else { &self.pp };
+        let buffer = MemoryBuffer::create_from_memory_range_copy(bytes, build);
+        Module::parse_bitcode_from_buffer(&buffer, context)
+            .map_err(|e| format!("unit {build}: {}", e.to_string().trim()))
+    }
+}
+
+/// The names `module` defines with external linkage: functions with a body and data with a value.
+fn external_definitions(module: &Module<'_>) -> HashSet<String> {
+    let external = |linkage: Linkage| !matches!(linkage, Linkage::Internal | Linkage::Private);
+    let functions = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0 && external(f.get_linkage()))
+        .map(|f| f.get_name().to_string_lossy().into_owned());
+    let data = module
+        .get_globals()
+        .filter(|g| !g.is_declaration() && external(g.get_linkage()))
+        .map(|g| g.get_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("llvm."));
+    functions.chain(data).collect()
 }
 
 /// A unit compiled to P and P' with its entry's flags in `db`, from the disk cache when its contents, flags and
 /// compiler did not change.
-fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<CompiledPair> {
+fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Unit> {
     let text = std::fs::read(unit).ok()?;
     let text = String::from_utf8_lossy(&text).into_owned();
     let mut config = base.clone();
@@ -139,6 +177,8 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Co
     let (p_flags, pp_flags) = compile::build_flags(&config, unit);
     let key = {
         let mut h = blake3::Hasher::new();
+        // The form of the cached files: bitcode without debug info and the names defined.
+        h.update(b"unit bitcode 1\0");
         h.update(text.as_bytes());
         h.update(unit.as_os_str().as_encoded_bytes());
         h.update(p_flags.join("\u{0}").as_bytes());
@@ -147,31 +187,41 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Co
         h.finalize().to_hex()[..24].to_string()
     };
     let dir = crate::exec::cache_dir().map(|d| d.join("units"));
-    let (p_path, pp_path) = (
-        dir.as_ref().map(|d| d.join(format!("{key}.p.ll"))),
-        dir.as_ref().map(|d| d.join(format!("{key}.pp.ll"))),
-    );
-    if let (Some(p), Some(pp)) = (&p_path, &pp_path) {
-        if let (Ok(p_ll), Ok(pp_ll)) = (std::fs::read_to_string(p), std::fs::read_to_string(pp)) {
-            return Some(CompiledPair { p_ll, pp_ll });
+    let paths = dir
+        .as_ref()
+        .map(|d| ["p.bc", "pp.bc", "defines"].map(|ext| d.join(format!("{key}.{ext}"))));
+    if let Some([p, pp, defines]) = &paths {
+        if let (Ok(p), Ok(pp), Ok(defines)) = (
+            std::fs::read(p),
+            std::fs::read(pp),
+            std::fs::read_to_string(defines),
+        ) {
+            let defines = defines.lines().map(str::to_string).collect();
+            return Some(Unit { p, pp, defines });
         }
     }
-    let pair = match compile::compile_pair(&config, unit, &text) {
-        Ok(pair) => pair,
+    let built = compile::compile_pair(&config, unit, &text)
+        .map_err(|e| e.to_string())
+        .and_then(|pair| Unit::from_ir(&pair));
+    let built = match built {
+        Ok(built) => built,
         Err(e) => {
             tracing::debug!(unit = %unit.display(), "project unit does not compile: {e}");
             return None;
         }
     };
-    if let (Some(dir), Some(p), Some(pp)) = (&dir, &p_path, &pp_path) {
-        // Written under temporary names and renamed (`scratch::write_cache`): concurrent foes never read half a file.
+    if let (Some(dir), Some([p, pp, defines])) = (&dir, &paths) {
+        // Written under temporary names and renamed (`scratch::write_cache`): concurrent foes never read half a
+        // file; the names last, so that a unit whose names are cached has its bitcode cached too.
         if std::fs::create_dir_all(dir).is_ok() {
-            for (path, ll) in [(p, &pair.p_ll), (pp, &pair.pp_ll)] {
-                let _ = crate::scratch::write_cache(path, ll.as_bytes());
-            }
+            let mut names: Vec<&str> = built.defines.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            let _ = crate::scratch::write_cache(p, &built.p)
+                .and_then(|()| crate::scratch::write_cache(pp, &built.pp))
+                .and_then(|()| crate::scratch::write_cache(defines, names.join("\n").as_bytes()));
         }
     }
-    Some(pair)
+    Some(built)
 }
 
 /// What `module` uses but does not define: functions (the C library's too: the file's library may define them)
@@ -352,7 +402,7 @@ struct Candidates<'a> {
     /// The database the units' entries are taken from.
     db: &'a CompileDb,
     texts: Vec<Option<String>>,
-    compiled: Vec<Option<Option<CompiledPair>>>,
+    compiled: Vec<Option<Option<Rc<Unit>>>>,
     used: Vec<bool>,
 }
 
@@ -401,8 +451,12 @@ impl<'a> Candidates<'a> {
                 continue;
             }
             let (base, db) = (self.base, self.db);
-            let unit_pair = self.compiled[i].get_or_insert_with(|| compile_unit(unit, base, db));
-            if unit_pair.as_ref().is_some_and(|u| defines(&u.p_ll, symbol)) {
+            let compiled =
+                self.compiled[i].get_or_insert_with(|| compile_unit(unit, base, db).map(Rc::new));
+            if compiled
+                .as_ref()
+                .is_some_and(|u| u.defines.contains(symbol))
+            {
                 return Some(i);
             }
         }
@@ -417,13 +471,13 @@ fn link_one<'ctx>(
     context: &'ctx Context,
     p: &Module<'ctx>,
     pp: &Module<'ctx>,
-    unit: &CompiledPair,
+    unit: &Unit,
     queue: &VecDeque<String>,
     symbol: &str,
     replacements: bool,
 ) -> Result<(Vec<String>, Vec<String>), String> {
-    let unit_p = crate::ir::parse_module(context, &unit.p_ll, "unit P")?;
-    let unit_pp = crate::ir::parse_module(context, &unit.pp_ll, "unit P'")?;
+    let unit_p = unit.module(context, "P")?;
+    let unit_pp = unit.module(context, "P'")?;
     // Everything the file (or the units linked so far) still declares may come from this unit.
     let mut keep: HashSet<String> = needed_symbols(p).into_iter().collect();
     keep.extend(queue.iter().cloned());
@@ -442,9 +496,8 @@ fn link_one<'ctx>(
         );
     }
     let needs = needed_symbols(&unit_p);
+    // Its debug info was stripped before it was cached: events inside it have no position in this file.
     for m in [&unit_p, &unit_pp] {
-        // Its lines belong to another file: events inside it have no position in this one.
-        m.strip_debug_info();
         internalize_except(m, &keep);
     }
     let before: HashSet<String> = p
@@ -483,12 +536,34 @@ mod tests {
         assert!(!may_define("  y = polevl(x, P, 4);\n", "polevl"));
         assert!(may_define("double MACHEP = 1.11e-16;\n", "MACHEP"));
         assert!(!may_define("extern double MACHEP;\n", "MACHEP"));
-        let ll = "define dso_local double @polevl(double %0) #0 {\n@MACHEP = dso_local global double 1.0\n\
-                  define internal double @helper(double %0) {\n@hidden = internal global i32 0\n";
-        assert!(defines(ll, "polevl"));
-        assert!(defines(ll, "MACHEP"));
-        assert!(!defines(ll, "helper"));
-        assert!(!defines(ll, "hidden"));
-        assert!(!defines(ll, "pole"));
+    }
+
+    #[test]
+    fn a_unit_names_its_external_definitions_and_keeps_no_debug_info() {
+        let p_ll = "define dso_local double @polevl(double %0) #0 !dbg !8 {\n  ret double %0, !dbg !11\n}\n\
+                    define internal double @helper(double %0) {\n  ret double %0\n}\n\
+                    @MACHEP = dso_local global double 1.0\n@hidden = internal global i32 0\n\
+                    @extern_datum = external global double\ndeclare double @declared(double)\n\
+                    !llvm.dbg.cu = !{!0}\n!llvm.module.flags = !{!3}\n\
+                    !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: \"clang\", \
+                    isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug, splitDebugInlining: false)\n\
+                    !1 = !DIFile(filename: \"u.c\", directory: \"/tmp\")\n!3 = !{i32 2, !\"Debug Info Version\", i32 3}\n\
+                    !8 = distinct !DISubprogram(name: \"polevl\", scope: !1, file: !1, line: 1, type: !9, \
+                    scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)\n!9 = !DISubroutineType(types: !10)\n\
+                    !10 = !{null}\n!11 = !DILocation(line: 2, column: 3, scope: !8)\n";
+        let pair = CompiledPair {
+            p_ll: p_ll.to_string(),
+            pp_ll: p_ll.to_string(),
+        };
+        let unit = Unit::from_ir(&pair).expect("unit");
+        let mut names: Vec<&str> = unit.defines.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["MACHEP", "polevl"]);
+        let context = Context::create();
+        for build in ["P", "P'"] {
+            let m = unit.module(&context, build).expect("bitcode");
+            assert!(m.get_function("polevl").is_some());
+            assert!(!m.print_to_string().to_string().contains("!dbg"), "{build}");
+        }
     }
 }

@@ -159,7 +159,7 @@ void *__foe_buffer(uint32_t slot, uint32_t bytes) {
     if (need == 0)
         need = 16;
     if (slot >= FOE_BUFFER_SLOTS)
-        foe_die(FOE_STATUS_ERROR, 7, 75);
+        foe_die(FOE_STATUS_ERROR, FOE_ERROR_NO_BUFFER, 75);
     if (g_buffers[slot].usable < need) {
         size_t usable = (need + page - 1) & ~(page - 1);
         if (g_buffers[slot].mapping)
@@ -168,7 +168,7 @@ void *__foe_buffer(uint32_t slot, uint32_t bytes) {
         g_buffers[slot].usable = 0;
         char *m = mmap(NULL, usable + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED || mprotect(m + page, usable, PROT_READ | PROT_WRITE) != 0)
-            foe_die(FOE_STATUS_ERROR, 8, 75);
+            foe_die(FOE_STATUS_ERROR, FOE_ERROR_NO_BUFFER, 75);
         g_buffers[slot].mapping = m;
         g_buffers[slot].usable = usable;
     }
@@ -364,8 +364,9 @@ static void foe_on_crash(int sig, siginfo_t *info, void *context) {
             g_stop_index = (uint32_t)datum;
             longjmp(g_stop_jump, 1);
         }
-        if ((sig == SIGSEGV && info->si_code == SEGV_MAPERR && foe_far_from_mappings((uintptr_t)info->si_addr)) ||
-            (sig == SIGSEGV && foe_in_buffer_guard((uintptr_t)info->si_addr))) {
+        uintptr_t addr = (uintptr_t)info->si_addr;
+        if (sig == SIGSEGV &&
+            ((info->si_code == SEGV_MAPERR && foe_far_from_mappings(addr)) || foe_in_buffer_guard(addr))) {
             /* An access far from everything the process maps (a null pointer followed, plus an index: a pointer
              * behind a pointer, which the worker passes as zeros): x86 faults are precise, so the access did
              * nothing and the run ends as a crash without ending the worker. A new worker per such run was most

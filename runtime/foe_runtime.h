@@ -32,6 +32,8 @@ void __foe_stop(uint32_t stop) __attribute__((noreturn));
  * its buffer faults there before touching anything else, and ends as a crash without ending the worker. */
 #define FOE_BUFFER_SLOTS 32u
 void *__foe_buffer(uint32_t slot, uint32_t bytes);
+/* The FOE_STATUS_ERROR detail of an entry whose buffer could not be given (no slot, or no memory to map it). */
+#define FOE_ERROR_NO_BUFFER 7u
 
 /* Called by the generated entry before the call, once per pointer parameter, with the buffer it passes (its
  * contents as the call starts are kept), and after the call: the 8-byte words of the buffers the call changed

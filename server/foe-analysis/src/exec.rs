@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 pub use worker::WALL_FACTOR;
 use worker::{ExecLimits, Worker};
 
-pub(crate) use toolchain::cache_dir;
 pub use toolchain::{FAULTS_H, LIBC_EXTRAS_C, RUNTIME_C, RUNTIME_H};
 
 /// Why the runner could not be built or could not run.

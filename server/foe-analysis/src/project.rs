@@ -138,14 +138,17 @@ impl Unit {
             defines,
         })
     }
+}
 
-    /// One of its builds in `context`.
-    fn module<'ctx>(&self, context: &'ctx Context, build: &str) -> Result<Module<'ctx>, String> {
-        let bytes = if build == "P" { &self.p } else { &self.pp };
-        let buffer = MemoryBuffer::create_from_memory_range_copy(bytes, build);
-        Module::parse_bitcode_from_buffer(&buffer, context)
-            .map_err(|e| format!("unit {build}: {}", e.to_string().trim()))
-    }
+/// The module of one of a unit's builds (`bitcode`, `what` naming it for errors) in `context`.
+fn parse_bitcode<'ctx>(
+    context: &'ctx Context,
+    bitcode: &[u8],
+    what: &str,
+) -> Result<Module<'ctx>, String> {
+    let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, what);
+    Module::parse_bitcode_from_buffer(&buffer, context)
+        .map_err(|e| format!("{what}: {}", e.to_string().trim()))
 }
 
 /// The names `module` defines with external linkage: functions with a body and data with a value.
@@ -186,9 +189,7 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Un
         h.update(config.clang.as_os_str().as_encoded_bytes());
         h.finalize().to_hex()[..24].to_string()
     };
-    let dir = crate::exec::cache_dir().map(|d| d.join("units"));
-    let paths = dir
-        .as_ref()
+    let paths = crate::scratch::cache_subdir("units")
         .map(|d| ["p.bc", "pp.bc", "defines"].map(|ext| d.join(format!("{key}.{ext}"))));
     if let Some([p, pp, defines]) = &paths {
         if let (Ok(p), Ok(pp), Ok(defines)) = (
@@ -210,16 +211,14 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Un
             return None;
         }
     };
-    if let (Some(dir), Some([p, pp, defines])) = (&dir, &paths) {
+    if let Some([p, pp, defines]) = &paths {
         // Written under temporary names and renamed (`scratch::write_cache`): concurrent foes never read half a
         // file; the names last, so that a unit whose names are cached has its bitcode cached too.
-        if std::fs::create_dir_all(dir).is_ok() {
-            let mut names: Vec<&str> = built.defines.iter().map(String::as_str).collect();
-            names.sort_unstable();
-            let _ = crate::scratch::write_cache(p, &built.p)
-                .and_then(|()| crate::scratch::write_cache(pp, &built.pp))
-                .and_then(|()| crate::scratch::write_cache(defines, names.join("\n").as_bytes()));
-        }
+        let mut names: Vec<&str> = built.defines.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        let _ = crate::scratch::write_cache(p, &built.p)
+            .and_then(|()| crate::scratch::write_cache(pp, &built.pp))
+            .and_then(|()| crate::scratch::write_cache(defines, names.join("\n").as_bytes()));
     }
     Some(built)
 }
@@ -476,8 +475,8 @@ fn link_one<'ctx>(
     symbol: &str,
     replacements: bool,
 ) -> Result<(Vec<String>, Vec<String>), String> {
-    let unit_p = unit.module(context, "P")?;
-    let unit_pp = unit.module(context, "P'")?;
+    let unit_p = parse_bitcode(context, &unit.p, "unit P")?;
+    let unit_pp = parse_bitcode(context, &unit.pp, "unit P'")?;
     // Everything the file (or the units linked so far) still declares may come from this unit.
     let mut keep: HashSet<String> = needed_symbols(p).into_iter().collect();
     keep.extend(queue.iter().cloned());
@@ -560,8 +559,8 @@ mod tests {
         names.sort_unstable();
         assert_eq!(names, ["MACHEP", "polevl"]);
         let context = Context::create();
-        for build in ["P", "P'"] {
-            let m = unit.module(&context, build).expect("bitcode");
+        for (bitcode, build) in [(&unit.p, "P"), (&unit.pp, "P'")] {
+            let m = parse_bitcode(&context, bitcode, build).expect("bitcode");
             assert!(m.get_function("polevl").is_some());
             assert!(!m.print_to_string().to_string().contains("!dbg"), "{build}");
         }

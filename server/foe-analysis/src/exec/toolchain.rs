@@ -45,7 +45,7 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
         h.update(RUNTIME_FLAGS.join(" ").as_bytes());
         h.finalize().to_hex()[..16].to_string()
     };
-    let dir = cache_dir()
+    let dir = crate::scratch::cache_dir()
         .filter(|d| std::fs::create_dir_all(d).is_ok())
         .unwrap_or_else(|| scratch.to_path_buf());
     let obj = dir.join(format!("foe-runtime-{key}.o"));
@@ -56,11 +56,6 @@ pub fn runtime_object(clang: &Path, scratch: &Path) -> Result<PathBuf, ExecError
         m.push((clang.to_path_buf(), obj.clone()));
     }
     Ok(obj)
-}
-
-/// foe's on-disk cache: `$XDG_CACHE_HOME/foe`, else `~/.cache/foe` (not made here).
-pub(crate) fn cache_dir() -> Option<PathBuf> {
-    crate::scratch::cache_dir()
 }
 
 /// Compiles in a directory of this process's scratch directory (so that a foe killed meanwhile leaves nothing

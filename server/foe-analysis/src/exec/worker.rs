@@ -31,6 +31,8 @@ const STATUS_ERROR: u8 = 4;
 const STATUS_UNDEFINED: u8 = 5;
 const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
+/// The [`STATUS_ERROR`] detail of an entry the runtime could not give a buffer (`FOE_ERROR_NO_BUFFER`).
+const ERROR_NO_BUFFER: u32 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 /// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run accessed an address far from every mapping).
 const RECORD_GOES_ON: u16 = 2;
@@ -469,7 +471,9 @@ impl Batches<'_> {
         if rec.status == STATUS_ERROR {
             kill(slot);
             return Err(ExecError::Worker(match rec.detail {
-                7 | 8 => "the worker could not map a pointer parameter's buffer".to_string(),
+                ERROR_NO_BUFFER => {
+                    "the worker could not map a pointer parameter's buffer".to_string()
+                }
                 code => format!("the worker rejected a batch (code {code})"),
             }));
         }

@@ -107,6 +107,17 @@ pub(super) fn in_rounds(
     skipped
 }
 
+/// For each job, whether its site has other paths among `jobs`. Such a query gets half the time limit: the
+/// site's other paths make up for a query given up on, and the site's paths together still get more than one
+/// query's limit, while a site of one path (an expression without branches) has nothing to make up for it.
+pub(super) fn has_other_paths(jobs: &[&Query]) -> Vec<bool> {
+    let mut paths: BTreeMap<SiteKey<'_>, usize> = BTreeMap::new();
+    for q in jobs {
+        *paths.entry(site_key(q)).or_default() += 1;
+    }
+    jobs.iter().map(|q| paths[&site_key(q)] > 1).collect()
+}
+
 /// One site's paths still to solve, how many count as tried, and whether one gave an input.
 struct Site {
     queue: VecDeque<usize>,
@@ -196,6 +207,19 @@ mod tests {
         );
         assert_eq!(solved, vec![1, 2, 3, 4]);
         assert_eq!(skipped, vec![(5, Skip::Covered)]);
+    }
+
+    #[test]
+    fn only_a_site_of_several_paths_shares_its_limit() {
+        use ExceptionKind::{Overflow, Underflow};
+        let queries = [
+            query(10, Overflow),
+            query(10, Underflow),
+            query(20, Overflow),
+            query(10, Overflow),
+        ];
+        let jobs: Vec<&Query> = queries.iter().collect();
+        assert_eq!(has_other_paths(&jobs), vec![true, false, false, true]);
     }
 
     #[test]

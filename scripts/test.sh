@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs the whole test suite: Rust unit and end-to-end tests (CLI on fixtures,
+# Sets up a fresh machine and runs the whole test suite: rustfmt and clippy, Rust unit and end-to-end tests (CLI on fixtures,
 # LSP over stdio, headless Neovim, hostile files), the hostile suite again as an unprivileged user, the
 # VS Code extension's type-check and packaging, and the extension in a real VS Code.
 #
@@ -8,6 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Style first: rustfmt's layout and clippy's lints, warnings as errors.
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
 cargo build -p foe-cli
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast --test-threads 2

@@ -401,9 +401,7 @@ pub fn file_pragma_edit(text: &str) -> Option<SourceEdit> {
         let first = text.find(PRECISE_PRAGMAS[0])?;
         let before = &text[..first];
         // Already at file scope: nothing but comments and blank lines above it.
-        if first_code_line(before).is_none() {
-            return None;
-        }
+        first_code_line(before)?;
     }
     let line = first_code_line(text).unwrap_or(1);
     let mut insert: String = PRECISE_PRAGMAS.iter().map(|p| format!("{p}\n")).collect();

@@ -78,10 +78,12 @@ unsafe fn scope_file<'a>(scope: LLVMMetadataRef) -> Option<&'a [u8]> {
 /// from a header's function, the call it was inlined at (the innermost frame of the chain in the file). `None`
 /// without a position, or when no frame of the chain is in the file (a helper's body that was not inlined).
 ///
-/// `inst` must be an instruction of a live module.
-pub fn position_in_file(inst: LLVMValueRef) -> Option<(u32, u32)> {
-    // SAFETY: `inst` is a live instruction; every metadata handle read below belongs to its module and is only
-    // read while the module lives (the borrow of the caller's handle).
+/// # Safety
+///
+/// `inst` must be an instruction of a module that lives for the call.
+pub unsafe fn position_in_file(inst: LLVMValueRef) -> Option<(u32, u32)> {
+    // SAFETY: `inst` is a live instruction (the caller's contract); every metadata handle read below belongs to
+    // its module and is only read during the call.
     unsafe {
         let mut loc = LLVMInstructionGetDebugLoc(inst);
         if loc.is_null() {

@@ -308,7 +308,8 @@ fn record_value<'ctx>(
 fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
     // In the analysed file: an operation inlined from a header's function is placed at the call.
     let own = |i: InstructionValue<'_>| {
-        crate::headers::position_in_file(i.as_value_ref()).filter(|&(line, _)| line > 0)
+        // SAFETY: `i` is an instruction of a module borrowed for its lifetime.
+        unsafe { crate::headers::position_in_file(i.as_value_ref()) }.filter(|&(line, _)| line > 0)
     };
     // A borrowed position keeps only the line: its column belongs to another operation.
     let line_only = |i: InstructionValue<'_>| own(i).map(|(line, _)| (line, 0));

@@ -317,7 +317,7 @@ mod tests {
                 dir.path(),
                 &flags,
                 &exe,
-                &[object.clone()],
+                std::slice::from_ref(&object),
                 Duration::from_secs(60),
             )
             .unwrap();

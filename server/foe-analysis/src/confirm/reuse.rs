@@ -69,7 +69,10 @@ impl SameBinaries {
 /// the first harness that needs it; one that needs it meanwhile waits for that compile. A failed compile is not
 /// kept (the next harness tries again).
 #[derive(Clone, Default)]
-pub(super) struct SharedObjects(Arc<Mutex<HashMap<Vec<String>, Arc<Mutex<Option<PathBuf>>>>>>);
+pub(super) struct SharedObjects(Arc<Mutex<HashMap<Vec<String>, ObjectSlot>>>);
+
+/// One set of compile flags' object: `None` until its first compile succeeds; held while it compiles.
+type ObjectSlot = Arc<Mutex<Option<PathBuf>>>;
 
 impl SharedObjects {
     /// The object for `compile_flags`: an earlier one, or `compile()`'s (kept when it succeeds).

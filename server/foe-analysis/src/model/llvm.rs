@@ -353,7 +353,8 @@ impl<'m> Val<'m> {
     /// The (line, column) of an instruction in the analysed file ([`crate::headers::position_in_file`]: for an
     /// operation inlined from a header, the call it was inlined at), if it has one.
     pub fn debug_loc(self) -> Option<(u32, u32)> {
-        crate::headers::position_in_file(self.raw)
+        // SAFETY: `self` is an instruction of the module borrowed for `'m`.
+        unsafe { crate::headers::position_in_file(self.raw) }
     }
 
     /// The function's parameters.

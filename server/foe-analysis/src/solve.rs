@@ -262,6 +262,7 @@ fn solve_reusing(
 ) -> SolveOutcome {
     let started = Instant::now();
     let (unique, jobs) = unique_queries(queries_p, queries_pp);
+    let timeout_ms = query_limit_ms(cfg.solver_timeout_ms, jobs.len());
     let run = SolveRun {
         sig,
         domain,
@@ -272,8 +273,8 @@ fn solve_reusing(
             spent: Default::default(),
             exhausted: Default::default(),
         },
-        timeout_ms: query_limit_ms(cfg.solver_timeout_ms, jobs.len()),
-        shared_sites: schedule::has_other_paths(&jobs),
+        timeout_ms,
+        phase_ms: phase_limits_ms(timeout_ms, &jobs),
         jobs,
     };
     let (known, mut real) = run.taken_over(prior);
@@ -323,10 +324,30 @@ const MANY_FORMULAE: usize = 128;
 fn query_limit_ms(configured: u64, formulae: usize) -> u32 {
     let limit = configured.clamp(1, u32::MAX as u64) as u32;
     if formulae > MANY_FORMULAE {
-        (limit / 2).max(1)
+        half(limit)
     } else {
         limit
     }
+}
+
+/// Half a time limit, at least a millisecond.
+fn half(ms: u32) -> u32 {
+    (ms / 2).max(1)
+}
+
+/// Each job's share of the per-query limit `timeout_ms` in phase one (half) and phase two (the rest). A job whose
+/// site has other paths ([`schedule::has_other_paths`]) gets half the limit: on the 30 GSL and Cephes files around
+/// the corpus median, 2026-11-27, the solve's time fell by a tenth with the same confirmed sites and one more; the
+/// straight-line programs of Table III have one path per site.
+fn phase_limits_ms(timeout_ms: u32, jobs: &[&Query]) -> Vec<(u32, u32)> {
+    schedule::has_other_paths(jobs)
+        .into_iter()
+        .map(|shared| {
+            let limit = if shared { half(timeout_ms) } else { timeout_ms };
+            let first = half(limit);
+            (first, limit.saturating_sub(first).max(1))
+        })
+        .collect()
 }
 
 /// Both builds' queries deduplicated syntactically (in query order), and of those the ones to solve: all but
@@ -360,8 +381,8 @@ struct SolveRun<'a> {
     jobs: Vec<&'a Query>,
     /// The per-query time limit in milliseconds ([`query_limit_ms`]).
     timeout_ms: u32,
-    /// Per job, whether its site has other paths ([`schedule::has_other_paths`]).
-    shared_sites: Vec<bool>,
+    /// Per job, its time limit in phase one and in phase two ([`phase_limits_ms`]).
+    phase_ms: Vec<(u32, u32)>,
 }
 
 /// What phase one leaves to the phases after it.
@@ -395,28 +416,6 @@ impl SolveLimits {
 
 // The closures the solver threads run capture fields, not `self`: the work meter is not `Sync`.
 impl SolveRun<'_> {
-    /// Job `i`'s time limit: the per-query one, halved when its site has other paths ([`schedule::has_other_paths`]:
-    /// on the 30 GSL and Cephes files around the corpus median, 2026-11-27, the solve's time fell by a tenth with
-    /// the same confirmed sites and one more; the straight-line programs of Table III have one path per site).
-    fn limit_ms(&self, i: usize) -> u32 {
-        if self.shared_sites[i] {
-            (self.timeout_ms / 2).max(1)
-        } else {
-            self.timeout_ms
-        }
-    }
-
-    /// Phase one's share of each job's time limit (half), and phase two's (the rest).
-    fn phase_ms(&self) -> Vec<(u32, u32)> {
-        (0..self.jobs.len())
-            .map(|i| {
-                let limit = self.limit_ms(i);
-                let first = (limit / 2).max(1);
-                (first, (limit - first).max(1))
-            })
-            .collect()
-    }
-
     /// The results taken over instead of asking Z3, one per job (`None`: ask Z3), and the verdicts of the file's
     /// earlier functions among them (one per job with [`Prior::Known`], empty otherwise).
     fn taken_over(&self, prior: Prior<'_>) -> (Vec<Option<RealResult>>, Vec<Option<RealResult>>) {
@@ -471,7 +470,7 @@ impl SolveRun<'_> {
     fn first_phase(&self, todo: Vec<usize>, real: &mut [Option<RealResult>]) -> FirstPhase {
         let (sig, jobs, domain, cfg, limits) =
             (self.sig, &self.jobs, self.domain, self.cfg, self.limits);
-        let phase_ms = self.phase_ms();
+        let phase_ms = &self.phase_ms;
         let seeds = seeds::Seeds::new(sig, domain);
         // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
         // raises the exception, so the floating-point retry is not asked for one.
@@ -566,7 +565,7 @@ impl SolveRun<'_> {
     /// neighbouring formulae (which share most of their path conditions). A verdict replaces the result in `real`.
     fn concretise_given_up(&self, todo: &[usize], real: &mut [Option<RealResult>]) {
         let (sig, jobs, domain, limits) = (self.sig, &self.jobs, self.domain, self.limits);
-        let phase_ms = self.phase_ms();
+        let phase_ms = &self.phase_ms;
         let given_up: Vec<usize> = todo
             .iter()
             .copied()

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release -p foe-cli
+cargo build --release -p foe-cli -p foe-cc
 set +e
 target/release/foe check fixtures/bench/turbine1.c
 status=$?

@@ -12,7 +12,7 @@ DIR="$(cd "$1" && pwd)"
 FILE="$2"
 FOE="$ROOT/target/release/foe"
 if [ "${3:-}" = "--foe" ]; then FOE="$(realpath "$4")"; fi
-[ -x "$FOE" ] || { echo "nvim-transcript: no foe binary at $FOE (cargo build --release -p foe-cli)" >&2; exit 1; }
+[ -x "$FOE" ] || { echo "nvim-transcript: no foe binary at $FOE (cargo build --release -p foe-cli -p foe-cc)" >&2; exit 1; }
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"' EXIT
 cd "$DIR"

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang-19 llvm-19-dev libpolly-19-dev zlib1g-dev libzstd-dev libgmp-dev libmpfr-dev libmpc-dev neovim nodejs)
+packages=(clang-19 llvm-19-dev libclang-19-dev libclang-cpp19-dev libpolly-19-dev zlib1g-dev libzstd-dev libgmp-dev libmpfr-dev libmpc-dev neovim nodejs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,7 +16,7 @@ filter='(binary(hostile_databases) | binary(hostile_files) | binary(hostile_lsp)
   & !test(two_hundred)'
 
 # the tests run the foe binary as built: build it first, and the tests, outside the timed loop
-cargo build -q -p foe-cli
+cargo build -q -p foe-cli -p foe-cc
 cargo nextest run -p foe-e2e -p foe-analysis --no-run >/dev/null 2>&1 ||
   cargo nextest run -p foe-e2e -p foe-analysis --no-run
 

@@ -16,7 +16,7 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "test: no clippy, lints not checked"
 fi
-cargo build -p foe-cli
+cargo build -p foe-cli -p foe-cc
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast --test-threads 2
 else

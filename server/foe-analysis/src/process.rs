@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod warm_clang;
+
 pub use crate::sandbox::{Layers, SandboxLimits};
 
 /// What a finished tool invocation produced.
@@ -61,11 +63,21 @@ pub fn find_program(program: &Path) -> Option<PathBuf> {
 /// Runs a tool (clang, the linker, objcopy) to completion with `stdin` fed in, killing it after `timeout`, in
 /// the compiler's sandbox ([`crate::sandbox::confine_tool`]): it writes only in foe's scratch directory
 /// ([`crate::scratch`]) and foe's cache, where its outputs go, and its temporary files go there too.
+///
+/// A compile by the clang foe-cc runs goes through it ([`warm_clang`]): the same program on the same arguments,
+/// without a process start.
 pub fn run_tool(
     mut cmd: Command,
     stdin: Option<&[u8]>,
     timeout: Duration,
 ) -> std::io::Result<ToolOutput> {
+    let flag = tools_stop_flag();
+    let stopped = || flag.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
+    if !stopped() {
+        if let Some(out) = warm_clang::run(&cmd, stdin, timeout, &stopped) {
+            return out;
+        }
+    }
     confine_tool(&mut cmd, None)?;
     run_child(cmd, stdin, timeout, &|| false)
 }

@@ -119,6 +119,30 @@ impl Server {
     }
 }
 
+/// `processes` ("pid: command line") without the server's foe-cc, clang kept warm for as long as the server runs
+/// (`process/warm_clang.rs`): one process, the server's child. A compile it forked is not left out.
+fn besides_warm_clang(processes: Vec<String>, server: &str) -> Vec<String> {
+    let parent = |pid: &str| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // pid (comm) state ppid ...: the fields after the command name's closing parenthesis.
+        let after = &stat[stat.rfind(')')? + 1..];
+        after.split_whitespace().nth(1).map(str::to_owned)
+    };
+    let mut warm = 0;
+    processes
+        .into_iter()
+        .filter(|p| {
+            let (pid, command) = p.split_once(':').unwrap_or((p, ""));
+            let program = command.split_whitespace().next().unwrap_or_default();
+            let is_warm = program.ends_with("/foe-cc")
+                && parent(pid.trim()).as_deref() == Some(server)
+                && warm == 0;
+            warm += usize::from(is_warm);
+            !is_warm
+        })
+        .collect()
+}
+
 /// What is in the scratch directories under `tmp` besides their locks (and anything else in `tmp`).
 fn scratch_contents(tmp: &std::path::Path) -> Vec<String> {
     let mut found = vec![];
@@ -299,6 +323,7 @@ fn two_hundred_analyses_leave_nothing_behind() {
     // Settled: the server says no job or verification runs, and only it is left, for a second on end (a
     // verification spawns clang and the worker one after another: a single look can fall between two).
     let marker = format!("HOME={}", s.home.path().display());
+    let server = s.client.child_mut().expect("a process").id().to_string();
     let settle = Instant::now();
     let mut quiet_since: Option<Instant> = None;
     while settle.elapsed() < Duration::from_secs(60) {
@@ -306,7 +331,7 @@ fn two_hundred_analyses_leave_nothing_behind() {
             .client
             .request("foe/stats", None, REQUEST)
             .is_ok_and(|v| v["jobsRunning"] == 0);
-        if idle && foe_e2e::processes_with_env(&marker).len() <= 1 {
+        if idle && besides_warm_clang(foe_e2e::processes_with_env(&marker), &server).len() <= 1 {
             let since = *quiet_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= Duration::from_secs(1) {
                 break;
@@ -316,8 +341,7 @@ fn two_hundred_analyses_leave_nothing_behind() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let me_and_server: Vec<_> = foe_e2e::processes_with_env(&marker);
-    let server = s.client.child_mut().expect("a process").id().to_string();
+    let me_and_server = besides_warm_clang(foe_e2e::processes_with_env(&marker), &server);
     let others: Vec<String> = me_and_server
         .iter()
         .filter(|p| p.split(':').next() != Some(server.as_str()))

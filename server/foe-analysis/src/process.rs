@@ -82,6 +82,11 @@ pub fn run_tool(
     run_child(cmd, stdin, timeout, &|| false)
 }
 
+/// How compiles by `clang` run: kept warm by foe-cc (started now if it was not), or why each starts a process.
+pub fn describe_compiles(clang: &Path) -> String {
+    warm_clang::describe(clang)
+}
+
 /// Sets `cmd` up as [`run_tool`] runs it: dies with foe, confined ([`crate::sandbox::confine_tool`]) with foe's
 /// scratch directory (its `TMPDIR`) and cache writable; the layers it gets are written to `report` when given
 /// ([`crate::sandbox::probe_tool`]).

@@ -305,10 +305,12 @@ fn print_version() {
         ),
         Err(e) => format!("sandbox of clang and the linker: cannot be checked: {e}\n"),
     };
+    let clang = foe_analysis::config::AnalysisConfig::default().clang;
     emit(format!(
-        "foe {}\nsolver: Z3 {}\n{sandbox}{tool}",
+        "foe {}\nsolver: Z3 {}\ncompiles: {}\n{sandbox}{tool}",
         env!("CARGO_PKG_VERSION"),
-        foe_analysis::solve::z3_version()
+        foe_analysis::solve::z3_version(),
+        foe_analysis::process::describe_compiles(&clang)
     ));
 }
 

@@ -60,7 +60,8 @@ struct Server {
     alive: Arc<AtomicBool>,
 }
 
-static SERVER: OnceLock<Option<Server>> = OnceLock::new();
+/// foe-cc, once started; why not, when it could not be.
+static SERVER: OnceLock<Result<Server, String>> = OnceLock::new();
 
 /// Runs `cmd` through foe-cc when it is a compile by the clang foe-cc runs; `None` when it is not (or foe-cc is
 /// not there, or went away meanwhile), for the caller to run `clang` itself.
@@ -79,12 +80,37 @@ pub(super) fn run(
     }
     let program = super::find_program(Path::new(cmd.get_program()))?;
     let program = std::fs::canonicalize(program).ok()?;
-    let server = SERVER.get_or_init(|| start(&program)).as_ref()?;
+    let server = SERVER.get_or_init(|| start(&program)).as_ref().ok()?;
     if server.clang != program || !server.alive.load(Ordering::Acquire) {
         return None;
     }
     let cwd = cmd.get_current_dir()?.to_str()?;
     server.compile(cwd, args, stdin, timeout, stop)
+}
+
+/// How compiles by `clang` run in this process, for `foe --version`: kept warm by foe-cc, or why not.
+pub(super) fn describe(clang: &Path) -> String {
+    if std::env::var_os(ENV).is_some_and(|v| v == "0") {
+        return format!("a {} process each ({ENV}=0)", clang.display());
+    }
+    let Some(program) = super::find_program(clang).and_then(|p| std::fs::canonicalize(p).ok())
+    else {
+        return format!("{} not found", clang.display());
+    };
+    match SERVER.get_or_init(|| start(&program)) {
+        Ok(server) if server.clang == program => {
+            format!(
+                "{} kept warm by foe-cc (a fork per compile)",
+                program.display()
+            )
+        }
+        Ok(server) => format!(
+            "a {} process each (foe-cc runs {})",
+            program.display(),
+            server.clang.display()
+        ),
+        Err(why) => format!("a {} process each: {why}", program.display()),
+    }
 }
 
 /// Whether clang's arguments ask for a compile (no link, no `-###`, no version or help).
@@ -116,14 +142,15 @@ fn executable() -> Option<PathBuf> {
 
 /// Starts foe-cc for `clang` on a thread of its own, which then reads its answers for as long as it lives (a
 /// child dies with the thread that started it, so not with a passing one).
-fn start(clang: &Path) -> Option<Server> {
-    let exe = executable()?;
-    let mut cmd = super::command(&exe, super::super::scratch::dir().ok()?);
+fn start(clang: &Path) -> Result<Server, String> {
+    let exe = executable().ok_or("no foe-cc beside foe")?;
+    let scratch = super::super::scratch::dir().map_err(|e| e.to_string())?;
+    let mut cmd = super::command(&exe, scratch);
     cmd.arg(clang)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    super::confine_tool(&mut cmd, None).ok()?;
+    super::confine_tool(&mut cmd, None).map_err(|e| e.to_string())?;
     let (ready_tx, ready_rx) = mpsc::channel();
     let waiting: Arc<Mutex<HashMap<u64, Sender<Done>>>> = Arc::default();
     let alive = Arc::new(AtomicBool::new(false));
@@ -181,29 +208,24 @@ fn start(clang: &Path) -> Option<Server> {
             let _ = child.wait();
         });
     if let Err(e) = spawned {
-        tracing::debug!("no thread for foe-cc: {e}");
-        return None;
+        return Err(format!("no thread for foe-cc: {e}"));
     }
-    match ready_rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(Ok(requests)) => {
-            tracing::debug!(clang = %clang.display(), "compiles go through foe-cc");
-            Some(Server {
-                clang: clang.to_path_buf(),
-                requests: Mutex::new(requests),
-                waiting,
-                next_id: AtomicU64::new(1),
-                alive,
-            })
-        }
-        Ok(Err(why)) => {
-            tracing::debug!("foe runs clang itself: {why}");
-            None
-        }
-        Err(_) => {
-            tracing::debug!("foe runs clang itself: foe-cc did not say it was ready");
-            None
-        }
+    let started = match ready_rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(Ok(requests)) => Ok(Server {
+            clang: clang.to_path_buf(),
+            requests: Mutex::new(requests),
+            waiting,
+            next_id: AtomicU64::new(1),
+            alive,
+        }),
+        Ok(Err(why)) => Err(why),
+        Err(_) => Err("foe-cc did not say it was ready".into()),
+    };
+    match &started {
+        Ok(_) => tracing::debug!(clang = %clang.display(), "compiles go through foe-cc"),
+        Err(why) => tracing::debug!("foe runs clang itself: {why}"),
     }
+    started
 }
 
 impl Server {

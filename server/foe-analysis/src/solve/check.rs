@@ -60,62 +60,91 @@ pub(super) fn holds(formula: &Expr, input: &[ArgValue]) -> Option<bool> {
     Evaluator::new(formula).holds(input)
 }
 
-/// A formula prepared for evaluation on many inputs: its nodes in postorder and its constants' values (rounding
-/// a rational to a double is most of a node's cost), computed once.
+/// A formula prepared for evaluation on many inputs: its nodes in postorder, each with the slots of its children,
+/// and its constants' values (rounding a rational to a double is most of a node's cost), computed once. An
+/// evaluation fills one value slot per node in order, reading the children's slots: no hashing on the way.
 pub(crate) struct Evaluator {
-    /// The nodes whose value depends on the input.
+    /// Every node of the formula once, children before parents.
     nodes: Vec<Expr>,
-    constants: Vec<(u128, V)>,
-    root: u128,
-    memo: sym::FingerprintMap<V>,
+    /// Per node, its children's fingerprints and slots.
+    children: Vec<Vec<(u128, usize)>>,
+    /// Per node, whether it is a constant (its slot is filled once, by `new`).
+    constant: Vec<bool>,
+    /// Per node, its value on the last input (`None`: it cannot be decided concretely).
+    values: Vec<Option<V>>,
+    /// The slot of each fingerprint, for the nodes asked about from outside.
+    slot: sym::FingerprintMap<usize>,
+    root: usize,
 }
 
 impl Evaluator {
     pub(crate) fn new(formula: &Expr) -> Evaluator {
-        let (constants, nodes): (Vec<Expr>, Vec<Expr>) =
-            formula.postorder().into_iter().partition(|e| {
+        let nodes = formula.postorder();
+        let slot: sym::FingerprintMap<usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.fingerprint(), i))
+            .collect();
+        let children: Vec<Vec<(u128, usize)>> = nodes
+            .iter()
+            .map(|e| {
+                e.children()
+                    .iter()
+                    .filter_map(|c| Some((c.fingerprint(), *slot.get(&c.fingerprint())?)))
+                    .collect()
+            })
+            .collect();
+        let constant: Vec<bool> = nodes
+            .iter()
+            .map(|e| {
                 matches!(
                     e.kind(),
                     Kind::RealConst(_) | Kind::IntConst(_) | Kind::BoolConst(_)
                 )
-            });
-        let constants = constants
-            .iter()
-            .filter_map(|e| Some((e.fingerprint(), eval_node(e, &[], &Default::default())?)))
+            })
             .collect();
+        let mut values: Vec<Option<V>> = vec![None; nodes.len()];
+        for (i, e) in nodes.iter().enumerate() {
+            if constant[i] {
+                values[i] = eval_node(e, &[], Memo::new(&children[i], &values, &slot));
+            }
+        }
+        let root = slot[&formula.fingerprint()];
         Evaluator {
             nodes,
-            constants,
-            root: formula.fingerprint(),
-            memo: Default::default(),
+            children,
+            constant,
+            values,
+            slot,
+            root,
         }
     }
 
     /// [`holds`] on `input`.
     pub(crate) fn holds(&mut self, input: &[ArgValue]) -> Option<bool> {
         self.evaluate(input);
-        self.truth_of(self.root)
+        self.truth_at(self.root)
     }
 
     /// Evaluates every node on `input`; nodes that cannot be decided concretely, and those above them, have no
     /// value.
     pub(super) fn evaluate(&mut self, input: &[ArgValue]) {
-        self.memo.clear();
-        self.memo.extend(self.constants.iter().cloned());
-        for node in &self.nodes {
-            if let Some(v) = eval_node(node, input, &self.memo) {
-                self.memo.insert(node.fingerprint(), v);
+        for i in 0..self.nodes.len() {
+            if self.constant[i] {
+                continue;
             }
+            let memo = Memo::new(&self.children[i], &self.values, &self.slot);
+            self.values[i] = eval_node(&self.nodes[i], input, memo);
         }
     }
 
     /// The truth of a Boolean node after [`Evaluator::evaluate`].
     pub(super) fn truth(&self, e: &Expr) -> Option<bool> {
-        self.truth_of(e.fingerprint())
+        self.truth_at(*self.slot.get(&e.fingerprint())?)
     }
 
-    fn truth_of(&self, key: u128) -> Option<bool> {
-        match self.memo.get(&key)? {
+    fn truth_at(&self, slot: usize) -> Option<bool> {
+        match self.values.get(slot)?.as_ref()? {
             V::B(b) => Some(*b),
             _ => None,
         }
@@ -123,17 +152,20 @@ impl Evaluator {
 
     /// The value of a floating-point node after [`Evaluator::evaluate`].
     pub(super) fn float(&self, e: &Expr) -> Option<f64> {
-        match self.memo.get(&e.fingerprint())? {
+        match self
+            .values
+            .get(*self.slot.get(&e.fingerprint())?)?
+            .as_ref()?
+        {
             V::F(v) => Some(*v),
             _ => None,
         }
     }
 }
 
-/// The value of node `e` on `input`, from its children's values in `memo`; `None` when it cannot be decided
+/// The value of node `e` on `input`, from its children's values in `m`; `None` when it cannot be decided
 /// concretely.
-fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Option<V> {
-    let m = Memo(memo);
+fn eval_node(e: &Expr, input: &[ArgValue], m: Memo<'_>) -> Option<V> {
     match e.kind() {
         Kind::RealConst(q) => Some(V::F(sym::const_f64(q))),
         Kind::IntConst(n) => Some(V::I(n.clone())),
@@ -150,13 +182,42 @@ fn eval_node(e: &Expr, input: &[ArgValue], memo: &sym::FingerprintMap<V>) -> Opt
     }
 }
 
-/// The values of the nodes evaluated so far, read by type.
+/// The values of one node's children (by their slots), read by type.
 #[derive(Clone, Copy)]
-struct Memo<'a>(&'a sym::FingerprintMap<V>);
+struct Memo<'a> {
+    children: &'a [(u128, usize)],
+    values: &'a [Option<V>],
+    /// Every node's slot: for a node of many children (a long conjunction), and any other node asked.
+    slot: &'a sym::FingerprintMap<usize>,
+}
 
-impl Memo<'_> {
-    fn get(&self, x: &Expr) -> Option<&V> {
-        self.0.get(&x.fingerprint())
+/// A node of more children than this finds them through the slot map rather than in its list.
+const FEW_CHILDREN: usize = 8;
+
+impl<'a> Memo<'a> {
+    fn new(
+        children: &'a [(u128, usize)],
+        values: &'a [Option<V>],
+        slot: &'a sym::FingerprintMap<usize>,
+    ) -> Memo<'a> {
+        Memo {
+            children,
+            values,
+            slot,
+        }
+    }
+
+    fn get(&self, x: &Expr) -> Option<&'a V> {
+        let fingerprint = x.fingerprint();
+        let found = (self.children.len() <= FEW_CHILDREN)
+            .then(|| self.children.iter().find(|(f, _)| *f == fingerprint))
+            .flatten()
+            .map(|(_, s)| *s);
+        let s = match found {
+            Some(s) => s,
+            None => *self.slot.get(&fingerprint)?,
+        };
+        self.values.get(s)?.as_ref()
     }
 
     /// A float value (an integer read as a float).

@@ -369,6 +369,7 @@ fn fingerprint_of(kind: &Kind) -> u128 {
     // The derived Debug text of the payload names the variant and every scalar field; children contribute
     // their fingerprints (not their text), so this stays linear in the DAG size.
     let tag: String = match kind {
+        Kind::RealConst(q) if is_big(q) => return big_constant_fingerprint(q),
         Kind::RealConst(q) => format!("q{q}"),
         Kind::IntConst(i) => format!("i{i}"),
         Kind::BoolConst(b) => format!("b{b}"),
@@ -402,6 +403,38 @@ fn fingerprint_of(kind: &Kind) -> u128 {
     }
     let bytes = h.finalize();
     u128::from_le_bytes(bytes.as_bytes()[..16].try_into().expect("16 bytes"))
+}
+
+/// Whether a rational is long enough that writing it in decimal costs more than looking it up: the format
+/// thresholds (Ω, the smallest normal and their roundings) have a thousand bits and come back in every exception
+/// condition.
+fn is_big(q: &BigRational) -> bool {
+    q.numer().bits() + q.denom().bits() > 256
+}
+
+/// [`fingerprint_of`] a big rational constant, remembered per thread (the same value as computing it: the decimal
+/// text hashed, which is what costs).
+fn big_constant_fingerprint(q: &BigRational) -> u128 {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<rustc_hash::FxHashMap<BigRational, u128>> = Default::default();
+    }
+    const KEPT: usize = 4096;
+    if let Some(f) = KNOWN.with(|k| k.borrow().get(q).copied()) {
+        return f;
+    }
+    let mut h = blake3::Hasher::new();
+    h.update(format!("q{q}").as_bytes());
+    h.update(&[0xff]);
+    h.update(&0u32.to_le_bytes());
+    let f = u128::from_le_bytes(h.finalize().as_bytes()[..16].try_into().expect("16 bytes"));
+    KNOWN.with(|k| {
+        let mut k = k.borrow_mut();
+        if k.len() >= KEPT {
+            k.clear();
+        }
+        k.insert(q.clone(), f);
+    });
+    f
 }
 
 /// The direct subterms of a node, in order (for an exception atom, its operation's operands).
@@ -495,6 +528,28 @@ mod tests {
 
     fn x() -> Expr {
         param(0, VarType::Float(FloatFormat::Double))
+    }
+
+    #[test]
+    fn a_big_constant_has_the_fingerprint_of_its_decimal_text_cold_and_remembered() {
+        // Ω / 3: a thousand-bit numerator, remembered per thread after the first use.
+        let q = f64_to_rational(f64::MAX) / BigRational::from_integer(3.into());
+        assert!(is_big(&q));
+        let mut h = blake3::Hasher::new();
+        h.update(format!("q{q}").as_bytes());
+        h.update(&[0xff]);
+        h.update(&0u32.to_le_bytes());
+        let text = u128::from_le_bytes(h.finalize().as_bytes()[..16].try_into().unwrap());
+        assert_eq!(real(q.clone()).fingerprint(), text, "computed");
+        assert_eq!(real(q.clone()).fingerprint(), text, "remembered");
+        // A small one takes the ordinary way, to the same kind of value.
+        let small = BigRational::new(3.into(), 7.into());
+        let mut h = blake3::Hasher::new();
+        h.update(format!("q{small}").as_bytes());
+        h.update(&[0xff]);
+        h.update(&0u32.to_le_bytes());
+        let text = u128::from_le_bytes(h.finalize().as_bytes()[..16].try_into().unwrap());
+        assert_eq!(real(small).fingerprint(), text);
     }
 
     #[test]

@@ -71,15 +71,14 @@ pub(super) fn run(
     timeout: Duration,
     stop: &dyn Fn() -> bool,
 ) -> Option<std::io::Result<ToolOutput>> {
-    if std::env::var_os(ENV).is_some_and(|v| v == "0") {
+    if turned_off() {
         return None;
     }
     let args: Vec<&str> = cmd.get_args().map(|a| a.to_str()).collect::<Option<_>>()?;
     if !is_compile(&args) {
         return None;
     }
-    let program = super::find_program(Path::new(cmd.get_program()))?;
-    let program = std::fs::canonicalize(program).ok()?;
+    let program = resolved(Path::new(cmd.get_program()))?;
     let server = SERVER.get_or_init(|| start(&program)).as_ref().ok()?;
     if server.clang != program || !server.alive.load(Ordering::Acquire) {
         return None;
@@ -90,11 +89,10 @@ pub(super) fn run(
 
 /// How compiles by `clang` run in this process, for `foe --version`: kept warm by foe-cc, or why not.
 pub(super) fn describe(clang: &Path) -> String {
-    if std::env::var_os(ENV).is_some_and(|v| v == "0") {
+    if turned_off() {
         return format!("a {} process each ({ENV}=0)", clang.display());
     }
-    let Some(program) = super::find_program(clang).and_then(|p| std::fs::canonicalize(p).ok())
-    else {
+    let Some(program) = resolved(clang) else {
         return format!("{} not found", clang.display());
     };
     match SERVER.get_or_init(|| start(&program)) {
@@ -111,6 +109,16 @@ pub(super) fn describe(clang: &Path) -> String {
         ),
         Err(why) => format!("a {} process each: {why}", program.display()),
     }
+}
+
+/// Whether `FOE_WARM_CLANG=0` turned the warm path off.
+fn turned_off() -> bool {
+    std::env::var_os(ENV).is_some_and(|v| v == "0")
+}
+
+/// The file `program` runs, canonical (foe-cc is compared with it by path).
+fn resolved(program: &Path) -> Option<PathBuf> {
+    std::fs::canonicalize(super::find_program(program)?).ok()
 }
 
 /// Whether clang's arguments ask for a compile (no link, no `-###`, no version or help).

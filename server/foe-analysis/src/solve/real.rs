@@ -40,34 +40,18 @@ pub(super) fn param_name(index: u32, ty: VarType) -> String {
 }
 
 fn rational(q: &BigRational) -> Real {
-    // As `Real::from_big_rational`, with the decimal text of the long ones (the format thresholds, in every
-    // query) remembered per thread: Z3 gets the same numeral.
-    thread_local! {
-        static TEXT: std::cell::RefCell<rustc_hash::FxHashMap<BigRational, (String, String)>> =
-            Default::default();
-    }
-    const KEPT: usize = 4096;
-    if q.numer().bits() + q.denom().bits() <= 256 {
+    if !sym::is_long(q) {
         return Real::from_big_rational(q);
     }
-    let known = TEXT.with(|t| {
-        t.borrow()
-            .get(q)
-            .map(|(n, d)| Real::from_rational_str(n, d))
-    });
-    if let Some(Some(real)) = known {
-        return real;
+    // As `Real::from_big_rational`, with the decimal text of the long ones (the format thresholds, in every
+    // query) remembered: Z3 gets the same numeral.
+    thread_local! {
+        static TEXT: sym::PerThread<BigRational, (String, String)> = Default::default();
     }
-    let (n, d) = (q.numer().to_str_radix(10), q.denom().to_str_radix(10));
-    let real = Real::from_rational_str(&n, &d).expect("a numeral Z3 reads");
-    TEXT.with(|t| {
-        let mut t = t.borrow_mut();
-        if t.len() >= KEPT {
-            t.clear();
-        }
-        t.insert(q.clone(), (n, d));
+    let (n, d) = sym::remembered(&TEXT, q, || {
+        (q.numer().to_str_radix(10), q.denom().to_str_radix(10))
     });
-    real
+    Real::from_rational_str(&n, &d).expect("a numeral Z3 reads")
 }
 
 fn int_const(i: &BigInt) -> Int {

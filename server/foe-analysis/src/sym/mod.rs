@@ -365,11 +365,16 @@ fn sort_of(kind: &Kind) -> Sort {
 
 /// The structural fingerprint of a node from its own payload and its children's fingerprints.
 fn fingerprint_of(kind: &Kind) -> u128 {
-    let mut h = blake3::Hasher::new();
     // The derived Debug text of the payload names the variant and every scalar field; children contribute
     // their fingerprints (not their text), so this stays linear in the DAG size.
     let tag: String = match kind {
-        Kind::RealConst(q) if is_big(q) => return big_constant_fingerprint(q),
+        Kind::RealConst(q) if is_long(q) => {
+            thread_local! {
+                static KNOWN: PerThread<BigRational, u128> = Default::default();
+            }
+            // Remembered: writing a thousand-bit rational in decimal is most of what this costs.
+            return remembered(&KNOWN, q, || hash_node(&format!("q{q}"), &[]));
+        }
         Kind::RealConst(q) => format!("q{q}"),
         Kind::IntConst(i) => format!("i{i}"),
         Kind::BoolConst(b) => format!("b{b}"),
@@ -394,9 +399,14 @@ fn fingerprint_of(kind: &Kind) -> u128 {
         Kind::Or(_) => "or".into(),
         Kind::Exception { kind, site } => format!("x{kind:?}{:?}{:?}", site.op, site.fmt),
     };
+    hash_node(&tag, &children_of(kind))
+}
+
+/// The fingerprint of a node of payload text `tag` and these children.
+fn hash_node(tag: &str, children: &[&Expr]) -> u128 {
+    let mut h = blake3::Hasher::new();
     h.update(tag.as_bytes());
     h.update(&[0xff]);
-    let children = children_of(kind);
     h.update(&(children.len() as u32).to_le_bytes());
     for c in children {
         h.update(&c.fingerprint().to_le_bytes());
@@ -408,33 +418,36 @@ fn fingerprint_of(kind: &Kind) -> u128 {
 /// Whether a rational is long enough that writing it in decimal costs more than looking it up: the format
 /// thresholds (Ω, the smallest normal and their roundings) have a thousand bits and come back in every exception
 /// condition.
-fn is_big(q: &BigRational) -> bool {
+pub(crate) fn is_long(q: &BigRational) -> bool {
     q.numer().bits() + q.denom().bits() > 256
 }
 
-/// [`fingerprint_of`] a big rational constant, remembered per thread (the same value as computing it: the decimal
-/// text hashed, which is what costs).
-fn big_constant_fingerprint(q: &BigRational) -> u128 {
-    thread_local! {
-        static KNOWN: std::cell::RefCell<rustc_hash::FxHashMap<BigRational, u128>> = Default::default();
-    }
+/// A per-thread memo of [`remembered`].
+pub(crate) type PerThread<K, V> = std::cell::RefCell<rustc_hash::FxHashMap<K, V>>;
+
+/// `make()` for `key`, remembered in `memo` (at most a few thousand entries: it starts again when full).
+pub(crate) fn remembered<K, V>(
+    memo: &'static std::thread::LocalKey<PerThread<K, V>>,
+    key: &K,
+    make: impl FnOnce() -> V,
+) -> V
+where
+    K: Hash + Eq + Clone,
+    V: Clone,
+{
     const KEPT: usize = 4096;
-    if let Some(f) = KNOWN.with(|k| k.borrow().get(q).copied()) {
-        return f;
+    if let Some(v) = memo.with(|m| m.borrow().get(key).cloned()) {
+        return v;
     }
-    let mut h = blake3::Hasher::new();
-    h.update(format!("q{q}").as_bytes());
-    h.update(&[0xff]);
-    h.update(&0u32.to_le_bytes());
-    let f = u128::from_le_bytes(h.finalize().as_bytes()[..16].try_into().expect("16 bytes"));
-    KNOWN.with(|k| {
-        let mut k = k.borrow_mut();
-        if k.len() >= KEPT {
-            k.clear();
+    let v = make();
+    memo.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= KEPT {
+            m.clear();
         }
-        k.insert(q.clone(), f);
+        m.insert(key.clone(), v.clone());
     });
-    f
+    v
 }
 
 /// The direct subterms of a node, in order (for an exception atom, its operation's operands).
@@ -534,7 +547,7 @@ mod tests {
     fn a_big_constant_has_the_fingerprint_of_its_decimal_text_cold_and_remembered() {
         // Ω / 3: a thousand-bit numerator, remembered per thread after the first use.
         let q = f64_to_rational(f64::MAX) / BigRational::from_integer(3.into());
-        assert!(is_big(&q));
+        assert!(is_long(&q));
         let mut h = blake3::Hasher::new();
         h.update(format!("q{q}").as_bytes());
         h.update(&[0xff]);

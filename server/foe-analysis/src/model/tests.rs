@@ -159,6 +159,7 @@ fn cancellations_are_asked_where_operands_can_meet() {
         &pair.signature,
         &pair.cancellations[..1],
         None,
+        &Default::default(),
         &cfg,
         crate::solve::SolveLimits::default(),
     );
@@ -178,6 +179,36 @@ fn cancellations_are_asked_where_operands_can_meet() {
     // The anchored model comes first: not a simple number.
     let x = values(&found.inputs[0])[0];
     assert!(x * 2f64.powi(30) != (x * 2f64.powi(30)).round(), "{x}");
+}
+
+/// A function asking the cancellation queries a callee asked takes over its verdicts (GSL's wrappers ask what
+/// the function they call asked): the same inputs, no Z3 work, nothing new to learn.
+#[test]
+fn cancellation_verdicts_are_taken_over_from_a_callee() {
+    let src = "double f(double x, double y, double w) { return (x - y) * w + (x < w); }";
+    let pair = model_both(&build(src), "f", &AnalysisConfig::default()).expect("model");
+    assert!(!pair.cancellations.is_empty());
+    let cfg = AnalysisConfig::default();
+    let solve = |known: &crate::solve::KnownVerdicts| {
+        crate::solve::solve_cancellations(
+            &pair.signature,
+            &pair.cancellations,
+            None,
+            known,
+            &cfg,
+            crate::solve::SolveLimits::default(),
+        )
+    };
+    let callee = solve(&Default::default());
+    assert!(callee.work_spent_ms > 0 && !callee.learned.is_empty());
+    let mut known = crate::solve::KnownVerdicts::new();
+    crate::solve::remember(&mut known, callee.learned.clone());
+    let caller = solve(&known);
+    assert_eq!(caller.work_spent_ms, 0);
+    assert!(caller.learned.is_empty());
+    let keys =
+        |c: &crate::solve::Cancellations| c.inputs.iter().map(|i| i.key()).collect::<Vec<_>>();
+    assert_eq!(keys(&caller), keys(&callee));
 }
 
 pub(super) struct Analysed {

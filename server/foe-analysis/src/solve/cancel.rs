@@ -5,8 +5,11 @@
 //! and where a comparison's sides meet its answer flips.
 //!
 //! They come after the exception queries and only from what those left of the function's work budget, at most
-//! [`WORK_MS`], so the exception search (and the paper's Table III) is what it was.
+//! [`WORK_MS`], so the exception search (and the paper's Table III) is what it was. A function without a domain
+//! takes over the verdicts its callees reached on the same queries ([`super::known`]): GSL's wrapper
+//! `gsl_sf_bessel_Y0(x)` asks exactly what `gsl_sf_bessel_Y0_e(x, &r)` asked.
 
+use super::known::{self, KnownVerdict, KnownVerdicts};
 use super::parts::{solve_real, Approach};
 use super::{interval, limit, SolveLimits, Verdict, WorkMeter};
 use crate::config::AnalysisConfig;
@@ -98,55 +101,119 @@ const PINNED_FREE: usize = 3;
 /// The sets of ordinary values [`pinned`] gives the other inputs (each a seeded draw in [1/16, 32)).
 const PINNED_SETS: usize = 6;
 
-/// What solving the cancellation queries gave: distinct inputs in query order, and the work spent.
+/// What solving the cancellation queries gave: distinct inputs in query order, the work spent, and (without a
+/// domain) the verdicts reached, for the functions that call this one.
 #[derive(Debug, Default)]
 pub struct Cancellations {
     pub inputs: Vec<Input>,
     pub work_spent_ms: u64,
+    pub learned: Vec<(String, KnownVerdict)>,
 }
 
+/// The queries' formulae by kind (comparisons, integers, sums), each once.
+fn unique(queries: &[CancellationQuery]) -> Vec<&Formula> {
+    let mut seen = HashSet::new();
+    let mut ordered: Vec<&CancellationQuery> = queries.iter().collect();
+    ordered.sort_by_key(|q| q.kind);
+    ordered
+        .into_iter()
+        .map(|q| &q.formula)
+        .filter(|f| !f.is_false() && seen.insert(f.fingerprint()))
+        .collect()
+}
+
+/// What is asked first: each query anchored (an input with many significant bits), then as it is.
+fn first_jobs(queries: &[&Formula]) -> Vec<Formula> {
+    queries
+        .iter()
+        .flat_map(|f| anchored(f).into_iter().chain([(*f).clone()]))
+        .collect()
+}
+
+/// The fingerprints of every formula [`solve_cancellations`] may ask for `queries`: those whose verdicts a callee
+/// may have learned for this function.
+pub(super) fn fingerprints(queries: &[CancellationQuery]) -> Vec<u128> {
+    let queries = unique(queries);
+    let pinned_variants = queries.iter().flat_map(|q| pinned(q)).map(|(f, _)| f);
+    first_jobs(&queries)
+        .into_iter()
+        .chain(pinned_variants)
+        .map(|f| f.fingerprint())
+        .collect()
+}
+
+/// A cancellation query's answer: its verdict, and the input when it is satisfiable.
+type Answer = (Verdict, Option<Input>);
+
 /// Solves `queries` (by kind: comparisons, integers, sums; deduplicated, each [`anchored`] first, inside `domain`
-/// when there is one) within the work budget of `limits` (capped at [`WORK_MS`]) on the solver threads.
+/// when there is one) within the work budget of `limits` (capped at [`WORK_MS`]) on the solver threads; without a
+/// domain, a query whose verdict `known` holds (a callee's) is not asked again.
 pub fn solve_cancellations(
     sig: &FunctionSignature,
     queries: &[CancellationQuery],
     domain: Option<&Domain>,
+    known: &KnownVerdicts,
     cfg: &AnalysisConfig,
     limits: SolveLimits,
 ) -> Cancellations {
     let budget = limits.work_ms.map_or(WORK_MS, |w| w.min(WORK_MS));
-    let mut seen = HashSet::new();
-    // Each query anchored first (an input with many significant bits), then as it is.
-    let mut ordered: Vec<&CancellationQuery> = queries.iter().collect();
-    ordered.sort_by_key(|q| q.kind);
-    let queries: Vec<&Formula> = ordered
-        .into_iter()
-        .map(|q| &q.formula)
-        .filter(|f| !f.is_false() && seen.insert(f.fingerprint()))
-        .collect();
-    let jobs: Vec<Formula> = queries
-        .iter()
-        .flat_map(|f| anchored(f).into_iter().chain([(*f).clone()]))
-        .collect();
+    let queries = unique(queries);
+    let jobs = first_jobs(&queries);
     if jobs.is_empty() || budget == 0 {
         return Cancellations::default();
     }
-    let solve = |formula: &Formula, limiter: &limit::Limiter<'_>| {
+    // A callee's verdicts hold for this function's same formulae only where neither has a domain (they are
+    // learned without one).
+    let taken_over = |formula: &Formula| -> Option<Answer> {
+        let verdict = known
+            .get(&known::key(formula.fingerprint()))
+            .filter(|_| domain.is_none())?
+            .for_signature(sig);
+        Some((verdict.verdict, verdict.input))
+    };
+    let solve = |formula: &Formula, limiter: &limit::Limiter<'_>| -> Answer {
+        if let Some(answer) = taken_over(formula) {
+            return answer;
+        }
         // No wall-clock check: the work budget bounds these few queries, and a deadline would make which inputs
         // the search gets depend on the machine's load.
         if interval::refutes(formula, sig, domain) {
-            return None;
+            return (Verdict::Unsat, None);
         }
         limiter.label(formula.fingerprint());
         let r = solve_real(sig, formula, domain, QUERY_MS, Approach::Whole, limiter);
-        (r.verdict == Verdict::Sat).then_some(r.input).flatten()
+        let input = (r.verdict == Verdict::Sat).then_some(r.input).flatten();
+        (r.verdict, input)
+    };
+    // What this function's queries gave, for its callers (none with a domain): a verdict, or that it gave up
+    // (Z3 did, or the budget ended first), as the exception queries' verdicts are taken over.
+    let mut learned = Vec::new();
+    let mut learn = |formulae: &[Formula], answers: &[Option<Answer>]| {
+        if domain.is_some() {
+            return;
+        }
+        for (formula, answer) in formulae.iter().zip(answers) {
+            if taken_over(formula).is_some() {
+                continue;
+            }
+            let verdict = match answer {
+                Some((verdict, input)) => KnownVerdict::decided(*verdict, input.as_ref()),
+                None => KnownVerdict::gave_up(),
+            };
+            learned.push((known::key(formula.fingerprint()), verdict));
+        }
     };
     let meter = WorkMeter {
         limit: Some(budget),
         spent: Default::default(),
         exhausted: Default::default(),
     };
-    let mut solved = meter.map(&jobs, cfg.threads, solve);
+    let first = meter.map(&jobs, cfg.threads, solve);
+    learn(&jobs, &first);
+    let mut solved: Vec<Option<Option<Input>>> = first
+        .into_iter()
+        .map(|a| a.map(|(_, input)| input))
+        .collect();
     // Then, from what is left, the queries neither form answered with inputs pinned but one ([`pinned`]).
     let answered: HashSet<u128> = jobs
         .iter()
@@ -164,6 +231,9 @@ pub fn solve_cancellations(
         .flat_map(|q| pinned(q))
         .unzip();
     let spent = meter.spent.get();
+    if spent >= budget {
+        learn(&second, &vec![None; second.len()]);
+    }
     if !second.is_empty() && spent < budget {
         let more = WorkMeter {
             limit: Some(budget - spent),
@@ -171,9 +241,10 @@ pub fn solve_cancellations(
             exhausted: Default::default(),
         };
         let answers = more.map(&second, cfg.threads, solve);
+        learn(&second, &answers);
         // the pinned inputs are not in the model: put them back
         solved.extend(answers.into_iter().zip(pins).map(|(answer, pins)| {
-            answer.map(|input| {
+            answer.map(|(_, input)| {
                 input.map(|mut input| {
                     for (index, v) in pins {
                         if let Some(slot) = input.0.get_mut(index as usize) {
@@ -196,6 +267,9 @@ pub fn solve_cancellations(
     tracing::debug!(
         function = %sig.name,
         queries = jobs.len(),
+        taken_over = jobs.iter().filter(|f| taken_over(f).is_some()).count(),
+        known = known.len(),
+        learned = learned.len(),
         work_ms = meter.spent.get(),
         inputs = ?inputs,
         "cancellations solved"
@@ -203,5 +277,6 @@ pub fn solve_cancellations(
     Cancellations {
         inputs,
         work_spent_ms: meter.spent.get(),
+        learned,
     }
 }

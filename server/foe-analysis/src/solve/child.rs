@@ -45,7 +45,8 @@ pub struct Solution {
     /// Unique formulae whose verdict an earlier function of the file reached.
     #[serde(default)]
     pub known: usize,
-    /// The verdicts this solve reached (without the domain), for the file's later functions.
+    /// The verdicts this solve reached (without the domain), for the file's later functions: its exception
+    /// queries', then its cancellation queries' (where it has no domain).
     #[serde(default)]
     pub learned: Vec<(String, KnownVerdict)>,
     /// Inputs where an addition or subtraction of P cancels ([`super::solve_cancellations`]), for the search
@@ -117,8 +118,11 @@ pub fn solve_function(
         ..limits
     };
     let within = (!domain.is_empty()).then_some(domain);
-    let cancellations = super::solve_cancellations(sig, &queries.cancellations, within, cfg, rest);
+    let cancellations =
+        super::solve_cancellations(sig, &queries.cancellations, within, known, cfg, rest);
     work_spent_ms += cancellations.work_spent_ms;
+    let mut learned = anywhere.learned;
+    learned.extend(cancellations.learned);
     Solution {
         formulae: anywhere.formulae,
         satisfiable: anywhere.satisfiable,
@@ -128,7 +132,7 @@ pub fn solve_function(
         work_spent_ms,
         work_exhausted,
         known: anywhere.known,
-        learned: anywhere.learned,
+        learned,
         cancellations: cancellations.inputs,
     }
 }
@@ -168,6 +172,15 @@ pub fn solve_function_isolated(
                 relevant.insert(k, verdict.clone());
             }
             None => all_known &= q.formula.is_false(),
+        }
+    }
+    // And those on its cancellation queries (taken over only without a domain).
+    if domain.is_empty() {
+        for fingerprint in super::cancel::fingerprints(&queries.cancellations) {
+            let k = known::key(fingerprint);
+            if let Some(verdict) = known.get(&k) {
+                relevant.insert(k, verdict.clone());
+            }
         }
     }
     if all_known && domain.is_empty() && queries.cancellations.is_empty() {

@@ -1,5 +1,6 @@
 //! Verdicts the functions a function calls reached, for it: the solver chain's verdict cache, keyed by the
-//! formula's structural fingerprint.
+//! formula's structural fingerprint. Exception queries and cancellation queries (those without a domain) both
+//! take theirs over.
 //!
 //! GSL's `gsl_sf_lngamma(x)` inlines `gsl_sf_lngamma_e(x, &r)` and asks Z3 the same questions (the same
 //! formulae over the same parameter indices) again, as does every wrapper of a library. A function takes over
@@ -32,11 +33,22 @@ pub(super) fn key(fingerprint: u128) -> String {
 }
 
 impl KnownVerdict {
-    /// A formula given up on: one whose query crashed the solver process when interrupted.
+    /// A formula given up on: one whose query crashed the solver process when interrupted, or a cancellation
+    /// query the budget did not reach.
     pub(super) fn gave_up() -> KnownVerdict {
         KnownVerdict {
             verdict: Verdict::Unknown,
             input: None,
+            misses: false,
+        }
+    }
+
+    /// A cancellation query's verdict ([`super::solve_cancellations`]): satisfiable with `input`, unsatisfiable,
+    /// or given up on.
+    pub(super) fn decided(verdict: Verdict, input: Option<&Input>) -> KnownVerdict {
+        KnownVerdict {
+            verdict,
+            input: input.map(|i| i.0.clone()),
             misses: false,
         }
     }

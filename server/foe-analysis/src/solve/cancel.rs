@@ -171,10 +171,7 @@ pub fn solve_cancellations(
             .for_signature(sig);
         Some((verdict.verdict, verdict.input))
     };
-    let solve = |formula: &Formula, limiter: &limit::Limiter<'_>| -> Answer {
-        if let Some(answer) = taken_over(formula) {
-            return answer;
-        }
+    let solve = |formula: &&Formula, limiter: &limit::Limiter<'_>| -> Answer {
         // No wall-clock check: the work budget bounds these few queries, and a deadline would make which inputs
         // the search gets depend on the machine's load.
         if interval::refutes(formula, sig, domain) {
@@ -184,6 +181,21 @@ pub fn solve_cancellations(
         let r = solve_real(sig, formula, domain, QUERY_MS, Approach::Whole, limiter);
         let input = (r.verdict == Verdict::Sat).then_some(r.input).flatten();
         (r.verdict, input)
+    };
+    // The answers to `formulae`: taken over, else solved (only those go to the solver threads, which make a Z3
+    // context each); `None` where the budget ended first.
+    let answer = |meter: &WorkMeter, formulae: &[Formula]| -> Vec<Option<Answer>> {
+        let mut answers: Vec<Option<Answer>> = formulae.iter().map(taken_over).collect();
+        let open: Vec<usize> = (0..formulae.len())
+            .filter(|&i| answers[i].is_none())
+            .collect();
+        if !open.is_empty() {
+            let asked: Vec<&Formula> = open.iter().map(|&i| &formulae[i]).collect();
+            for (i, solved) in open.into_iter().zip(meter.map(&asked, cfg.threads, solve)) {
+                answers[i] = solved;
+            }
+        }
+        answers
     };
     // What this function's queries gave, for its callers (none with a domain): a verdict, or that it gave up
     // (Z3 did, or the budget ended first), as the exception queries' verdicts are taken over.
@@ -208,7 +220,7 @@ pub fn solve_cancellations(
         spent: Default::default(),
         exhausted: Default::default(),
     };
-    let first = meter.map(&jobs, cfg.threads, solve);
+    let first = answer(&meter, &jobs);
     learn(&jobs, &first);
     let mut solved: Vec<Option<Option<Input>>> = first
         .into_iter()
@@ -240,7 +252,7 @@ pub fn solve_cancellations(
             spent: Default::default(),
             exhausted: Default::default(),
         };
-        let answers = more.map(&second, cfg.threads, solve);
+        let answers = answer(&more, &second);
         learn(&second, &answers);
         // the pinned inputs are not in the model: put them back
         solved.extend(answers.into_iter().zip(pins).map(|(answer, pins)| {

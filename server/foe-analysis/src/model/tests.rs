@@ -182,7 +182,7 @@ fn cancellations_are_asked_where_operands_can_meet() {
 }
 
 /// A function asking the cancellation queries a callee asked takes over its verdicts (GSL's wrappers ask what
-/// the function they call asked): the same inputs, no Z3 work, nothing new to learn.
+/// the function they call asked): the same inputs, no Z3 work (no solver process), nothing new to learn.
 #[test]
 fn cancellation_verdicts_are_taken_over_from_a_callee() {
     let src = "double f(double x, double y, double w) { return (x - y) * w + (x < w); }";
@@ -202,7 +202,10 @@ fn cancellation_verdicts_are_taken_over_from_a_callee() {
     let callee = solve(&Default::default());
     assert!(callee.work_spent_ms > 0 && !callee.learned.is_empty());
     let mut known = crate::solve::KnownVerdicts::new();
+    assert!(!crate::solve::all_taken_over(&pair.cancellations, &known));
     crate::solve::remember(&mut known, callee.learned.clone());
+    // Every formula the caller would ask is known: it needs no solver process.
+    assert!(crate::solve::all_taken_over(&pair.cancellations, &known));
     let caller = solve(&known);
     assert_eq!(caller.work_spent_ms, 0);
     assert!(caller.learned.is_empty());

@@ -142,6 +142,24 @@ pub(super) fn fingerprints(queries: &[CancellationQuery]) -> Vec<u128> {
         .collect()
 }
 
+/// Whether every formula [`solve_cancellations`] would ask for `queries` has a verdict in `known` (and there is no
+/// domain): then it answers without Z3, and the function needs no solver process.
+pub(crate) fn all_taken_over(queries: &[CancellationQuery], known: &KnownVerdicts) -> bool {
+    let queries = unique(queries);
+    let verdict = |f: &Formula| known.get(&known::key(f.fingerprint()));
+    let jobs = first_jobs(&queries);
+    if !jobs.iter().all(|f| verdict(f).is_some()) {
+        return false;
+    }
+    // The queries no first form answered with an input are asked again with inputs pinned.
+    let answered = |f: &Formula| verdict(f).is_some_and(|k| k.has_input());
+    queries
+        .iter()
+        .filter(|q| !answered(q) && anchored(q).is_none_or(|a| !answered(&a)))
+        .flat_map(|q| pinned(q))
+        .all(|(f, _)| verdict(&f).is_some())
+}
+
 /// A cancellation query's answer: its verdict, and the input when it is satisfiable.
 type Answer = (Verdict, Option<Input>);
 

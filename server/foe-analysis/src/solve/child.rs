@@ -161,8 +161,8 @@ pub fn solve_function_isolated(
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     // Only the verdicts on this function's formulae cross to the child. When every formula has one (from an
-    // earlier function, typically the one a wrapper calls) and there is no domain, nothing reaches Z3, so no
-    // process is needed.
+    // earlier function, typically the one a wrapper calls), its cancellation queries' too, and there is no
+    // domain, nothing reaches Z3, so no process is needed.
     let mut relevant = KnownVerdicts::new();
     let mut all_known = true;
     for q in queries.p.iter().chain(&queries.pp) {
@@ -183,7 +183,10 @@ pub fn solve_function_isolated(
             }
         }
     }
-    if all_known && domain.is_empty() && queries.cancellations.is_empty() {
+    if all_known
+        && domain.is_empty()
+        && super::cancel::all_taken_over(&queries.cancellations, known)
+    {
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     let budget = limits

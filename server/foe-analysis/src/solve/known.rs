@@ -53,6 +53,11 @@ impl KnownVerdict {
         }
     }
 
+    /// Whether it came with an input (a satisfiable formula's).
+    pub(super) fn has_input(&self) -> bool {
+        self.input.is_some()
+    }
+
     pub(super) fn of(result: &RealResult) -> KnownVerdict {
         KnownVerdict {
             verdict: result.verdict,

@@ -142,8 +142,8 @@ pub(super) fn fingerprints(queries: &[CancellationQuery]) -> Vec<u128> {
         .collect()
 }
 
-/// Whether every formula [`solve_cancellations`] would ask for `queries` has a verdict in `known` (and there is no
-/// domain): then it answers without Z3, and the function needs no solver process.
+/// Whether every formula [`solve_cancellations`] would ask for `queries` of a function without a domain has a
+/// verdict in `known`: then it answers without Z3, and the function needs no solver process.
 pub(crate) fn all_taken_over(queries: &[CancellationQuery], known: &KnownVerdicts) -> bool {
     let queries = unique(queries);
     let verdict = |f: &Formula| known.get(&known::key(f.fingerprint()));

@@ -183,10 +183,7 @@ pub fn solve_function_isolated(
             }
         }
     }
-    if all_known
-        && domain.is_empty()
-        && super::all_taken_over(&queries.cancellations, known)
-    {
+    if all_known && domain.is_empty() && super::all_taken_over(&queries.cancellations, known) {
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     let budget = limits

@@ -22,6 +22,7 @@ mod real;
 mod retry;
 mod schedule;
 mod seeds;
+#[cfg(test)]
 pub(crate) use cancel::all_taken_over;
 pub use cancel::{solve_cancellations, Cancellations};
 pub use known::{remember, KnownVerdict, KnownVerdicts};

@@ -130,34 +130,42 @@ fn first_jobs(queries: &[&Formula]) -> Vec<Formula> {
         .collect()
 }
 
-/// The fingerprints of every formula [`solve_cancellations`] may ask for `queries`: those whose verdicts a callee
-/// may have learned for this function.
-pub(super) fn fingerprints(queries: &[CancellationQuery]) -> Vec<u128> {
-    let queries = unique(queries);
-    let pinned_variants = queries.iter().flat_map(|q| pinned(q)).map(|(f, _)| f);
-    first_jobs(&queries)
-        .into_iter()
-        .chain(pinned_variants)
-        .map(|f| f.fingerprint())
+/// The queries neither first form answered with an input (`answered`, by fingerprint), each asked again with
+/// every float input but one pinned ([`pinned`]): the formulae, and the pinned values.
+fn second_jobs(
+    queries: &[&Formula],
+    answered: impl Fn(u128) -> bool,
+) -> Vec<(Formula, Vec<(u32, ArgValue)>)> {
+    queries
+        .iter()
+        .filter(|q| {
+            !answered(q.fingerprint()) && anchored(q).is_none_or(|a| !answered(a.fingerprint()))
+        })
+        .flat_map(|q| pinned(q))
         .collect()
 }
 
-/// Whether every formula [`solve_cancellations`] would ask for `queries` of a function without a domain has a
-/// verdict in `known`: then it answers without Z3, and the function needs no solver process.
-pub(crate) fn all_taken_over(queries: &[CancellationQuery], known: &KnownVerdicts) -> bool {
+/// The fingerprints of the formulae [`solve_cancellations`] may ask for `queries` when it takes over the verdicts
+/// `known` (a function without a domain): the first forms, and the pinned forms of the queries `known` does not
+/// answer. Every one of them known, it asks Z3 nothing and the function needs no solver process.
+pub(super) fn may_ask(queries: &[CancellationQuery], known: &KnownVerdicts) -> Vec<u128> {
     let queries = unique(queries);
-    let verdict = |f: &Formula| known.get(&known::key(f.fingerprint()));
-    let jobs = first_jobs(&queries);
-    if !jobs.iter().all(|f| verdict(f).is_some()) {
-        return false;
-    }
-    // The queries no first form answered with an input are asked again with inputs pinned.
-    let answered = |f: &Formula| verdict(f).is_some_and(|k| k.has_input());
-    queries
-        .iter()
-        .filter(|q| !answered(q) && anchored(q).is_none_or(|a| !answered(&a)))
-        .flat_map(|q| pinned(q))
-        .all(|(f, _)| verdict(&f).is_some())
+    let answered = |fingerprint: u128| {
+        known
+            .get(&known::key(fingerprint))
+            .is_some_and(KnownVerdict::has_input)
+    };
+    let first = first_jobs(&queries).into_iter();
+    let second = second_jobs(&queries, answered).into_iter().map(|(f, _)| f);
+    first.chain(second).map(|f| f.fingerprint()).collect()
+}
+
+/// Whether every formula of [`may_ask`] has a verdict in `known` (what `solve_function_isolated` checks).
+#[cfg(test)]
+pub(crate) fn all_taken_over(queries: &[CancellationQuery], known: &KnownVerdicts) -> bool {
+    may_ask(queries, known)
+        .into_iter()
+        .all(|f| known.contains_key(&known::key(f)))
 }
 
 /// A cancellation query's answer: its verdict, and the input when it is satisfiable.
@@ -223,14 +231,15 @@ pub fn solve_cancellations(
             return;
         }
         for (formula, answer) in formulae.iter().zip(answers) {
-            if taken_over(formula).is_some() {
+            let key = known::key(formula.fingerprint());
+            if known.contains_key(&key) {
                 continue;
             }
             let verdict = match answer {
                 Some((verdict, input)) => KnownVerdict::decided(*verdict, input.as_ref()),
                 None => KnownVerdict::gave_up(),
             };
-            learned.push((known::key(formula.fingerprint()), verdict));
+            learned.push((key, verdict));
         }
     };
     let meter = WorkMeter {
@@ -251,14 +260,8 @@ pub fn solve_cancellations(
         .filter(|(_, r)| matches!(r, Some(Some(_))))
         .map(|(f, _)| f.fingerprint())
         .collect();
-    let unanswered = |q: &&&Formula| {
-        !answered.contains(&q.fingerprint())
-            && anchored(q).is_none_or(|a| !answered.contains(&a.fingerprint()))
-    };
-    let (second, pins): (Vec<Formula>, Vec<_>) = queries
-        .iter()
-        .filter(unanswered)
-        .flat_map(|q| pinned(q))
+    let (second, pins): (Vec<Formula>, Vec<_>) = second_jobs(&queries, |f| answered.contains(&f))
+        .into_iter()
         .unzip();
     let spent = meter.spent.get();
     if spent >= budget {
@@ -298,7 +301,6 @@ pub fn solve_cancellations(
         function = %sig.name,
         queries = jobs.len(),
         taken_over = jobs.iter().filter(|f| taken_over(f).is_some()).count(),
-        known = known.len(),
         learned = learned.len(),
         work_ms = meter.spent.get(),
         inputs = ?inputs,

@@ -176,14 +176,17 @@ pub fn solve_function_isolated(
     }
     // And those on its cancellation queries (taken over only without a domain).
     if domain.is_empty() {
-        for fingerprint in super::cancel::fingerprints(&queries.cancellations) {
+        for fingerprint in super::cancel::may_ask(&queries.cancellations, known) {
             let k = known::key(fingerprint);
-            if let Some(verdict) = known.get(&k) {
-                relevant.insert(k, verdict.clone());
+            match known.get(&k) {
+                Some(verdict) => {
+                    relevant.insert(k, verdict.clone());
+                }
+                None => all_known = false,
             }
         }
     }
-    if all_known && domain.is_empty() && super::all_taken_over(&queries.cancellations, known) {
+    if all_known && domain.is_empty() {
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
     let budget = limits

@@ -82,6 +82,12 @@ pub fn run_tool(
     run_child(cmd, stdin, timeout, &|| false)
 }
 
+/// Ends the clang kept warm for this process's compiles (foe-cc), if any, and waits until it is gone: for the end
+/// of `foe`, so that nothing it started outlives it.
+pub fn end_warm_clang() {
+    warm_clang::shut_down();
+}
+
 /// How compiles by `clang` run: kept warm by foe-cc (started now if it was not), or why each starts a process.
 pub fn describe_compiles(clang: &Path) -> String {
     warm_clang::describe(clang)

@@ -273,6 +273,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if matches!(args.as_slice(), [a] if a == "--version" || a == "-V") {
         print_version();
+        foe_analysis::process::end_warm_clang();
         return ExitCode::SUCCESS;
     }
     let cli = Cli::parse();
@@ -285,6 +286,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     };
+    foe_analysis::process::end_warm_clang();
     foe_analysis::scratch::remove_own();
     code
 }

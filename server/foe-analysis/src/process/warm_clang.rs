@@ -58,6 +58,9 @@ struct Server {
     waiting: Arc<Mutex<HashMap<u64, Sender<Done>>>>,
     next_id: AtomicU64,
     alive: Arc<AtomicBool>,
+    /// foe-cc's process id, and whether the thread that started it has reaped it.
+    pid: u32,
+    reaped: Arc<(Mutex<bool>, std::sync::Condvar)>,
 }
 
 /// foe-cc, once started; why not, when it could not be.
@@ -111,6 +114,22 @@ pub(super) fn describe(clang: &Path) -> String {
     }
 }
 
+/// Ends foe-cc, if this process started it, and waits (at most two seconds) until it is reaped: foe ends with
+/// nothing of its own still running (foe-cc would die with it anyway, but a moment after).
+pub(super) fn shut_down() {
+    let Some(Ok(server)) = SERVER.get() else {
+        return;
+    };
+    if server.alive.swap(false, Ordering::AcqRel) {
+        // SAFETY: kill(2) on foe-cc's pid, which is not reaped yet (the reader thread reaps it after `alive`
+        // turns false on its side, and only then); it changes no memory of this process.
+        unsafe { libc::kill(server.pid as libc::pid_t, libc::SIGKILL) };
+    }
+    let (done, ended) = &*server.reaped;
+    let done = done.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = ended.wait_timeout_while(done, Duration::from_secs(2), |reaped| !*reaped);
+}
+
 /// Whether `FOE_WARM_CLANG=0` turned the warm path off.
 fn turned_off() -> bool {
     std::env::var_os(ENV).is_some_and(|v| v == "0")
@@ -162,7 +181,9 @@ fn start(clang: &Path) -> Result<Server, String> {
     let (ready_tx, ready_rx) = mpsc::channel();
     let waiting: Arc<Mutex<HashMap<u64, Sender<Done>>>> = Arc::default();
     let alive = Arc::new(AtomicBool::new(false));
-    let (reader_waiting, reader_alive) = (waiting.clone(), alive.clone());
+    let reaped: Arc<(Mutex<bool>, std::sync::Condvar)> = Arc::default();
+    let (reader_waiting, reader_alive, reader_reaped) =
+        (waiting.clone(), alive.clone(), reaped.clone());
     let spawned = std::thread::Builder::new()
         .name("foe-cc".into())
         .spawn(move || {
@@ -184,7 +205,7 @@ fn start(clang: &Path) -> Result<Server, String> {
             match hello {
                 Some(Hello { ready: Some(_), .. }) => {
                     reader_alive.store(true, Ordering::Release);
-                    let _ = ready_tx.send(Ok(stdin));
+                    let _ = ready_tx.send(Ok((stdin, child.id())));
                 }
                 other => {
                     let why = other
@@ -214,17 +235,22 @@ fn start(clang: &Path) -> Result<Server, String> {
                 w.clear();
             }
             let _ = child.wait();
+            let (done, ended) = &*reader_reaped;
+            *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            ended.notify_all();
         });
     if let Err(e) = spawned {
         return Err(format!("no thread for foe-cc: {e}"));
     }
     let started = match ready_rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(Ok(requests)) => Ok(Server {
+        Ok(Ok((requests, pid))) => Ok(Server {
             clang: clang.to_path_buf(),
             requests: Mutex::new(requests),
             waiting,
             next_id: AtomicU64::new(1),
             alive,
+            pid,
+            reaped,
         }),
         Ok(Err(why)) => Err(why),
         Err(_) => Err("foe-cc did not say it was ready".into()),

@@ -189,28 +189,31 @@ pub fn solve_function_isolated(
     if all_known && domain.is_empty() {
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
-    let budget = limits
-        .deadline
-        .map(|d| d.saturating_duration_since(Instant::now()));
     let mut request = Request {
         terms: terms_of(queries),
         signature: sig.clone(),
         queries: queries.clone(),
         domain: domain.clone(),
         config: cfg.clone(),
-        budget_ms: budget.map(|b| b.as_millis() as u64),
+        budget_ms: None,
         work_ms: limits.work_ms,
         known: relevant,
     };
-    // Past its budget a child gives up on the queries it has not started; the kill limit leaves it time to
-    // finish the running ones (each at most one query limit) and answer.
-    let limit = time_limit(queries, cfg).min(budget.map_or(Duration::MAX, |b| {
-        b + Duration::from_millis(2 * cfg.solver_timeout_ms + 2_000)
-    }));
-    // A crash comes from an interrupt that left Z3's heap corrupt (or is one that depends on timing): the next
-    // attempt takes the queries interrupted before it as given up, so it does not interrupt them again.
+    // A crash comes from an interrupt that left Z3's heap corrupt (or is one that depends on timing), and a child
+    // ends itself when a query does not stop when interrupted: the next attempt takes the queries interrupted
+    // before it as given up, so it does not interrupt them again, and the file's later functions take that over.
+    let mut given_up: Vec<String> = Vec::new();
     let mut attempt = 1;
     loop {
+        let budget = limits
+            .deadline
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        request.budget_ms = budget.map(|b| b.as_millis() as u64);
+        // Past its budget a child gives up on the queries it has not started; the kill limit leaves it time to
+        // finish the running ones (each at most one query limit) and answer.
+        let limit = time_limit(queries, cfg).min(budget.map_or(Duration::MAX, |b| {
+            b + Duration::from_millis(2 * cfg.solver_timeout_ms + 2_000)
+        }));
         let body = sym::with_wire_tables(|| serde_json::to_vec(&request))
             .map_err(|e| format!("cannot encode the solver request: {e}"))?;
         match solve_in_child(&body, limit, stop) {
@@ -224,14 +227,25 @@ pub fn solve_function_isolated(
                     "{message}; solving again without the queries it interrupted"
                 );
                 for label in interrupted {
-                    request
-                        .known
-                        .entry(label)
-                        .or_insert_with(KnownVerdict::gave_up);
+                    if !request.known.contains_key(&label) {
+                        request.known.insert(label.clone(), KnownVerdict::gave_up());
+                        given_up.push(label);
+                    }
                 }
                 attempt += 1;
             }
-            other => return other.map_err(|e| e.to_string()),
+            Ok(mut solution) => {
+                let learned: HashSet<&String> = solution.learned.iter().map(|(k, _)| k).collect();
+                let also: Vec<String> = given_up
+                    .into_iter()
+                    .filter(|k| !learned.contains(k))
+                    .collect();
+                solution
+                    .learned
+                    .extend(also.into_iter().map(|k| (k, KnownVerdict::gave_up())));
+                return Ok(solution);
+            }
+            Err(e) => return Err(e.to_string()),
         }
     }
 }
@@ -281,18 +295,21 @@ fn solve_in_child(
         }));
     }
     if out.status != Some(0) {
-        let how = out.status.map_or_else(
-            || "was killed by a signal".to_string(),
-            |c| format!("exited with {c}"),
-        );
         let interrupted = out
             .stderr
             .lines()
             .filter_map(|l| l.strip_prefix(super::limit::INTERRUPTING))
             .map(|label| label.trim().to_string())
             .collect();
+        let message = match out.status {
+            Some(super::limit::DID_NOT_STOP_EXIT) => {
+                "a Z3 query did not stop when interrupted, and its solver process ended".to_string()
+            }
+            Some(code) => format!("the solver process exited with {code} (Z3 crashed)"),
+            None => "the solver process was killed by a signal (Z3 crashed)".to_string(),
+        };
         return Err(ChildError::Crashed {
-            message: format!("the solver process {how} (Z3 crashed)"),
+            message,
             interrupted,
         });
     }
@@ -354,6 +371,7 @@ fn keep_freed_memory() {
 
 fn serve() -> Result<(), String> {
     keep_freed_memory();
+    super::limit::end_process_when_hung();
     let mut body = Vec::new();
     std::io::stdin()
         .read_to_end(&mut body)

@@ -51,6 +51,29 @@ pub(super) const WALL_CLOCK_FACTOR: u64 = 20;
 /// What the watchdog writes to standard error, followed by the query's label, before it interrupts the query.
 pub const INTERRUPTING: &str = "foe-solver: interrupting query ";
 
+/// What a solver process writes to standard error, followed by the query's label, before it ends itself because
+/// the query kept running [`HUNG_CPU`] after its interrupt ([`end_process_when_hung`]).
+pub const DID_NOT_STOP: &str = "foe-solver: query did not stop when interrupted: ";
+
+/// The exit code of a solver process that ended itself after [`DID_NOT_STOP`].
+pub const DID_NOT_STOP_EXIT: i32 = 75;
+
+/// CPU time an interrupted query may go on using before its solver process ends itself. Z3 heeds an interrupt
+/// up to a few hundred milliseconds late (its arithmetic on huge numbers does not look at the flag); a query
+/// still running seconds later may run for minutes (seen with a libz3 built with GMP on GSL's `clausen.c`: a
+/// query ran until the process's time limit, 25 s, in two functions). Its thread cannot be stopped from outside
+/// Z3, so the process ends, and its parent solves again without that query.
+const HUNG_CPU: Duration = Duration::from_secs(2);
+
+/// Set in a solver process: a query that does not stop when interrupted ends the process ([`HUNG_CPU`]). An
+/// in-process solve waits for it instead.
+static END_WHEN_HUNG: AtomicBool = AtomicBool::new(false);
+
+/// Makes a query that does not stop when interrupted end this process ([`HUNG_CPU`]); for solver processes only.
+pub(super) fn end_process_when_hung() {
+    END_WHEN_HUNG.store(true, Ordering::Release);
+}
+
 /// A directory where each query the safety net stopped is written in SMT-LIB (`<label>.smt2`), to study them.
 pub const DUMP_STOPPED_ENV: &str = "FOE_DUMP_STOPPED";
 
@@ -72,9 +95,19 @@ struct Slot {
     /// The worker thread's CPU clock and the CPU time at which the query is stopped.
     cpu_deadline: Option<(CpuClock, Duration)>,
     fired: bool,
+    /// The worker thread's CPU time when the watchdog interrupted the query.
+    fired_at_cpu: Option<Duration>,
 }
 
 impl Slot {
+    /// Whether the query kept running [`HUNG_CPU`] of its thread's CPU time after its interrupt.
+    fn hung(&self) -> bool {
+        let (Some((clock, _)), Some(at)) = (self.cpu_deadline, self.fired_at_cpu) else {
+            return false;
+        };
+        clock.now().is_some_and(|t| t >= at + HUNG_CPU)
+    }
+
     fn overdue(&self, now: Instant) -> bool {
         now >= self.deadline
             || self
@@ -133,6 +166,12 @@ impl Watchdog {
                     // SAFETY: the context is alive while its slot is registered (see RawContext).
                     unsafe { z3_sys::Z3_interrupt(slot.context.0) };
                     slot.fired = true;
+                    slot.fired_at_cpu = slot.cpu_deadline.and_then(|(clock, _)| clock.now());
+                } else if slot.fired && END_WHEN_HUNG.load(Ordering::Acquire) && slot.hung() {
+                    eprintln!("{DID_NOT_STOP}{:032x}", slot.label.unwrap_or(0));
+                    // SAFETY: ends the process at once, without running destructors: the other threads are inside
+                    // Z3, whose state must not be torn down under them. The parent reads the exit code.
+                    unsafe { libc::_exit(DID_NOT_STOP_EXIT) };
                 }
             }
         }
@@ -179,6 +218,7 @@ impl Limiter<'_> {
             deadline: Instant::now() + wall,
             cpu_deadline,
             fired: false,
+            fired_at_cpu: None,
         }));
         let dump = dump_stopped_dir().map(|dir| (dir, solver.to_string()));
         let started = Instant::now();

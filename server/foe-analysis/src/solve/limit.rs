@@ -65,13 +65,20 @@ pub const DID_NOT_STOP_EXIT: i32 = 75;
 /// Z3, so the process ends, and its parent solves again without that query.
 const HUNG_CPU: Duration = Duration::from_secs(2);
 
-/// Set in a solver process: a query that does not stop when interrupted ends the process ([`HUNG_CPU`]). An
-/// in-process solve waits for it instead.
-static END_WHEN_HUNG: AtomicBool = AtomicBool::new(false);
+/// What the watchdog does, once per query, when an interrupted query went on for [`HUNG_CPU`] (given its label):
+/// set in a solver process to end it ([`end_process_when_hung`]). An in-process solve, without it, waits.
+static WHEN_HUNG: OnceLock<fn(u128)> = OnceLock::new();
 
 /// Makes a query that does not stop when interrupted end this process ([`HUNG_CPU`]); for solver processes only.
 pub(super) fn end_process_when_hung() {
-    END_WHEN_HUNG.store(true, Ordering::Release);
+    let _ = WHEN_HUNG.set(end_hung_process);
+}
+
+fn end_hung_process(label: u128) {
+    eprintln!("{DID_NOT_STOP}{label:032x}");
+    // SAFETY: ends the process at once, without running destructors: the other threads are inside Z3, whose
+    // state must not be torn down under them. The parent reads the exit code.
+    unsafe { libc::_exit(DID_NOT_STOP_EXIT) };
 }
 
 /// A directory where each query the safety net stopped is written in SMT-LIB (`<label>.smt2`), to study them.
@@ -97,6 +104,8 @@ struct Slot {
     fired: bool,
     /// The worker thread's CPU time when the watchdog interrupted the query.
     fired_at_cpu: Option<Duration>,
+    /// Whether [`WHEN_HUNG`] was told the query went on after its interrupt.
+    hung_reported: bool,
 }
 
 impl Slot {
@@ -167,11 +176,11 @@ impl Watchdog {
                     unsafe { z3_sys::Z3_interrupt(slot.context.0) };
                     slot.fired = true;
                     slot.fired_at_cpu = slot.cpu_deadline.and_then(|(clock, _)| clock.now());
-                } else if slot.fired && END_WHEN_HUNG.load(Ordering::Acquire) && slot.hung() {
-                    eprintln!("{DID_NOT_STOP}{:032x}", slot.label.unwrap_or(0));
-                    // SAFETY: ends the process at once, without running destructors: the other threads are inside
-                    // Z3, whose state must not be torn down under them. The parent reads the exit code.
-                    unsafe { libc::_exit(DID_NOT_STOP_EXIT) };
+                } else if slot.fired && !slot.hung_reported && slot.hung() {
+                    if let Some(when_hung) = WHEN_HUNG.get() {
+                        slot.hung_reported = true;
+                        when_hung(slot.label.unwrap_or(0));
+                    }
                 }
             }
         }
@@ -219,6 +228,7 @@ impl Limiter<'_> {
             cpu_deadline,
             fired: false,
             fired_at_cpu: None,
+            hung_reported: false,
         }));
         let dump = dump_stopped_dir().map(|dir| (dir, solver.to_string()));
         let started = Instant::now();
@@ -501,6 +511,51 @@ mod tests {
             assert!(results[0].is_none());
             assert_eq!(results.len(), 4);
         }
+    }
+
+    /// turbine1's underflow query that stalled after its interrupt (`FOE_DUMP_STOPPED`), its thresholds (Ω, 2^1022,
+    /// 2^1074) raised to the twelfth power: nlsat's root isolation then multiplies numbers of some 12,000 bits for
+    /// seconds without looking at the interrupt flag.
+    fn query_that_ignores_its_interrupt() -> Solver {
+        use num_bigint::BigInt;
+        let pow = |b: BigInt| b.pow(12).to_string();
+        let omega = pow((BigInt::from(1u64 << 53) - 1) << 971);
+        let normal = pow(BigInt::from(1) << 1022);
+        let subnormal = pow(BigInt::from(1) << 1074);
+        let text = "(declare-fun x2 () Real) (declare-fun x0 () Real) (declare-fun x1 () Real) \
+            (assert (not (= (* x2 x2) 0.0))) \
+            (assert (let ((a!1 (* (- x1) x1 (- (/ 3.0 8.0) (* x0 (/ 1.0 4.0))) x2 x2))) \
+              (let ((a!2 (< (- (* (- 1.0 x0) (/ 1.0 N.0))) a!1)) (a!4 (< a!1 (- (* (- 1.0 x0) (/ 1.0 N.0)))))) \
+              (let ((a!3 (and (< 0.0 (- 1.0 x0)) a!2 (< a!1 (* (- 1.0 x0) (/ 1.0 N.0))))) \
+                    (a!5 (and (< (- 1.0 x0) 0.0) (< (* (- 1.0 x0) (/ 1.0 N.0)) a!1) a!4))) \
+              (and (<= a!1 M.0) (<= (- M.0) a!1) (<= (- 1.0 x0) M.0) (<= (- M.0) (- 1.0 x0)) \
+                   (not (= a!1 0.0)) (or a!3 a!5)))))) \
+            (assert (<= x0 M.0)) (assert (>= x0 (- M.0))) \
+            (assert (or (= x0 0.0) (>= x0 (/ 1.0 S.0)) (<= x0 (- (/ 1.0 S.0))))) \
+            (assert (<= x1 M.0)) (assert (>= x1 (- M.0))) \
+            (assert (or (= x1 0.0) (>= x1 (/ 1.0 S.0)) (<= x1 (- (/ 1.0 S.0))))) \
+            (assert (<= x2 M.0)) (assert (>= x2 (- M.0))) \
+            (assert (or (= x2 0.0) (>= x2 (/ 1.0 S.0)) (<= x2 (- (/ 1.0 S.0)))))"
+            .replace("M.0", &format!("{omega}.0"))
+            .replace("N.0", &format!("{normal}.0"))
+            .replace("S.0", &format!("{subnormal}.0"));
+        let s = z3::Tactic::new("qfnra-nlsat").solver();
+        s.from_string(text);
+        s
+    }
+
+    #[test]
+    fn a_query_that_goes_on_after_its_interrupt_is_reported_once() {
+        static HUNG: Mutex<Vec<u128>> = Mutex::new(Vec::new());
+        WHEN_HUNG
+            .set(|label| HUNG.lock().expect("not poisoned").push(label))
+            .expect("only this test sets it in the test process");
+        let results = parallel(&[()], 1, |_, limiter| {
+            limiter.label(7);
+            limiter.check(&query_that_ignores_its_interrupt(), 20)
+        });
+        assert_eq!(results, vec![Some(SatResult::Unknown)]);
+        assert_eq!(*HUNG.lock().expect("not poisoned"), vec![7]);
     }
 
     #[test]

@@ -235,14 +235,19 @@ pub fn solve_function_isolated(
                 attempt += 1;
             }
             Ok(mut solution) => {
-                let learned: HashSet<&String> = solution.learned.iter().map(|(k, _)| k).collect();
-                let also: Vec<String> = given_up
-                    .into_iter()
-                    .filter(|k| !learned.contains(k))
-                    .collect();
-                solution
-                    .learned
-                    .extend(also.into_iter().map(|k| (k, KnownVerdict::gave_up())));
+                // Verdicts are handed on only from a solve without a domain (as `solve_until` learns them): a
+                // query interrupted within the domain says nothing of the formula without it.
+                if domain.is_empty() {
+                    let learned: HashSet<&String> =
+                        solution.learned.iter().map(|(k, _)| k).collect();
+                    let also: Vec<String> = given_up
+                        .into_iter()
+                        .filter(|k| !learned.contains(k))
+                        .collect();
+                    solution
+                        .learned
+                        .extend(also.into_iter().map(|k| (k, KnownVerdict::gave_up())));
+                }
                 return Ok(solution);
             }
             Err(e) => return Err(e.to_string()),

@@ -235,8 +235,8 @@ pub fn solve_function_isolated(
                 attempt += 1;
             }
             Ok(mut solution) => {
-                // Verdicts are handed on only from a solve without a domain (as `solve_until` learns them): a
-                // query interrupted within the domain says nothing of the formula without it.
+                // Handed on only from a function without a domain: with one, the query may have been
+                // interrupted within it, which says nothing of the formula without it.
                 if domain.is_empty() {
                     let learned: HashSet<&String> =
                         solution.learned.iter().map(|(k, _)| k).collect();

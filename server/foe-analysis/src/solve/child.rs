@@ -236,17 +236,11 @@ pub fn solve_function_isolated(
             }
             Ok(mut solution) => {
                 // Handed on only from a function without a domain: with one, the query may have been
-                // interrupted within it, which says nothing of the formula without it.
+                // interrupted within it, which says nothing of the formula without it. (A child learns no
+                // verdict it was given, so these are not among its own.)
                 if domain.is_empty() {
-                    let learned: HashSet<&String> =
-                        solution.learned.iter().map(|(k, _)| k).collect();
-                    let also: Vec<String> = given_up
-                        .into_iter()
-                        .filter(|k| !learned.contains(k))
-                        .collect();
-                    solution
-                        .learned
-                        .extend(also.into_iter().map(|k| (k, KnownVerdict::gave_up())));
+                    let given_up = given_up.into_iter().map(|k| (k, KnownVerdict::gave_up()));
+                    solution.learned.extend(given_up);
                 }
                 return Ok(solution);
             }

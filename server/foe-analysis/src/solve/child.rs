@@ -189,7 +189,7 @@ pub fn solve_function_isolated(
     if all_known && domain.is_empty() {
         return Ok(solve_function(sig, queries, domain, known, cfg, limits));
     }
-    let mut request = Request {
+    let request = Request {
         terms: terms_of(queries),
         signature: sig.clone(),
         queries: queries.clone(),
@@ -199,6 +199,18 @@ pub fn solve_function_isolated(
         work_ms: limits.work_ms,
         known: relevant,
     };
+    solve_with_restarts(request, (&sig.name, queries, cfg, domain), limits, stop)
+}
+
+/// Solves `request` in a child, started again (at most [`MAX_ATTEMPTS`] times in all) after one that crashed or
+/// ended itself on a query that did not stop when interrupted, each time with the remaining budget.
+/// `function`, `queries`, `cfg` and `domain` are the request's.
+fn solve_with_restarts(
+    mut request: Request,
+    (function, queries, cfg, domain): (&str, &FunctionQueries, &AnalysisConfig, &Domain),
+    limits: SolveLimits,
+    stop: &dyn Fn() -> bool,
+) -> Result<Solution, String> {
     // A crash comes from an interrupt that left Z3's heap corrupt (or is one that depends on timing), and a child
     // ends itself when a query does not stop when interrupted: the next attempt takes the queries interrupted
     // before it as given up, so it does not interrupt them again, and the file's later functions take that over.
@@ -222,7 +234,7 @@ pub fn solve_function_isolated(
                 interrupted,
             }) if attempt < MAX_ATTEMPTS => {
                 tracing::warn!(
-                    function = %sig.name,
+                    function = %function,
                     interrupted = interrupted.len(),
                     "{message}; solving again without the queries it interrupted"
                 );

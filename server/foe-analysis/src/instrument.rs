@@ -171,6 +171,16 @@ pub(crate) fn user_functions<'ctx>(
         .filter(|f| f.count_basic_blocks() > 0 && !f.get_name().to_bytes().starts_with(b"__foe"))
 }
 
+/// Whether a function defined in `module` has an operation [`instrument_module`] would make a site of: without
+/// one in either build, fast-math has nothing of the program to change (code the preprocessor chose by
+/// `__FAST_MATH__` still differs in the instrumented builds, which the search compares).
+pub fn has_fp_operations(module: &Module<'_>) -> bool {
+    user_functions(module).any(|f| {
+        f.get_basic_block_iter()
+            .any(|b| b.get_instructions().any(|i| raises_fp_exceptions(i, None)))
+    })
+}
+
 /// Inserts `call void @__foe_check(i32 site)` after every floating-point instruction of every function defined
 /// in `module`, recording each site in `sites`. Already instrumented instructions are skipped. Returns the
 /// number of checks inserted.
@@ -190,7 +200,7 @@ pub fn instrument_module(
         let mut targets = Vec::new();
         for block in function.get_basic_block_iter() {
             for inst in block.get_instructions() {
-                if inst.get_metadata(kind).is_none() && raises_fp_exceptions(inst, check) {
+                if inst.get_metadata(kind).is_none() && raises_fp_exceptions(inst, Some(check)) {
                     targets.push(inst);
                 }
             }
@@ -327,7 +337,7 @@ fn source_position(inst: InstructionValue<'_>) -> Option<(u32, u32)> {
 }
 
 /// Whether `inst` is a floating-point operation that can set an IEEE exception flag.
-fn raises_fp_exceptions(inst: InstructionValue<'_>, check: FunctionValue<'_>) -> bool {
+fn raises_fp_exceptions(inst: InstructionValue<'_>, check: Option<FunctionValue<'_>>) -> bool {
     use InstructionOpcode::*;
     match inst.get_opcode() {
         FAdd | FSub | FMul | FDiv | FRem | FCmp | FPToSI | FPToUI | SIToFP | UIToFP | FPExt
@@ -338,7 +348,7 @@ fn raises_fp_exceptions(inst: InstructionValue<'_>, check: FunctionValue<'_>) ->
             };
             if let Some(callee) = call.get_called_fn_value() {
                 // Defined functions are instrumented themselves; the check itself raises nothing.
-                if callee == check || callee.count_basic_blocks() > 0 {
+                if Some(callee) == check || callee.count_basic_blocks() > 0 {
                     return false;
                 }
                 let name = callee.get_name().to_bytes();

@@ -202,23 +202,27 @@ fn ms(since: Instant) -> u64 {
     since.elapsed().as_millis() as u64
 }
 
-/// Starts building the first shipped binaries, at the lowest priority while the functions are solved; none for
-/// a first look, which confirms nothing.
+/// Starts building the first shipped binaries, at the lowest priority while the functions are solved (when the
+/// builds have a floating-point operation: else only on demand); none for a first look, which confirms nothing.
 fn start_shipped<'h>(
     request: &'h AnalysisRequest<'_>,
     config: &'h AnalysisConfig,
     signatures: &'h [FunctionSignature],
     linked: &'h crate::project::Linked,
-    db: Option<&'h CompileDb>,
+    (db, fp_operations): (Option<&'h CompileDb>, bool),
 ) -> Option<confirm::EarlyHarness<'h>> {
     (!signatures.is_empty() && !config.quick).then(move || {
-        confirm::EarlyHarness::start(move || {
+        let make = move || {
             confirm::Harness::new(config, request.path, request.text, signatures).with_units(
                 linked,
                 db,
                 &request.config.extra_flags,
             )
-        })
+        };
+        match fp_operations {
+            true => confirm::EarlyHarness::start(make),
+            false => confirm::EarlyHarness::on_demand(make),
+        }
     })
 }
 
@@ -264,12 +268,14 @@ pub fn analyse(
 
     progress.phase(Phase::Model, "modelling the IR");
     let started = Instant::now();
-    let (mut reports, pending, inlined_away, budget, callees) = {
+    let (mut reports, pending, inlined_away, budget, callees, fp_operations) = {
         let context = Context::create();
         let p_module =
             ir::parse_module(&context, &pair.p_ll, "P").map_err(AnalysisError::Internal)?;
         let pp_module =
             ir::parse_module(&context, &pair.pp_ll, "P'").map_err(AnalysisError::Internal)?;
+        let fp_operations = crate::instrument::has_fp_operations(&p_module)
+            || crate::instrument::has_fp_operations(&pp_module);
         let modules = (&p_module, &pp_module, pair.p_ll.as_str());
         let mut selection =
             select::select_functions(request, &config, modules, &linked.functions, cache);
@@ -287,13 +293,20 @@ pub fn analyse(
             selection.inlined_away,
             selection.budget,
             selection.callees,
+            fp_operations,
         )
     };
     timings.insert("model".to_string(), ms(started));
 
     let signatures: Vec<FunctionSignature> =
         pending.iter().map(|p| p.info.signature.clone()).collect();
-    let mut shipped = start_shipped(request, &config, &signatures, &linked, db.as_ref());
+    let mut shipped = start_shipped(
+        request,
+        &config,
+        &signatures,
+        &linked,
+        (db.as_ref(), fp_operations),
+    );
     let (solved, runner) = solving::solve_while_building_the_runner(
         pending,
         (&pair.p_ll, &pair.pp_ll),
@@ -312,6 +325,7 @@ pub fn analyse(
         cancel,
         progress,
         shipped: shipped.as_mut(),
+        shipped_sweep: fp_operations,
     };
     let executions =
         searching::search_functions(&solved, runner, &mut context, &mut reports, &mut timings)?;

@@ -1,10 +1,10 @@
 //! The shipped binaries built early: they depend on the file and its flags, not on what the solver and the
-//! search find, so P, P' and the first pair of cause probes are built on a thread of the lowest priority while
-//! the functions are solved (whose threads leave a core idle about half of the time) and searched. The first
-//! function with a divergence to confirm waits for them; a file with none never does. When they are built before
-//! anything waits for them, the thread goes on to the next pair of probes ([`later_probes`]) in another harness,
-//! which the first confirmation that needs them waits for. When the analysis ends (or is cancelled), whatever is
-//! still being built is stopped (its clang killed, no new one started) and waited for: no build outlives it.
+//! search find, so P and P' are built on a thread of the lowest priority while the functions are solved (whose
+//! threads leave a core idle about half of the time) and searched, and the first pair of cause probes after them,
+//! on a thread of their own. The first function with inputs to run on the shipped binaries waits for P and P'
+//! only; the first divergence whose cause is looked for waits for the pair ([`Harness::prepare`] takes them
+//! over). While no function has asked for the harness, the second pair is built after the first. When the analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed,
+//! no new one started) and waited for: no build outlives it.
 
 use super::{Harness, Probe};
 use crate::report::Cause;
@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// The binaries a divergence needs first: P and P' to confirm it, the flush-to-zero and plain `-O2` probes for its
-/// cause ([`super::decide`] asks them first).
+/// The binaries a divergence needs first: P and P' to confirm it (and to run the inputs the instrumented builds
+/// agree on), then the flush-to-zero and plain `-O2` probes for its cause ([`super::decide`] asks them first).
 pub const EARLY_PROBES: [Probe; 4] = [
     Probe::Reference,
     Probe::Shipped,
@@ -33,7 +33,7 @@ fn later_probes() -> Vec<Probe> {
 /// A harness being prepared in the background, or ready.
 pub struct EarlyHarness<'a> {
     building: Option<JoinHandle<Harness>>,
-    /// Whether the early binaries are still awaited by no one: only then does the thread go on to the later ones.
+    /// Whether no one has asked for the harness yet: only then does the background go on to the second pair.
     unclaimed: Arc<AtomicBool>,
     /// Set when the analysis ends: the background builds stop ([`crate::process::stop_tools_when`]).
     stop: Arc<AtomicBool>,
@@ -43,7 +43,8 @@ pub struct EarlyHarness<'a> {
 }
 
 impl<'a> EarlyHarness<'a> {
-    /// Starts building [`EARLY_PROBES`] of the harness `make` gives.
+    /// Starts building [`EARLY_PROBES`] of the harness `make` gives: P and P', then the first cause pair on a
+    /// thread of its own.
     pub fn start(make: impl Fn() -> Harness + 'a) -> EarlyHarness<'a> {
         let mut harness = make();
         let unclaimed = Arc::new(AtomicBool::new(true));
@@ -55,10 +56,19 @@ impl<'a> EarlyHarness<'a> {
             .spawn(move || {
                 lowest_priority();
                 crate::process::stop_tools_when(Some(stop_builds.clone()));
-                let later = harness.sibling();
-                harness.prepare(&EARLY_PROBES);
-                if still_unclaimed.load(Ordering::Acquire) && !stop_builds.load(Ordering::Acquire) {
-                    harness.build_later(&later_probes(), later);
+                let (shipped, causes) = EARLY_PROBES.split_at(2);
+                let first_pair = harness.sibling();
+                harness.prepare(shipped);
+                if !stop_builds.load(Ordering::Acquire) {
+                    let stopped = stop_builds.clone();
+                    harness.build_later(causes, first_pair, move |built: &mut Harness| {
+                        if still_unclaimed.load(Ordering::Acquire)
+                            && !stopped.load(Ordering::Acquire)
+                        {
+                            let second_pair = built.sibling();
+                            built.build_later(&later_probes(), second_pair, |_| {});
+                        }
+                    });
                 }
                 harness
             })
@@ -68,6 +78,18 @@ impl<'a> EarlyHarness<'a> {
             building,
             unclaimed,
             stop,
+            ready: None,
+            make: Box::new(make),
+        }
+    }
+
+    /// A harness nothing is built for before a divergence needs it (a file whose builds have no floating-point
+    /// operation: only the search's own divergences are confirmed there, and few files have one).
+    pub fn on_demand(make: impl Fn() -> Harness + 'a) -> EarlyHarness<'a> {
+        EarlyHarness {
+            building: None,
+            unclaimed: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicBool::new(false)),
             ready: None,
             make: Box::new(make),
         }
@@ -97,8 +119,8 @@ impl Drop for EarlyHarness<'_> {
                 self.ready = Some(harness);
             }
         }
-        if let Some((_, later)) = self.ready.as_mut().and_then(|h| h.background.take()) {
-            let _ = later.join();
+        if let Some(harness) = self.ready.as_mut() {
+            harness.join_background();
         }
     }
 }

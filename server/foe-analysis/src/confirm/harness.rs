@@ -410,9 +410,14 @@ impl Harness {
     }
 
     /// Has `other` (a harness of the same file) build `probes` on a thread of its own, which inherits the calling
-    /// thread's priority; the first [`Harness::prepare`] that needs one of them waits for it and takes over its
-    /// binaries.
-    pub fn build_later(&mut self, probes: &[Probe], mut other: Harness) {
+    /// thread's priority and runs `then` on `other` when they are built; the first [`Harness::prepare`] that needs
+    /// one of them waits for it and takes over its binaries (and what `then` left building in the background).
+    pub fn build_later(
+        &mut self,
+        probes: &[Probe],
+        mut other: Harness,
+        then: impl FnOnce(&mut Harness) + Send + 'static,
+    ) {
         let wanted = probes.to_vec();
         let building = wanted.clone();
         let stop = process::tools_stop_flag();
@@ -421,6 +426,7 @@ impl Harness {
             .spawn(move || {
                 process::stop_tools_when(stop);
                 other.prepare(&wanted);
+                then(&mut other);
                 other
             });
         match spawned {
@@ -429,7 +435,8 @@ impl Harness {
         }
     }
 
-    /// Takes over the background harness's binaries when `probes` needs one of them.
+    /// Takes over the background harness's binaries when `probes` needs one of them, and what it still builds in
+    /// the background.
     fn adopt_background(&mut self, probes: &[Probe]) {
         let Some((_, handle)) = self
             .background
@@ -449,7 +456,20 @@ impl Harness {
             .get_mut()
             .unwrap_or_else(|p| p.into_inner())
             .extend(theirs);
+        self.background = other.background.take();
         self.adopted.push(other);
+        // What it left building may be needed too.
+        self.adopt_background(probes);
+    }
+
+    /// Waits for every build going on in the background (their tools are stopped when the analysis ends).
+    pub(super) fn join_background(&mut self) {
+        while let Some((_, handle)) = self.background.take() {
+            match handle.join() {
+                Ok(mut other) => self.background = other.background.take(),
+                Err(_) => tracing::warn!("the thread building the later probes panicked"),
+            }
+        }
     }
 
     /// Builds the binaries of `probes` not built yet (in parallel); a failure is kept per probe.

@@ -67,6 +67,30 @@ fn instruments_fp_operations_once() {
 }
 
 #[test]
+fn a_module_has_fp_operations_where_instrumenting_it_would_make_a_site() {
+    let ctx = Context::create();
+    let m = crate::ir::parse_module(&ctx, LL, "t").unwrap();
+    assert!(has_fp_operations(&m));
+    // Integer code, and floats only loaded, stored and passed to a function the module defines: no site.
+    let integers = r#"
+define i32 @h(i32 %x, ptr %p) {
+  %v = load double, ptr %p
+  store double %v, ptr %p
+  call void @k(double %v)
+  %y = mul i32 %x, 3
+  ret i32 %y
+}
+define void @k(double %d) {
+  ret void
+}
+"#;
+    let m = crate::ir::parse_module(&ctx, integers, "i").unwrap();
+    assert!(!has_fp_operations(&m));
+    let mut sites = SiteTable::default();
+    assert_eq!(instrument_module(&m, Build::P, &mut sites).unwrap(), 0);
+}
+
+#[test]
 fn constrained_intrinsics_are_sites_named_as_their_plain_forms() {
     // What `#pragma clang fp exceptions(strict)` makes of a block: metadata arguments, a constant converted
     // at run time, a signalling comparison, an intrinsic counterpart; the noalias declaration takes metadata

@@ -22,6 +22,9 @@ pub(super) struct SearchContext<'a, 'h> {
     pub cancel: &'a CancelToken,
     pub progress: &'a dyn Progress,
     pub shipped: Option<&'a mut EarlyHarness<'h>>,
+    /// Whether the inputs the instrumented builds agree on are run on the shipped binaries too: not when neither
+    /// build has a floating-point operation, where their code generation has nothing fast-math changes.
+    pub shipped_sweep: bool,
 }
 
 /// Runs and settles every solved function; the ones that cannot run (no runner) are settled as failed. Returns the
@@ -184,7 +187,7 @@ fn confirm_on_shipped(
         return;
     };
     // (Nothing to run: the shipped binaries are not waited for.)
-    if !found.agreed.is_empty() {
+    if cx.shipped_sweep && !found.agreed.is_empty() {
         let sweep = confirm::Sweep {
             runner,
             sig: &item.info.signature,

@@ -3,8 +3,9 @@
 //! threads leave a core idle about half of the time) and searched, and the first pair of cause probes after them,
 //! on a thread of their own. The first function with inputs to run on the shipped binaries waits for P and P'
 //! only; the first divergence whose cause is looked for waits for the pair ([`Harness::prepare`] takes them
-//! over). While no function has asked for the harness, the second pair is built after the first. When the analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed,
-//! no new one started) and waited for: no build outlives it.
+//! over). While no function has asked for the harness, the second pair is built after the first. When the
+//! analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed, no new one
+//! started) and waited for: no build outlives it.
 
 use super::{Harness, Probe};
 use crate::report::Cause;

@@ -456,19 +456,37 @@ fn explain_causes(
                 runs[w].insert(probe, run);
             }
         }
-        for &w in &open {
-            // Explained once a single option, or optimisation without fast-math, is the cause.
+        let bits = harness.config.accuracy_bits;
+        let explains = |w: usize, runs: &HashMap<Probe, ShippedRun>, probe: Probe| {
             let Witness {
                 input, p_run, what, ..
             } = &to_explain[w];
-            let cause = cause_of(
-                sig,
-                input,
-                p_run,
-                what,
-                &runs[w],
-                harness.config.accuracy_bits,
+            probe_explains(sig, input, p_run, what, runs.get(&probe)?, bits)
+        };
+        let suspects: Vec<usize> = open
+            .iter()
+            .copied()
+            .filter(|&w| needs_macro_probe(|p| explains(w, &runs[w], p)))
+            .collect();
+        if !suspects.is_empty() {
+            tracing::debug!(
+                witnesses = suspects.len(),
+                "two options each explain a divergence: the macro probe"
             );
+            harness.prepare(&[MACRO_PROBE]);
+            let witnesses: Vec<Input> = suspects
+                .iter()
+                .map(|&w| to_explain[w].input.clone())
+                .collect();
+            if let Ok(got) = harness.run(MACRO_PROBE, &sig.name, &witnesses) {
+                for (&w, run) in suspects.iter().zip(got) {
+                    runs[w].insert(MACRO_PROBE, run);
+                }
+            }
+        }
+        for &w in &open {
+            // Explained once a single option, the macro, or optimisation without fast-math, is the cause.
+            let cause = decide(|p| explains(w, &runs[w], p));
             explained[w] = !matches!(cause, Cause::Combined | Cause::Undetermined);
         }
     }
@@ -501,32 +519,41 @@ fn cause_of(
     runs: &HashMap<Probe, ShippedRun>,
     accuracy_bits: u32,
 ) -> Cause {
-    decide(|probe| {
-        let run = runs.get(&probe)?;
-        match what {
-            Explain::Sets => same_as(p_run, run, true),
-            Explain::Sequence => same_as(p_run, run, false),
-            // The probe explains an ending divergence when it ends as P does.
-            Explain::Result(d) if d.class == DivergenceClass::Ending => match run.end {
-                ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => Some(ends_as(run, &d.end_p)),
-                _ => None,
-            },
-            // The probe explains a result divergence when it computes what P computes.
-            Explain::Result(d) => {
-                let (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) = (p_run.end, run.end) else {
-                    return None;
-                };
-                let plain = shipped_end(sig, &d.end_p, input, p_run);
-                let probe_end = shipped_end(sig, &d.end_p_prime, input, run);
-                let still = crate::search::results::compare(&plain, &probe_end, accuracy_bits);
-                Some(
-                    still.is_none_or(|r| {
-                        r.class != d.class && d.class == DivergenceClass::SpecialValue
-                    }),
-                )
-            }
+    decide(|probe| probe_explains(sig, input, p_run, what, runs.get(&probe)?, accuracy_bits))
+}
+
+/// Whether a probe's run of a witness does what P's run does (so the probe's missing option explains the
+/// divergence); `None` when the two cannot be compared.
+fn probe_explains(
+    sig: &FunctionSignature,
+    input: &Input,
+    p_run: &ShippedRun,
+    what: &Explain,
+    run: &ShippedRun,
+    accuracy_bits: u32,
+) -> Option<bool> {
+    match what {
+        Explain::Sets => same_as(p_run, run, true),
+        Explain::Sequence => same_as(p_run, run, false),
+        // The probe explains an ending divergence when it ends as P does.
+        Explain::Result(d) if d.class == DivergenceClass::Ending => match run.end {
+            ShippedEnd::Raised(_) | ShippedEnd::Stopped(_) => Some(ends_as(run, &d.end_p)),
+            _ => None,
+        },
+        // The probe explains a result divergence when it computes what P computes.
+        Explain::Result(d) => {
+            let (ShippedEnd::Raised(_), ShippedEnd::Raised(_)) = (p_run.end, run.end) else {
+                return None;
+            };
+            let plain = shipped_end(sig, &d.end_p, input, p_run);
+            let probe_end = shipped_end(sig, &d.end_p_prime, input, run);
+            let still = crate::search::results::compare(&plain, &probe_end, accuracy_bits);
+            Some(
+                still
+                    .is_none_or(|r| r.class != d.class && d.class == DivergenceClass::SpecialValue),
+            )
         }
-    })
+    }
 }
 
 /// A shipped call's ending as the instrumented run's (`instrumented` names the outputs to read: the same places,
@@ -600,10 +627,15 @@ fn probe_order() -> Vec<Probe> {
         .collect()
 }
 
+/// The probe that keeps every fast-math option and undefines `__FAST_MATH__` only.
+const MACRO_PROBE: Probe = Probe::Without(Cause::FastMathMacro);
+
 /// The cause of a divergence from whether each probe's shipped run raised what P raised: flush-to-zero when
 /// linking without it gives P's exceptions; else optimisation when plain `-O2` does not give them either (the
-/// divergence needs no fast-math option, so turning fast-math off does not remove it); else the first fast-math
-/// option whose removal gives P's exceptions; else several options together.
+/// divergence needs no fast-math option, so turning fast-math off does not remove it); else the `__FAST_MATH__`
+/// macro when P' without only the macro gives them (that probe is run only where two options each gave them,
+/// [`needs_macro_probe`]); else the first fast-math option whose removal gives P's exceptions; else several
+/// options together.
 pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
     let mut all_ran = true;
     for probe in probe_order() {
@@ -614,6 +646,9 @@ pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
         match (cause, same_as_p(probe)) {
             (Cause::Optimisation, Some(false)) => return Cause::Optimisation,
             (Cause::Optimisation, Some(true)) => {}
+            (c, Some(true)) if c != Cause::FlushToZero && same_as_p(MACRO_PROBE) == Some(true) => {
+                return Cause::FastMathMacro
+            }
             (_, Some(true)) => return cause,
             (_, Some(false)) => {}
             (_, None) => all_ran = false,
@@ -624,6 +659,16 @@ pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
     } else {
         Cause::Undetermined
     }
+}
+
+/// Whether the macro probe is worth building for a witness: two single options each gave P's exceptions. Every
+/// single-option probe drops `__FAST_MATH__` as well, so a divergence the macro makes looks removed by each of
+/// them; one that a single option makes is removed by that option alone.
+fn needs_macro_probe(same_as_p: impl Fn(Probe) -> Option<bool>) -> bool {
+    let options = probe_order()
+        .into_iter()
+        .filter(|p| !matches!(p, Probe::Without(Cause::FlushToZero | Cause::Optimisation)));
+    same_as_p(MACRO_PROBE).is_none() && options.filter(|&p| same_as_p(p) == Some(true)).count() >= 2
 }
 
 fn join(a: &str, b: &str) -> String {

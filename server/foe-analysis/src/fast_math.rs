@@ -93,10 +93,24 @@ pub const OPTIONS: [FastMathOption; 7] = [
     },
 ];
 
-/// The row of a cause that is one option; None for the causes that are not (optimisation, several together,
-/// undetermined).
+/// What `-ffast-math` does besides its options: it defines `__FAST_MATH__`, and code the preprocessor chose by it
+/// differs between the builds. Its probe is P' with the macro undefined; no pragma changes what it chose.
+pub const MACRO: FastMathOption = FastMathOption {
+    cause: Cause::FastMathMacro,
+    flag: "-D__FAST_MATH__",
+    negation: "-U__FAST_MATH__",
+    description: "code the preprocessor chose by `__FAST_MATH__`, which -ffast-math defines",
+    pragma: None,
+    what: "the `__FAST_MATH__` macro",
+    build_change: Some(
+        "edit that code (or build without -ffast-math): no pragma changes what the preprocessor chose",
+    ),
+};
+
+/// The row of a cause that is one option, or the macro; None for the causes that are not (optimisation, several
+/// together, undetermined).
 pub fn option(cause: Cause) -> Option<&'static FastMathOption> {
-    OPTIONS.iter().find(|o| o.cause == cause)
+    OPTIONS.iter().chain([&MACRO]).find(|o| o.cause == cause)
 }
 
 /// The umbrella options, the negations, and the spellings of the parts that are not a row's flag (a row's

@@ -311,6 +311,10 @@ impl Harness {
             Probe::Without(cause) => {
                 let option = PROBES
                     .iter()
+                    .chain([&(
+                        crate::fast_math::MACRO.cause,
+                        crate::fast_math::MACRO.negation,
+                    )])
                     .find(|(c, _)| *c == cause)
                     .map(|(_, o)| o.to_string());
                 let mut compile = c.flags_p_prime.clone();

@@ -517,6 +517,33 @@ fn the_cause_is_flush_to_zero_then_plain_optimisation_then_the_first_option_whos
     assert_eq!(decide(reassociation(false)), Cause::Optimisation);
 }
 
+#[test]
+fn code_chosen_by_the_fast_math_macro_is_its_cause_when_p_prime_without_only_the_macro_gives_p_s_result(
+) {
+    // Every single-option probe drops `__FAST_MATH__`: each gives P's result.
+    let options = |macro_probe: Option<bool>| {
+        move |probe: Probe| match probe {
+            Probe::Without(Cause::FastMathMacro) => macro_probe,
+            Probe::Without(Cause::FlushToZero) => Some(false),
+            _ => Some(true),
+        }
+    };
+    assert!(needs_macro_probe(options(None)));
+    assert_eq!(decide(options(Some(true))), Cause::FastMathMacro);
+    // P' without the macro still diverges: the first option, as before.
+    assert_eq!(decide(options(Some(false))), Cause::Reassociation);
+    assert!(!needs_macro_probe(options(Some(false))));
+    // One option alone gives P's result: no macro probe is built.
+    let one = |probe: Probe| {
+        Some(matches!(
+            probe,
+            Probe::Without(Cause::Contraction | Cause::Optimisation)
+        ))
+    };
+    assert!(!needs_macro_probe(one));
+    assert_eq!(decide(one), Cause::Contraction);
+}
+
 /// The shipped traces of `name` in `src` on `input`, for P and P'.
 fn shipped_traces(src: &str, name: &str, s: FunctionSignature, input: Input) -> [ShippedRun; 2] {
     let dir = crate::scratch::tempdir("foe-test").unwrap();

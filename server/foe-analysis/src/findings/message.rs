@@ -279,8 +279,10 @@ pub fn divergence_message(f: &Finding, best: &Divergence, _event: Option<&TraceE
     }
     if let Some(c) = &f.cause {
         m.push_str(&format!("; cause: {}", c.text));
-        if c.build_change.is_some() {
-            m.push_str(" (no source edit removes it: link with -mno-daz-ftz)");
+        if let Some(change) = &c.build_change {
+            // The build change's first clause: `link with -mno-daz-ftz`.
+            let short = change.split([':', '(']).next().unwrap_or(change).trim_end();
+            m.push_str(&format!(" (no pragma removes it: {short})"));
         }
     }
     m

@@ -307,6 +307,10 @@ pub enum Cause {
     ApproxFunc,
     /// Optimisation that happens without fast-math too (plain `-O2` diverges the same way).
     Optimisation,
+    /// Code the preprocessor chose by `__FAST_MATH__`, which `-ffast-math` defines: P' without only the macro
+    /// (`-U__FAST_MATH__`) does what P does. Every single-option probe drops the macro too, so without this probe
+    /// such a divergence would be put down to the first of them.
+    FastMathMacro,
     /// No single option: several fast-math options together.
     Combined,
     /// Not determined (the shipped binaries show no set difference, or could not be run).

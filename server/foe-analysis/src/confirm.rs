@@ -468,7 +468,7 @@ fn explain_causes(
             .copied()
             .filter(|&w| needs_macro_probe(|p| explains(w, &runs[w], p)))
             .collect();
-        if !suspects.is_empty() {
+        if !suspects.is_empty() && harness.reads_fast_math_macro() {
             tracing::debug!(
                 witnesses = suspects.len(),
                 "two options each explain a divergence: the macro probe"

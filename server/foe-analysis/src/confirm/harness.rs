@@ -167,6 +167,8 @@ pub struct Harness {
     /// The analysed file's objects per compile flags, shared with the siblings: probes that differ only at the
     /// link share one.
     objects: reuse::SharedObjects,
+    /// Whether the file's preprocessed text depends on `__FAST_MATH__` ([`Harness::reads_fast_math_macro`]).
+    reads_macro: Option<bool>,
     /// The stubs an earlier link needed (names, object): linked into every later binary from the start.
     stubs: Mutex<Option<(Vec<String>, PathBuf)>>,
     /// What no file of the project and not the C library defines ([`crate::project::Linked::unresolved`]):
@@ -214,6 +216,7 @@ impl Harness {
             driver: None,
             binaries: HashMap::new(),
             unit_objects: HashMap::new(),
+            reads_macro: None,
             objects: reuse::SharedObjects::default(),
             stubs: Mutex::new(None),
             expected_stubs: Vec::new(),
@@ -553,6 +556,55 @@ impl Harness {
         }
     }
 
+    /// Whether P''s preprocessed text changes when `__FAST_MATH__` is undefined: the macro probe differs from P'
+    /// only then. Two runs of the preprocessor, a fraction of a compile (Box2D's headers take half a second to
+    /// compile, tens of milliseconds to preprocess); remembered. `true` when the preprocessor cannot say.
+    pub fn reads_fast_math_macro(&mut self) -> bool {
+        if let Some(known) = self.reads_macro {
+            return known;
+        }
+        let (flags, cwd) = self.file_flags(&self.flags(Probe::Shipped).0);
+        let preprocess = |undefine: bool| {
+            let mut cmd = process::command(&self.config.clang, &cwd);
+            cmd.args(&flags)
+                .args(["-w", "-E", "-P", "-x", "c", "-", "-o", "-"]);
+            if undefine {
+                cmd.arg(crate::fast_math::MACRO.negation);
+            }
+            process::run_tool(cmd, Some(self.text.as_bytes()), build::TOOL_TIMEOUT)
+                .ok()
+                .filter(|out| out.status == Some(0) && !out.timed_out)
+                .map(|out| out.stdout)
+        };
+        let reads = match (preprocess(false), preprocess(true)) {
+            (Some(with), Some(without)) => with != without,
+            _ => true,
+        };
+        tracing::debug!(reads, "does the preprocessed file read __FAST_MATH__");
+        self.reads_macro = Some(reads);
+        reads
+    }
+
+    /// The flags that compile the analysed file with `compile_flags`, and the directory to run clang in: the
+    /// file's own, so that it includes its headers from there.
+    fn file_flags(&self, compile_flags: &[String]) -> (Vec<String>, PathBuf) {
+        // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
+        let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
+        let cwd = file
+            .parent()
+            .filter(|d| d.is_dir())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(std::env::temp_dir);
+        let mut flags = Vec::new();
+        if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            flags.push("-iquote".to_string());
+            flags.push(parent.display().to_string());
+        }
+        flags.extend(self.config.extra_flags.iter().cloned());
+        flags.extend(compile_flags.iter().cloned());
+        (flags, cwd)
+    }
+
     /// The analysed file's object for `compile_flags`: built by an earlier probe with the same flags (of this
     /// harness or a sibling), or now, into `dir`.
     fn object(
@@ -564,20 +616,7 @@ impl Harness {
     ) -> Result<PathBuf, String> {
         self.objects.get_or_compile(compile_flags, || {
             let obj = dir.join(format!("{name}.o"));
-            // A file named relative to the current directory (`foe check f.c`) includes its headers from there.
-            let file = std::path::absolute(&self.file).unwrap_or_else(|_| self.file.clone());
-            let cwd = file
-                .parent()
-                .filter(|d| d.is_dir())
-                .map(Path::to_path_buf)
-                .unwrap_or_else(std::env::temp_dir);
-            let mut flags = Vec::new();
-            if let Some(parent) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-                flags.push("-iquote".to_string());
-                flags.push(parent.display().to_string());
-            }
-            flags.extend(self.config.extra_flags.iter().cloned());
-            flags.extend(compile_flags.iter().cloned());
+            let (flags, cwd) = self.file_flags(compile_flags);
             build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
             Ok(obj)
         })

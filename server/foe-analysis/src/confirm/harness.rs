@@ -312,14 +312,7 @@ impl Harness {
                 (c.flags_p_prime.clone(), link)
             }
             Probe::Without(cause) => {
-                let option = PROBES
-                    .iter()
-                    .chain([&(
-                        crate::fast_math::MACRO.cause,
-                        crate::fast_math::MACRO.negation,
-                    )])
-                    .find(|(c, _)| *c == cause)
-                    .map(|(_, o)| o.to_string());
+                let option = crate::fast_math::option(cause).map(|o| o.negation.to_string());
                 let mut compile = c.flags_p_prime.clone();
                 compile.extend(option.clone());
                 shipped_link.extend(option);

@@ -20,9 +20,9 @@
  * instruction's address in the executable less its load bias, i.e. as the debug info counts it), or
  * `KINDS@CALL@NAME` for an instruction in a shared library (libm): CALL is the return address of the first
  * frame in the executable less its load bias, minus one (`-` when the unwinder found none), NAME the library
- * symbol dladdr names, else the library's file name (`?` when neither). A last word `+N` says N more events were
- * dropped, hexadecimal (the trace holds FOE_TRACE_CAP; after FOE_TRAP_CAP traps in one call trapping stops and
- * N is a lower bound).
+ * symbol dladdr names, else the library's file name (`?` when neither). A last word `+N` says at least N more
+ * events followed, hexadecimal (the trace holds FOE_TRACE_CAP events; trapping stops at the first event past them,
+ * or after FOE_TRAP_CAP traps in one call, so N is a lower bound).
  *
  * Tracing: before each call the status flags are cleared and invalid, divide-by-zero, overflow and underflow
  * unmasked in MXCSR (denormal-operand and inexact stay masked). An SSE instruction that raises one of them
@@ -203,8 +203,11 @@ static void on_trap(int sig, siginfo_t *info, void *ctx) {
         }
     }
     unsigned masks = g_fault_masks;
-    if (++g_traps >= FOE_TRAP_CAP)
-        masks = MX_TRACKED_MASKS; /* enough: the rest of the call runs masked, untraced */
+    /* Enough once the trace is full (what follows would only be counted, and a trace with a dropped event is
+     * compared by its sets alone) or after FOE_TRAP_CAP traps: the rest of the call runs masked, untraced. Each
+     * trap costs two signals; a loop that underflows on every iteration made a call thousands of them. */
+    if (g_dropped || ++g_traps >= FOE_TRAP_CAP)
+        masks = MX_TRACKED_MASKS;
     g_known_status = (g_fault_status | raised) & MX_TRACKED_STATUS;
     uc->uc_mcontext.fpregs->mxcsr =
         (mxcsr & ~(MX_STATUS | MX_TRACKED_MASKS)) | g_fault_status | raised | masks;

@@ -293,6 +293,40 @@ pub fn end_sandboxed(child: &mut Child) -> std::io::Result<std::process::ExitSta
     child.wait()
 }
 
+/// Whether the process a child of [`spawn_sandboxed`] runs (the one inside, else the child itself) sleeps in a
+/// futex wait without a time-out (`/proc/PID/syscall`): a semaphore no thread posts, a lock no thread releases, a
+/// thread that never started. The sandbox lets it start no thread and share no memory, so nothing can wake it but
+/// a signal: the sandboxed call's own wall-clock limit would end it, seconds later. `false` when the kernel does
+/// not say (the file unreadable, the process gone or running).
+pub fn sandboxed_waits_forever(child: &Child) -> bool {
+    let pid = child.id();
+    let inside =
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
+    let target = inside
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+        .unwrap_or(pid);
+    let Ok(call) = std::fs::read_to_string(format!("/proc/{target}/syscall")) else {
+        return false;
+    };
+    // `NUMBER ARG1 ... ARG6 SP PC`, the arguments in hexadecimal; futex(uaddr, op, val, timeout, ...).
+    let words: Vec<&str> = call.split_whitespace().collect();
+    let arg = |i: usize| {
+        words
+            .get(i)
+            .and_then(|w| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok())
+    };
+    const FUTEX_CMD_MASK: u64 = !(libc::FUTEX_PRIVATE_FLAG | libc::FUTEX_CLOCK_REALTIME) as u64;
+    let waits = |op: u64| {
+        let cmd = op & FUTEX_CMD_MASK;
+        cmd == libc::FUTEX_WAIT as u64 || cmd == libc::FUTEX_WAIT_BITSET as u64
+    };
+    words.first().and_then(|n| n.parse::<i64>().ok()) == Some(libc::SYS_futex)
+        && arg(2).is_some_and(waits)
+        && arg(4) == Some(0)
+}
+
 /// Spawns `exe` (the command `cmd` runs) on the user's code in the sandbox ([`crate::sandbox`]), with `scratch`
 /// as its only writable directory and working directory: stdin/stdout piped for the batch protocol, stderr
 /// discarded. Returns the child (its own process group) and the sandbox layers it got.

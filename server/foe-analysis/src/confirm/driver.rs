@@ -122,9 +122,15 @@ fn start(exe: &Path, limit_ms: u64, memory_mib: u64) -> Result<LiveDriver, Strin
     })
 }
 
+/// How often [`exchange`] looks at a driver that has not replied, for a call that waits for what never comes.
+const WAITING_LOOK: Duration = Duration::from_millis(50);
+
 /// Writes `lines` to the driver and reads a reply per line, up to a crash (the process ends without one), a
-/// time-out (its `t` reply ends the process) or silence past the stall limit (the process is stuck with its
-/// signals blocked: killed). The replies, and whether the driver is still running.
+/// time-out (its `t` reply ends the process), a call that waits for what never comes (asleep in a futex wait
+/// without a time-out, [`process::sandboxed_waits_forever`]: killed, the call timed out, as the driver's own
+/// wall-clock limit would say seconds later; Box2D's `b2WaitSemaphore` waited 4 s so in each shipped binary) or
+/// silence past the stall limit (the process is stuck with its signals blocked: killed). The replies, and whether
+/// the driver is still running.
 fn exchange(
     driver: &mut LiveDriver,
     lines: &[String],
@@ -146,9 +152,22 @@ fn exchange(
     let stall = Duration::from_millis(limit_ms.saturating_mul(WALL_FACTOR + 1) + 5000);
     let mut replies = Vec::with_capacity(lines.len());
     let mut alive = true;
+    let mut last_reply = Instant::now();
     while replies.len() < lines.len() {
-        match driver.replies.recv_timeout(stall) {
+        match driver.replies.recv_timeout(WAITING_LOOK) {
+            Err(mpsc::RecvTimeoutError::Timeout) if last_reply.elapsed() < stall => {
+                if process::sandboxed_waits_forever(&driver.child) {
+                    tracing::debug!(
+                        call = replies.len(),
+                        "a shipped call waits for what never comes: timed out"
+                    );
+                    replies.push(parse_reply("t")?);
+                    alive = false;
+                    break;
+                }
+            }
             Ok(line) => {
+                last_reply = Instant::now();
                 let reply = match parse_reply(&line) {
                     Ok(reply) => reply,
                     Err(e) => {

@@ -65,14 +65,21 @@ pub fn run(
     for (i, file) in files.iter().enumerate() {
         let file = std::path::absolute(file)?;
         let dir = file.parent().unwrap_or(Path::new("/"));
-        let run = runner::check_in_child(&file, dir, "json", extra_args, limit)?;
-        if let (Some(dir), Some(report)) = (reports, &run.output) {
+        // With FOE_LOG set, each file's log is kept beside its report.
+        let log = reports.is_some() && std::env::var_os("FOE_LOG").is_some();
+        let run = runner::check_in_child(&file, dir, "json", extra_args, limit, log)?;
+        if let Some(dir) = reports {
             let rel = file.strip_prefix(&root).unwrap_or(&file);
             let name = rel.to_string_lossy().replace('/', "_");
-            std::fs::write(
-                dir.join(format!("{name}.json")),
-                serde_json::to_vec(report)?,
-            )?;
+            if let Some(report) = &run.output {
+                std::fs::write(
+                    dir.join(format!("{name}.json")),
+                    serde_json::to_vec(report)?,
+                )?;
+            }
+            if log {
+                std::fs::write(dir.join(format!("{name}.log")), &run.stderr)?;
+            }
         }
         let functions = run
             .output

@@ -107,7 +107,7 @@ enum Command {
         #[arg(long, value_name = "DB")]
         corpus: Option<PathBuf>,
         /// With --corpus: keep each file's JSON report in this directory (named after its path in the corpus),
-        /// e.g. for `scripts/independent-check.py`.
+        /// e.g. for `scripts/independent-check.py`; with FOE_LOG set, each file's log beside it (`NAME.log`).
         #[arg(long, value_name = "DIR")]
         reports: Option<PathBuf>,
         /// With --corpus: kill a `foe check` that runs longer than this many seconds.

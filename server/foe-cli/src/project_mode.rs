@@ -226,6 +226,7 @@ fn one_file(entry: &DatabaseEntry, shown: &str, context: &Context<'_>) -> Outcom
         "bundle",
         &context.child_args,
         context.limit,
+        false,
     ) {
         Ok(run) => run,
         Err(e) => return Outcome::Failed(format!("cannot run foe: {e}")),

@@ -47,17 +47,21 @@ impl CheckRun {
 }
 
 /// Runs `foe check --format FORMAT ARGS FILE` in `cwd` (`file` absolute or relative to it), killing it after
-/// `limit`.
+/// `limit`; with `log`, passes `FOE_LOG` on, so that the child's log is its [`CheckRun::stderr`].
 pub fn check_in_child(
     file: &Path,
     cwd: &Path,
     format: &str,
     args: &[String],
     limit: Duration,
+    log: bool,
 ) -> anyhow::Result<CheckRun> {
     let exe = std::env::current_exe()?;
     let mut cmd = process::command(&exe, cwd);
     cmd.args(["check", "--format", format]).args(args).arg(file);
+    if let Some(filter) = std::env::var_os("FOE_LOG").filter(|_| log) {
+        cmd.env("FOE_LOG", filter);
+    }
     let started = Instant::now();
     let out = process::run_tool_until(cmd, None, limit, &|| false)?;
     Ok(CheckRun {

@@ -253,6 +253,17 @@ fn die_with_foe(cmd: &mut Command) {
 /// How long [`end_sandboxed`] waits for the process between foe and the sandboxed one to reap it and end.
 const REAP_GRACE: Duration = Duration::from_secs(1);
 
+/// The processes inside a child of [`spawn_sandboxed`] (its children, as the kernel lists them; none where it does
+/// not list them).
+fn processes_inside(child: &Child) -> Vec<libc::pid_t> {
+    let pid = child.id();
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 /// Ends a child of [`spawn_sandboxed`] and the process inside it, and reaps them: when this returns, neither
 /// runs. The process inside (PID 1 of its namespace, a grandchild of foe) is killed first, so that the process
 /// between, which waits for it, reaps it and ends; killing the two together would leave the inside one to die on
@@ -263,12 +274,7 @@ pub fn end_sandboxed(child: &mut Child) -> std::io::Result<std::process::ExitSta
         return Ok(status);
     }
     let pid = child.id();
-    let inside =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let inside: Vec<libc::pid_t> = inside
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect();
+    let inside = processes_inside(child);
     for &p in &inside {
         // SAFETY: signals a child of our own child, listed by the kernel a moment ago; the process between cannot
         // reap it (and the number be reused) before being signalled itself, as it waits for this very process.
@@ -299,14 +305,9 @@ pub fn end_sandboxed(child: &mut Child) -> std::io::Result<std::process::ExitSta
 /// a signal: the sandboxed call's own wall-clock limit would end it, seconds later. `false` when the kernel does
 /// not say (the file unreadable, the process gone or running).
 pub fn sandboxed_waits_forever(child: &Child) -> bool {
-    let pid = child.id();
-    let inside =
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap_or_default();
-    let target = inside
-        .split_whitespace()
-        .next()
-        .and_then(|p| p.parse::<u32>().ok())
-        .unwrap_or(pid);
+    let target = processes_inside(child)
+        .first()
+        .map_or(child.id(), |&p| p as u32);
     let Ok(call) = std::fs::read_to_string(format!("/proc/{target}/syscall")) else {
         return false;
     };

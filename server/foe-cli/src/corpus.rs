@@ -61,12 +61,12 @@ pub fn run(
     if let Some(dir) = reports {
         std::fs::create_dir_all(dir)?;
     }
+    // With FOE_LOG set, each file's log is kept beside its report.
+    let log = reports.is_some() && std::env::var_os("FOE_LOG").is_some();
     let mut runs = Vec::new();
     for (i, file) in files.iter().enumerate() {
         let file = std::path::absolute(file)?;
         let dir = file.parent().unwrap_or(Path::new("/"));
-        // With FOE_LOG set, each file's log is kept beside its report.
-        let log = reports.is_some() && std::env::var_os("FOE_LOG").is_some();
         let run = runner::check_in_child(&file, dir, "json", extra_args, limit, log)?;
         if let Some(dir) = reports {
             let rel = file.strip_prefix(&root).unwrap_or(&file);

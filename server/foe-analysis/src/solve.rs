@@ -728,6 +728,18 @@ fn doubles(n: usize) -> FunctionSignature {
     }
 }
 
+/// binary64's largest finite value Ω, the smallest normal's reciprocal 2^1022 and the smallest subnormal's
+/// 2^1074, exactly: the bounds foe's queries carry, for tests that rebuild a query.
+#[cfg(test)]
+fn binary64_limits() -> [num_bigint::BigInt; 3] {
+    let power_of_two = |n: u32| num_bigint::BigInt::from(1u32) << n;
+    [
+        power_of_two(1024) - power_of_two(971),
+        power_of_two(1022),
+        power_of_two(1074),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     /// The binaries load the Z3 that `.cargo/config.toml` names (FOE_Z3_PREFIX ends in its version), not

@@ -517,11 +517,7 @@ mod tests {
     /// 2^1074) raised to the twelfth power: nlsat's root isolation then multiplies numbers of some 12,000 bits for
     /// seconds without looking at the interrupt flag.
     fn query_that_ignores_its_interrupt() -> Solver {
-        use num_bigint::BigInt;
-        let pow = |b: BigInt| b.pow(12).to_string();
-        let omega = pow((BigInt::from(1u64 << 53) - 1) << 971);
-        let normal = pow(BigInt::from(1) << 1022);
-        let subnormal = pow(BigInt::from(1) << 1074);
+        let [omega, normal, subnormal] = super::super::binary64_limits().map(|b| b.pow(12));
         let text = "(declare-fun x2 () Real) (declare-fun x0 () Real) (declare-fun x1 () Real) \
             (assert (not (= (* x2 x2) 0.0))) \
             (assert (let ((a!1 (* (- x1) x1 (- (/ 3.0 8.0) (* x0 (/ 1.0 4.0))) x2 x2))) \

@@ -18,29 +18,27 @@ use z3::{SatResult, Solver};
 /// A solver without Z3 timers (see [`limit`]): nlsat (with its preprocessing) for pure real queries, several
 /// times faster on these than the default portfolio; the SMT core when integers occur.
 fn solver(reals_only: bool) -> Solver {
-    if !reals_only {
+    let mut params = z3::Params::new();
+    let solver = if reals_only {
+        // Z3's own `qfnra-nlsat` tactic, with nlsat's conflict resolution not factoring polynomials (`factor`):
+        // with the huge coefficients of Ω and λ it costs more than it saves. (Spelling the tactic's pipeline out
+        // without its `factor` tactic was faster with Z3 4.8.12; with 5.4.1 that pipeline answers `unknown` on
+        // most of carbongas's queries within 1 % of their budget, so the tactic is used as Z3 ships it.)
+        params.set_bool("factor", false);
+        // Nor with Z3 5.4's levelwise cell projection (`lws`): with it sici.c's solver process crashed in two runs
+        // of three, without it in none of nine on the same build, and it is no faster on these queries.
+        // (Interrupts can still corrupt nlsat's heap without it: see `limit.rs`.)
+        params.set_bool("lws", false);
+        z3::Tactic::new("qfnra-nlsat").solver()
+    } else {
         // Without bound propagation (`arith.propagation_mode` 0): with it, the non-linear solver tightens the
         // bounds of monomials by taking roots of the finite-range bounds (Ω, some 10^308) and the underflow
         // thresholds in Z3's own big-number arithmetic, which counts no resource units and does not look at the
         // interrupt flag: Cephes `exp10.c`'s underflow queries (an integer part of one parameter) ran 420-560 ms
         // of CPU on a 50 ms budget each, and are answered in 7-9 ms without it.
-        let solver = z3::Tactic::new("smt").solver();
-        let mut params = z3::Params::new();
         params.set_u32("arith.propagation_mode", 0);
-        solver.set_params(&params);
-        return solver;
-    }
-    // Z3's own `qfnra-nlsat` tactic, with nlsat's conflict resolution not factoring polynomials (`factor`): with
-    // the huge coefficients of Ω and λ it costs more than it saves. (Spelling the tactic's pipeline out without its
-    // `factor` tactic was faster with Z3 4.8.12; with 5.4.1 that pipeline answers `unknown` on most of carbongas's
-    // queries within 1 % of their budget, so the tactic is used as Z3 ships it.)
-    let solver = z3::Tactic::new("qfnra-nlsat").solver();
-    let mut params = z3::Params::new();
-    params.set_bool("factor", false);
-    // Nor with Z3 5.4's levelwise cell projection (`lws`): with it sici.c's solver process crashed in two runs of
-    // three, without it in none of nine on the same build, and it is no faster on these queries. (Interrupts can
-    // still corrupt nlsat's heap without it: see `limit.rs`.)
-    params.set_bool("lws", false);
+        z3::Tactic::new("smt").solver()
+    };
     solver.set_params(&params);
     solver
 }
@@ -563,15 +561,11 @@ pub(super) fn repair(formula: &Expr, input: &Input) -> Option<Input> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use num_bigint::BigInt;
 
     /// Cephes `exp10.c`'s underflow query (`FOE_DUMP_STOPPED`): `px = x - n*C` with the integer part
     /// `n = floor(x*log2(10) + 1/2)`, and `(P + px^2) * px^2` below 2^-1022; every value within ±Ω.
     fn exp10_underflow_query() -> String {
-        let power_of_two = |n: u32| -> BigInt { BigInt::from(1u32) << n };
-        let omega = (power_of_two(1024) - power_of_two(971)).to_string();
-        let normal = power_of_two(1022).to_string();
-        let subnormal = power_of_two(1074).to_string();
+        let [omega, normal, subnormal] = super::super::binary64_limits();
         "(declare-fun x0 () Real) \
          (assert (not (< (/ 2711437152599295.0 8796093022208.0) x0))) \
          (assert (not (< x0 (- (/ 2711437152599295.0 8796093022208.0))))) \

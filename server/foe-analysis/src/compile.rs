@@ -4,6 +4,7 @@
 
 pub mod db;
 pub mod flags;
+pub mod modules;
 
 pub use db::CompileDb;
 
@@ -124,9 +125,14 @@ fn compile_one(
     let cwd = source_dir(file)
         .filter(|d| d.is_dir())
         .unwrap_or_else(std::env::temp_dir);
-    let mut cmd = process::command(&config.clang, &cwd);
-    cmd.args(flags).args(["-x", "c", "-", "-o", "-"]);
-    let out = process::run_tool(cmd, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| {
+    let make = |modules: &[String]| {
+        let mut cmd = process::command(&config.clang, &cwd);
+        cmd.args(flags)
+            .args(modules)
+            .args(["-x", "c", "-", "-o", "-"]);
+        cmd
+    };
+    let out = modules::run(make, Some(text.as_bytes()), CLANG_TIMEOUT).map_err(|e| {
         CompileError::Unavailable {
             clang: config.clang.display().to_string(),
             reason: e.to_string(),

@@ -17,8 +17,9 @@ pub const CONFIRM_C: &str = include_str!("../../../../runtime/foe_confirm.c");
 const DRIVER_FLAGS: &[&str] = &["-c", "-O2", "-fno-fast-math", "-w"];
 
 /// Debug info for the traces' lines and columns (inlined frames included), and no more: it changes no
-/// instruction clang emits, and compiles and links faster than full `-g`.
-const DEBUG_INFO: &str = "-gline-tables-only";
+/// instruction clang emits, and compiles and links faster than full `-g`. The analysed file's object has it
+/// where its traces are placed (P, P'), not in the cause probes' ([`super::Probe::needs_debug_info`]).
+pub(super) const DEBUG_INFO: &str = "-gline-tables-only";
 
 /// Sections whose code runs at start-up or exit (constructors, destructors, init and fini arrays, and their
 /// relocations): the analysis never asks for them, so they are removed from the user's objects before the
@@ -190,7 +191,8 @@ pub(super) fn unit_object(
     Ok(into_cache(obj, cached))
 }
 
-/// Compiles `source` (C, from standard input) with `flags` and `-g` into `obj`, start-up code removed.
+/// Compiles `source` (C, from standard input) with `flags` (which say whether with [`DEBUG_INFO`]) into `obj`,
+/// start-up code removed.
 pub(super) fn compile_file(
     clang: &Path,
     cwd: &Path,
@@ -203,7 +205,6 @@ pub(super) fn compile_file(
     cmd.args(flags)
         .args([
             "-w",
-            DEBUG_INFO,
             "-Dmain=foe_confirm_user_main",
             "-c",
             "-x",

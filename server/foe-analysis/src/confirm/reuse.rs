@@ -1,9 +1,11 @@
-//! Work the shipped binaries need not do twice. A probe whose object is byte for byte an earlier binary's object,
-//! linked with the same units and the same link command, is that binary: it is not linked again, and its runs
-//! are that binary's runs (`-fno-reciprocal-math` often changes nothing in a file that divides by no variable).
-//! A binary's run on an input is made once: the sweep's, the confirmation's and the probes' runs share it. The
-//! analysed file's object for one set of compile flags is compiled once for a harness and its siblings (the
-//! background probes' `-mno-daz-ftz` binary links the shipped binary's object).
+//! Work the shipped binaries need not do twice. A probe whose object has an earlier binary's code (every section
+//! but the debug info the same, byte for byte, with the same relocations and symbols), linked with the same units
+//! and the same link command, is that binary: it is not linked again, and its runs are that binary's runs
+//! (`-fno-reciprocal-math` often changes nothing in a file that divides by no variable). A binary with debug info
+//! (P, P', whose traces are placed by it) is never replaced by one without (a probe's). A binary's run on an
+//! input is made once: the sweep's, the confirmation's and the probes' runs share it. The analysed file's object
+//! for one set of compile flags is compiled once for a harness and its siblings (the background probes'
+//! `-mno-daz-ftz` binary links the shipped binary's object).
 
 use super::harness::ShippedRun;
 use std::collections::HashMap;
@@ -13,6 +15,8 @@ use std::sync::{Arc, Mutex};
 /// One linked binary: what went into it and where it is.
 struct Linked {
     object: blake3::Hash,
+    /// Whether the analysed file's object has debug info (its traces can be placed on lines).
+    debug_info: bool,
     units: Option<Vec<PathBuf>>,
     link_flags: Vec<String>,
     exe: PathBuf,
@@ -23,11 +27,13 @@ struct Linked {
 pub(super) struct SameBinaries(Arc<Mutex<Vec<Linked>>>);
 
 impl SameBinaries {
-    /// A binary already linked from the same object and units with a link command the same as `link_flags`'.
+    /// A binary already linked from an object with the same code ([`code_hash`]) and the same units, with a link
+    /// command the same as `link_flags`'; one with debug info where `debug_info` asks for it.
     pub(super) fn find(
         &self,
         clang: &Path,
         object: &blake3::Hash,
+        debug_info: bool,
         units: Option<&[PathBuf]>,
         link_flags: &[String],
     ) -> Option<PathBuf> {
@@ -36,6 +42,7 @@ impl SameBinaries {
             linked
                 .iter()
                 .filter(|l| &l.object == object && l.units.as_deref() == units)
+                .filter(|l| l.debug_info || !debug_info)
                 .map(|l| (l.link_flags.clone(), l.exe.clone()))
                 .collect()
         };
@@ -50,6 +57,7 @@ impl SameBinaries {
     pub(super) fn add(
         &self,
         object: blake3::Hash,
+        debug_info: bool,
         units: Option<&[PathBuf]>,
         link_flags: &[String],
         exe: &Path,
@@ -57,6 +65,7 @@ impl SameBinaries {
         if let Ok(mut linked) = self.0.lock() {
             linked.push(Linked {
                 object,
+                debug_info,
                 units: units.map(<[PathBuf]>::to_vec),
                 link_flags: link_flags.to_vec(),
                 exe: exe.to_path_buf(),
@@ -96,9 +105,85 @@ impl SharedObjects {
     }
 }
 
-/// The hash of an object file's bytes (`None` when it cannot be read: then nothing is shared).
-pub(super) fn object_hash(obj: &Path) -> Option<blake3::Hash> {
-    std::fs::read(obj).ok().map(|bytes| blake3::hash(&bytes))
+/// The hash of an object file's code: every section but the debug info (`.debug*` and their relocations), the
+/// linker's address-significance table and the tables of symbols, strings and relocations (they hold symbol
+/// indices, which the debug info's symbols shift), each section's name, flags, alignment and bytes, its
+/// relocations with their targets named, and every symbol but section, file and debug symbols. Objects of the same code with and without debug info hash alike. `None` when
+/// the object cannot be read or parsed: then nothing is shared.
+pub(super) fn code_hash(obj: &Path) -> Option<blake3::Hash> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionIndex, SymbolKind};
+    let data = std::fs::read(obj).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let skipped = |name: &str| name.starts_with(".debug") || name == ".llvm_addrsig";
+    let section_name = |index: SectionIndex| -> Option<String> {
+        Some(file.section_by_index(index).ok()?.name().ok()?.to_string())
+    };
+    let mut h = blake3::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    for section in file.sections() {
+        let name = section.name().ok()?;
+        // The symbol and string tables and the relocation sections hold symbol indices, which the debug info's
+        // section symbols shift: their content is hashed by name below instead.
+        if skipped(name) || section.kind() == object::SectionKind::Metadata {
+            continue;
+        }
+        field(name.as_bytes());
+        field(
+            format!(
+                "{:?} {:?} {}",
+                section.kind(),
+                section.flags(),
+                section.align()
+            )
+            .as_bytes(),
+        );
+        field(section.data().ok()?);
+        for (offset, reloc) in section.relocations() {
+            let target = match reloc.target() {
+                RelocationTarget::Symbol(index) => {
+                    let symbol = file.symbol_by_index(index).ok()?;
+                    match symbol.kind() {
+                        SymbolKind::Section => {
+                            format!("section {}", section_name(symbol.section_index()?)?)
+                        }
+                        _ => format!("symbol {}", symbol.name().ok()?),
+                    }
+                }
+                RelocationTarget::Section(index) => format!("section {}", section_name(index)?),
+                RelocationTarget::Absolute => "absolute".to_string(),
+                _ => return None,
+            };
+            field(format!("{offset} {:?} {} {target}", reloc.flags(), reloc.addend()).as_bytes());
+        }
+    }
+    for symbol in file.symbols() {
+        if matches!(symbol.kind(), SymbolKind::Section | SymbolKind::File) {
+            continue;
+        }
+        let section = match symbol.section_index() {
+            Some(index) => section_name(index)?,
+            None => format!("{:?}", symbol.section()),
+        };
+        if skipped(&section) {
+            continue;
+        }
+        field(
+            format!(
+                "{} {section} {} {} {:?} {:?} {}",
+                symbol.name().ok()?,
+                symbol.address(),
+                symbol.size(),
+                symbol.kind(),
+                symbol.scope(),
+                symbol.is_weak()
+            )
+            .as_bytes(),
+        );
+    }
+    Some(h.finalize())
 }
 
 /// Runs already made, per binary and input line.
@@ -123,6 +208,86 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
+
+    /// Compiles `text` with `flags` into `dir/name.o`.
+    fn compile(dir: &Path, name: &str, text: &str, flags: &[&str]) -> PathBuf {
+        let src = dir.join(format!("{name}.c"));
+        std::fs::write(&src, text).unwrap();
+        let obj = dir.join(format!("{name}.o"));
+        let out = std::process::Command::new("/usr/lib/llvm-19/bin/clang")
+            .args(flags)
+            .args(["-c", "-o"])
+            .arg(&obj)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        obj
+    }
+
+    /// The same code with and without debug info hashes alike (the bytes differ); other code does not.
+    #[test]
+    fn an_object_s_code_hash_leaves_out_its_debug_info() {
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
+        let text = "static double k[3] = {1, 2, 3};\n\
+                    double sum(double a, double b, double c) { return a + b + c + k[1]; }\n\
+                    double scale(double x) { return sum(x, x * 3, x / 7) * k[2]; }\n";
+        let with = compile(
+            dir.path(),
+            "g",
+            text,
+            &["-O2", "-ffast-math", "-gline-tables-only"],
+        );
+        let without = compile(dir.path(), "n", text, &["-O2", "-ffast-math"]);
+        let other = compile(
+            dir.path(),
+            "r",
+            text,
+            &["-O2", "-ffast-math", "-fno-associative-math"],
+        );
+        assert_ne!(
+            std::fs::read(&with).unwrap(),
+            std::fs::read(&without).unwrap()
+        );
+        assert_eq!(code_hash(&with), code_hash(&without));
+        assert!(code_hash(&with).is_some());
+        assert_ne!(
+            code_hash(&with),
+            code_hash(&other),
+            "re-association changes the code"
+        );
+    }
+
+    /// A binary with debug info is found for a build without; one without is never found for a build that places
+    /// its traces.
+    #[test]
+    fn a_binary_without_debug_info_never_stands_for_one_with() {
+        let same = SameBinaries::default();
+        let object = blake3::hash(b"code");
+        let flags = vec!["-O2".to_string()];
+        let clang = Path::new("/usr/lib/llvm-19/bin/clang");
+        same.add(
+            object,
+            false,
+            None,
+            &flags,
+            Path::new("/scratch/pp-reciprocal"),
+        );
+        assert_eq!(same.find(clang, &object, true, None, &flags), None);
+        assert_eq!(
+            same.find(clang, &object, false, None, &flags),
+            Some(PathBuf::from("/scratch/pp-reciprocal"))
+        );
+        same.add(object, true, None, &flags, Path::new("/scratch/pp"));
+        assert_eq!(
+            same.find(clang, &object, true, None, &flags),
+            Some(PathBuf::from("/scratch/pp"))
+        );
+    }
 
     /// A harness and its sibling asking for the same flags at once compile the object once; a failed compile is
     /// not kept.

@@ -131,7 +131,6 @@ pub fn confirm_function(
         // divergence reads are compared (a struct returned through the stack has padding nobody wrote).
         let checked = match runs {
             Some(ShippedPair { first, again }) => {
-                let verdict = check(d.clone(), Some(first.clone()));
                 let same_values = |end: &RunEnd, a: &ShippedRun, b: &ShippedRun| {
                     input.as_ref().is_none_or(|input| {
                         // Compared as printed: a NaN is the same NaN, and -0 is not 0.
@@ -142,6 +141,7 @@ pub fn confirm_function(
                 let steady = d.class.is_exception()
                     || (same_values(&d.end_p, &first.0, &again.0)
                         && same_values(&d.end_p_prime, &first.1, &again.1));
+                let verdict = check(d.clone(), Some(first));
                 if !steady || as_reported(&verdict) != as_reported(&check(d, Some(again))) {
                     unsteady += 1;
                     continue;

@@ -64,13 +64,11 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    const CLANG: &str = "/usr/lib/llvm-19/bin/clang";
 
     /// Compiles `text` to IR with `flags`, with `modules` added.
     fn command(text_flags: &[&str], modules: &[String]) -> Command {
-        let mut cmd = process::command(Path::new(CLANG), &std::env::temp_dir());
+        let clang = crate::config::AnalysisConfig::default().clang;
+        let mut cmd = process::command(&clang, &std::env::temp_dir());
         cmd.args(text_flags).args(modules).args([
             "-S",
             "-emit-llvm",
@@ -113,9 +111,18 @@ mod tests {
         };
         assert_eq!(ir(&with), ir(&without));
         let cache = crate::scratch::cache_subdir("modules").unwrap();
-        let built = walkdir(&cache)
-            .iter()
-            .any(|p| p.to_string_lossy().contains("_Builtin_intrinsics"));
+        // The cache holds a directory per option set, each with its modules.
+        let built = std::fs::read_dir(&cache)
+            .unwrap()
+            .flatten()
+            .filter_map(|set| std::fs::read_dir(set.path()).ok())
+            .flatten()
+            .flatten()
+            .any(|m| {
+                m.file_name()
+                    .to_string_lossy()
+                    .starts_with("_Builtin_intrinsics")
+            });
         assert!(built, "the intrinsics module in {}", cache.display());
     }
 
@@ -140,19 +147,5 @@ mod tests {
         .unwrap();
         assert_eq!(out.status, Some(0), "{}", out.stderr);
         assert!(String::from_utf8_lossy(&out.stdout).contains("@pthread_setname_np"));
-    }
-
-    /// Every file under `dir`.
-    fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                found.extend(walkdir(&path));
-            } else {
-                found.push(path);
-            }
-        }
-        found
     }
 }

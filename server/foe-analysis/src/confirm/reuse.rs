@@ -209,23 +209,12 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
-    /// Compiles `text` with `flags` into `dir/name.o`.
+    /// Compiles `text` with `flags` into `dir/name.o`, as the harness compiles the analysed file.
     fn compile(dir: &Path, name: &str, text: &str, flags: &[&str]) -> PathBuf {
-        let src = dir.join(format!("{name}.c"));
-        std::fs::write(&src, text).unwrap();
         let obj = dir.join(format!("{name}.o"));
-        let out = std::process::Command::new("/usr/lib/llvm-19/bin/clang")
-            .args(flags)
-            .args(["-c", "-o"])
-            .arg(&obj)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let flags: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        let clang = crate::config::AnalysisConfig::default().clang;
+        super::super::build::compile_file(&clang, dir, &flags, text, &obj, dir).unwrap();
         obj
     }
 
@@ -269,7 +258,7 @@ mod tests {
         let same = SameBinaries::default();
         let object = blake3::hash(b"code");
         let flags = vec!["-O2".to_string()];
-        let clang = Path::new("/usr/lib/llvm-19/bin/clang");
+        let clang = &crate::config::AnalysisConfig::default().clang;
         same.add(
             object,
             false,

@@ -119,6 +119,8 @@ pub fn confirm_function(
     let mut kept = Vec::new();
     let mut dropped = 0;
     let mut kept_unconfirmed = 0;
+    // The stubs the unconfirmed divergences' runs stopped at.
+    let mut stopped_at = std::collections::BTreeSet::new();
     let mut unsteady = 0;
     // Divergences whose cause is looked for.
     let mut to_explain: Vec<Witness> = Vec::new();
@@ -162,8 +164,9 @@ pub fn confirm_function(
                 }
                 kept.push(d);
             }
-            Checked::Unconfirmed(d) => {
+            Checked::Unconfirmed(d, stub) => {
                 kept_unconfirmed += 1;
+                stopped_at.insert(stub);
                 kept.push(d);
             }
             Checked::Dropped => dropped += 1,
@@ -171,7 +174,7 @@ pub fn confirm_function(
     }
     report.divergences = kept;
     report.not_reproduced = dropped + unsteady;
-    note_unchecked(report, kept_unconfirmed, dropped, &stubbed);
+    note_unchecked(report, kept_unconfirmed, dropped, &stopped_at);
     if unsteady > 0 {
         let note = format!(
             "{unsteady} divergences are not reported: on their inputs a shipped binary does not do one thing \
@@ -251,7 +254,7 @@ fn as_reported(
     &[TraceEvent],
 )> {
     match checked {
-        Checked::Kept(d, _) | Checked::Unconfirmed(d) => Some((
+        Checked::Kept(d, _) | Checked::Unconfirmed(d, _) => Some((
             d.confirmation,
             &d.shipped_p,
             &d.shipped_p_prime,
@@ -276,14 +279,15 @@ struct Witness {
 enum Checked {
     /// Kept, with its input, P's shipped run and what to explain when its cause is looked for.
     Kept(Divergence, Option<(Input, ShippedRun, Explain)>),
-    /// Kept without a verdict: not reproduced, but the shipped binaries lack what other files define.
-    Unconfirmed(Divergence),
+    /// Kept without a verdict: a shipped run reached a stub standing for code another file defines (the
+    /// project's units could not all be linked), so it is not the program's run.
+    Unconfirmed(Divergence, String),
     /// Not reproduced on the shipped binaries.
     Dropped,
 }
 
 /// The verdict of the shipped runs `runs` (`None`: not run) on divergence `d` and its `input`; `stubbed` names
-/// the symbols the shipped binaries' link stubbed.
+/// the symbols the shipped binaries' link stubbed although the program has them (see [`Harness`]'s `stubbed`).
 fn check_divergence(
     sig: &FunctionSignature,
     bits: u32,
@@ -304,11 +308,20 @@ fn check_divergence(
             .then(|| rp.end.raised().zip(rpp.end.raised()))
             .flatten()
     });
-    // A run that stopped at a stub standing for code the program has is not the program's run.
+    // A run that stopped at a stub standing for code the program has is the program's run up to that call only.
+    // Where the instrumented run stopped at the same call (a symbol past the unit limit, which neither build
+    // links), the two cover the same extent, as at a call of a function no file defines; where it ran the
+    // callee, the shipped run gives no verdict.
+    let over_the_same_extent = ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
     let stopped_at_stub = [&rp, &rpp]
         .iter()
-        .any(|r| r.stopped_at.as_ref().is_some_and(|s| stubbed.contains(s)));
-    let Some((a, b)) = sets.filter(|_| !stopped_at_stub) else {
+        .find_map(|r| r.stopped_at.clone().filter(|s| stubbed.contains(s)))
+        .filter(|_| !over_the_same_extent);
+    if let Some(stub) = stopped_at_stub {
+        d.confirmation = Confirmation::NotRun;
+        return Checked::Unconfirmed(d, stub);
+    }
+    let Some((a, b)) = sets else {
         d.confirmation = Confirmation::NotRun;
         return Checked::Kept(d, None);
     };
@@ -319,9 +332,9 @@ fn check_divergence(
         input: input.expect("ran"),
     };
     if d.class.is_exception() {
-        check_exceptions(stubbed, d, shipped)
+        check_exceptions(d, shipped)
     } else {
-        check_result(sig, bits, stubbed, d, shipped)
+        check_result(sig, bits, d, shipped)
     }
 }
 
@@ -337,7 +350,6 @@ struct Shipped {
 fn check_result(
     sig: &FunctionSignature,
     bits: u32,
-    stubbed: &[String],
     mut d: Divergence,
     shipped: Shipped,
 ) -> Checked {
@@ -361,17 +373,14 @@ fn check_result(
         d.confirmation = Confirmation::Confirmed;
         let what = Explain::Result(Box::new(d.clone()));
         Checked::Kept(d, Some((input, rp, what)))
-    } else if stubbed.is_empty() {
-        Checked::Dropped
     } else {
-        d.confirmation = Confirmation::NotRun;
-        Checked::Unconfirmed(d)
+        Checked::Dropped
     }
 }
 
 /// An exception divergence is confirmed when the shipped exception sets differ, trace-only when only the order
 /// or count of the shipped traces does.
-fn check_exceptions(stubbed: &[String], mut d: Divergence, shipped: Shipped) -> Checked {
+fn check_exceptions(mut d: Divergence, shipped: Shipped) -> Checked {
     let (rp, rpp, input) = (shipped.p, shipped.pp, shipped.input);
     let (a, b) = shipped.sets;
     d.shipped_p = kinds(a);
@@ -401,12 +410,7 @@ fn check_exceptions(stubbed: &[String], mut d: Divergence, shipped: Shipped) -> 
         .map(|v| format!("{}={}", v.name, v.value))
         .collect();
     tracing::debug!(inputs = %inputs.join(" "), shipped = ?d.shipped_p, "not reproduced");
-    if stubbed.is_empty() {
-        return Checked::Dropped;
-    }
-    // The shipped binaries lack the project's other units: no verdict.
-    d.confirmation = Confirmation::NotRun;
-    Checked::Unconfirmed(d)
+    Checked::Dropped
 }
 
 /// Notes in the reason the divergences not checked or not reproduced on the shipped binaries, and makes
@@ -415,13 +419,13 @@ fn note_unchecked(
     report: &mut FunctionReport,
     kept_unconfirmed: usize,
     dropped: usize,
-    stubbed: &[String],
+    stopped_at: &std::collections::BTreeSet<String>,
 ) {
     if kept_unconfirmed > 0 {
         let note = format!(
-            "{kept_unconfirmed} divergences could not be checked on the shipped binaries, which lack what other \
-             files define ({})",
-            stubbed.join(", ")
+            "{kept_unconfirmed} divergences could not be checked on the shipped binaries: their runs reached a \
+             function another file defines, which the shipped binaries lack ({})",
+            stopped_at.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
         );
         report.reason = join(&report.reason, &note);
     }

@@ -359,7 +359,7 @@ pub fn link_units(
             Err(e) => {
                 let unit = candidates.units[i].display();
                 tracing::debug!(%unit, "cannot link the unit: {e}");
-                linked.unresolved.insert(symbol);
+                linked.unresolve(&p, symbol);
             }
         }
     }

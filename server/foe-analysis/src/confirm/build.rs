@@ -245,8 +245,10 @@ pub(super) fn link(
 /// Compiles stubs for `names` into `obj`, all weak (so a real definition always wins). A function's ends the
 /// current call there through the driver's `foe_confirm_stop`, as the instrumented worker stops its run at a call
 /// of a function no file defines: nothing of the callee runs. A datum's (`data`: an extern constant no file
-/// defines) is a page of its own in the section `foe_guard`, which the driver makes unreadable: a run that reads
-/// a value nobody knows crashes (and is not checked) rather than computing with garbage. The object is
+/// defines, or a name the code reads rather than calls, [`referred_to_as_data`]) is a page of its own in the
+/// section `foe_guard`, which the driver makes unreadable: a run that reads a value nobody knows crashes (and is
+/// not checked) rather than computing with garbage. So a run that returned touched no stub, and its verdict is
+/// the program's. The object is
 /// `dir/file_name`, or the cached one for the same stubs (many files of a library miss the same names, and every
 /// analysis of a file the same ones); its path is returned.
 pub(super) fn compile_stubs(
@@ -304,4 +306,50 @@ pub(super) fn undefined_symbols(stderr: &str) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Those of `names` that the objects `objects` refer to other than by calling them (a load, or an address taken):
+/// possibly data, so their stubs are guard pages ([`compile_stubs`]). A stub function read as data would give
+/// its code bytes as a value, and both builds would compute with them; a guard page crashes the run instead
+/// (not checked). A function whose address is taken gets one too: a call through the pointer crashes rather
+/// than stops, which loses that run's verdict but never makes one up. An object that cannot be read counts
+/// every name as data.
+pub(super) fn referred_to_as_data(
+    objects: &[PathBuf],
+    names: &[String],
+) -> std::collections::BTreeSet<String> {
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationTarget};
+    let wanted: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    let mut data = std::collections::BTreeSet::new();
+    for obj in objects {
+        let Some(bytes) = std::fs::read(obj).ok() else {
+            return names.iter().cloned().collect();
+        };
+        let Ok(file) = object::File::parse(&*bytes) else {
+            return names.iter().cloned().collect();
+        };
+        for section in file.sections() {
+            // The debug info names variables and functions alike; it is never read by the code.
+            if section.name().is_ok_and(|n| n.starts_with(".debug")) {
+                continue;
+            }
+            for (_, reloc) in section.relocations() {
+                let RelocationTarget::Symbol(index) = reloc.target() else {
+                    continue;
+                };
+                let Some(name) = file.symbol_by_index(index).ok().and_then(|s| s.name().ok())
+                else {
+                    continue;
+                };
+                let called = matches!(
+                    reloc.flags(),
+                    RelocationFlags::Elf { r_type } if r_type == object::elf::R_X86_64_PLT32
+                );
+                if !called && wanted.contains(name) {
+                    data.insert(name.to_string());
+                }
+            }
+        }
+    }
+    data
 }

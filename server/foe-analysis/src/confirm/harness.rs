@@ -188,9 +188,8 @@ pub struct Harness {
     /// stubbed before the first link, so that it does not fail for them.
     expected_stubs: Vec<String>,
     /// Symbols stubbed although the instrumented builds ran a definition of them (the project's units could not
-    /// all be linked): where there are any, the binaries are not the program (a global's value, a callee's
-    /// result are missing), so a difference they do not show is not taken as evidence against the
-    /// instrumented builds.
+    /// all be linked): a shipped run that stops at one of them is not the program's run, and gives no verdict.
+    /// (A run that returned touched no stub: see [`build::compile_stubs`].)
     pub(super) stubbed: Mutex<std::collections::BTreeSet<String>>,
     /// Probes another harness is building on a background thread ([`Harness::build_later`]): taken over when
     /// one of them is needed.
@@ -720,13 +719,11 @@ impl Harness {
         names.extend(missing);
         names.sort();
         names.dedup();
-        let stubs = build::compile_stubs(
-            clang,
-            dir,
-            &names,
-            &self.unresolved_data,
-            &format!("{name}-stubs.o"),
-        )?;
+        // What the project's IR knows is data, and what the objects read rather than call: a datum another
+        // file defines is stubbed as code otherwise when the units could not be linked, or without a database.
+        let mut data = build::referred_to_as_data(&with(None), &names);
+        data.extend(self.unresolved_data.iter().cloned());
+        let stubs = build::compile_stubs(clang, dir, &names, &data, &format!("{name}-stubs.o"))?;
         match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&stubs)))? {
             Ok(()) => {
                 if let Ok(mut known) = self.stubs.lock() {

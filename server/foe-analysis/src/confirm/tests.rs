@@ -397,6 +397,117 @@ fn a_value_no_file_defines_is_never_read_as_garbage() {
     assert!(h.stubbed.lock().unwrap().contains("PREC"));
 }
 
+#[test]
+fn a_value_another_file_defines_is_never_read_as_garbage_when_its_unit_cannot_be_linked() {
+    // `K` is defined by `b.c`, which does not compile: the binaries are linked without it and `K` is stubbed.
+    // The object reads it (it is not called), so its stub is a guard page: the read crashes the run (not
+    // checked) where a function stub's code bytes read as a double made both builds compute with them.
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
+    let a = "extern const double K;\ndouble f(double x) { return x > 0 ? x * K : x * 2; }\n";
+    std::fs::write(dir.path().join("a.c"), a).unwrap();
+    std::fs::write(dir.path().join("b.c"), "const double K = ;\n").unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let mut h = Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s])
+        .with_units(
+            &crate::project::Linked {
+                units: vec![dir.path().join("b.c")],
+                ..Default::default()
+            },
+            None,
+            &[],
+        );
+    let inputs = doubles(&[1e308, -1e308]);
+    let p = h.run(Probe::Reference, "f", &inputs).unwrap();
+    assert_eq!(ends(p), vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)]);
+    // P' loads `K` before the branch (a select): every run reads it.
+    let pp = h.run(Probe::Shipped, "f", &inputs).unwrap();
+    assert_eq!(ends(pp)[0], ShippedEnd::Crashed);
+    assert!(h.stubbed.lock().unwrap().contains("K"));
+}
+
+/// A shipped run that returned having raised `bits` (no events placed), or stopped at `stub`.
+fn shipped_run(bits: u8, stub: Option<&str>) -> ShippedRun {
+    ShippedRun {
+        end: match stub {
+            Some(_) => ShippedEnd::Stopped(bits),
+            None => ShippedEnd::Raised(bits),
+        },
+        trace: Vec::new(),
+        dropped: 0,
+        stopped_at: stub.map(str::to_string),
+        produced: Default::default(),
+    }
+}
+
+#[test]
+fn stubs_for_what_other_files_define_withhold_a_verdict_only_from_runs_that_reached_them() {
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    let input = Some(Input(vec![ArgValue::F64(1.0)]));
+    let stubbed = vec!["scale".to_string()];
+    let overflow_in_pp = Divergence {
+        class: DivergenceClass::Appears,
+        trace_p_prime: vec![TraceEvent {
+            kind: ExceptionKind::Overflow,
+            line: Some(1),
+            column: Some(1),
+            operation: "fmul".into(),
+        }],
+        ..Divergence::default()
+    };
+    let check = |d: &Divergence, p: ShippedRun, pp: ShippedRun| {
+        check_divergence(&s, 8, &stubbed, d.clone(), Some((p, pp)), input.clone())
+    };
+    // Both shipped runs returned: no stub ran (a function's stops the call, a datum's crashes it), so they are
+    // the program's runs, and a difference they do not show is not reported however many stubs were linked.
+    assert!(matches!(
+        check(&overflow_in_pp, shipped_run(0, None), shipped_run(0, None)),
+        Checked::Dropped
+    ));
+    assert!(matches!(
+        check(&overflow_in_pp, shipped_run(0, None), shipped_run(4, None)),
+        Checked::Kept(d, _) if d.confirmation == Confirmation::Confirmed
+    ));
+    // A run that stopped at a stub for code another file defines is the program's run only up to the call: no
+    // verdict where the instrumented run went on into the callee.
+    assert!(matches!(
+        check(&overflow_in_pp, shipped_run(0, Some("scale")), shipped_run(4, None)),
+        Checked::Unconfirmed(d, stub) if d.confirmation == Confirmation::NotRun && stub == "scale"
+    ));
+    // Where it stopped there too (the callee past the unit limit), the runs cover the same extent.
+    let stopped = RunEnd::Stopped {
+        callee: "scale".into(),
+        line: Some(1),
+        column: Some(1),
+    };
+    let both_stop = Divergence {
+        end_p: stopped.clone(),
+        end_p_prime: stopped.clone(),
+        ..overflow_in_pp.clone()
+    };
+    assert!(matches!(
+        check(&both_stop, shipped_run(0, Some("scale")), shipped_run(4, Some("scale"))),
+        Checked::Kept(d, _) if d.confirmation == Confirmation::Confirmed
+    ));
+    assert!(matches!(
+        check(
+            &both_stop,
+            shipped_run(0, Some("scale")),
+            shipped_run(0, Some("scale"))
+        ),
+        Checked::Dropped
+    ));
+    // A divergence in whether the call is reached: P stops there, P' returns.
+    let reaches_the_call = Divergence {
+        class: DivergenceClass::Ending,
+        end_p: stopped,
+        ..Divergence::default()
+    };
+    assert!(matches!(
+        check(&reaches_the_call, shipped_run(0, Some("scale")), shipped_run(0, None)),
+        Checked::Kept(d, _) if d.confirmation == Confirmation::Confirmed
+    ));
+}
+
 /// The shipped harness of `src`, which defines `double f(double x)`, with a 100 ms run limit (and the directory
 /// that holds the file, to keep alive).
 fn harness_of_f(src: &str) -> (tempfile::TempDir, Harness) {

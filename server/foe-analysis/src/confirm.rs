@@ -423,8 +423,8 @@ fn note_unchecked(
 ) {
     if kept_unconfirmed > 0 {
         let note = format!(
-            "{kept_unconfirmed} divergences could not be checked on the shipped binaries: their runs reached a \
-             function another file defines, which the shipped binaries lack ({})",
+            "{kept_unconfirmed} divergences could not be checked on the shipped binaries: their runs stopped at a \
+             call of {}, which another file of the project may define but the shipped binaries do not link",
             stopped_at.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
         );
         report.reason = join(&report.reason, &note);

@@ -308,15 +308,25 @@ fn check_divergence(
             .then(|| rp.end.raised().zip(rpp.end.raised()))
             .flatten()
     });
-    // A run that stopped at a stub standing for code the program has is the program's run up to that call only.
-    // Where the instrumented run stopped at the same call (a symbol past the unit limit, which neither build
-    // links), the two cover the same extent, as at a call of a function no file defines; where it ran the
-    // callee, the shipped run gives no verdict.
-    let over_the_same_extent = ends_as(&rp, &d.end_p) && ends_as(&rpp, &d.end_p_prime);
+    // A run that stopped at a stub standing for code the program has is the program's run up to that call only
+    // (the program goes on into the callee, which may raise what the other build raised: the independent
+    // harness saw it in `legendre_con.c`). That is enough for two claims: that one build reaches the call and
+    // the other does not (each shipped run ends as its instrumented run), and that the stopped run raised,
+    // before the call, an exception the other build's complete run never raised ([`ShippedRun::sets`]).
+    let reaching_the_call_is_the_claim = d.class == DivergenceClass::Ending
+        && ends_as(&rp, &d.end_p)
+        && ends_as(&rpp, &d.end_p_prime);
+    let raised_before_the_call = d.class.is_exception()
+        && matches!(
+            (rp.end, rpp.end),
+            (ShippedEnd::Raised(_), ShippedEnd::Stopped(_))
+                | (ShippedEnd::Stopped(_), ShippedEnd::Raised(_))
+        )
+        && rp.sets(&rpp).is_some();
     let stopped_at_stub = [&rp, &rpp]
         .iter()
         .find_map(|r| r.stopped_at.clone().filter(|s| stubbed.contains(s)))
-        .filter(|_| !over_the_same_extent);
+        .filter(|_| !reaching_the_call_is_the_claim && !raised_before_the_call);
     if let Some(stub) = stopped_at_stub {
         d.confirmation = Confirmation::NotRun;
         return Checked::Unconfirmed(d, stub);

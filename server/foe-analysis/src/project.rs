@@ -317,12 +317,7 @@ pub fn link_units(
         .collect();
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(symbol) = queue.pop_front() {
-        if !seen.insert(symbol.clone()) || linked.units.len() >= MAX_UNITS {
-            // Past the limit the C library's definition of a C library name is used (in every build).
-            if linked.units.len() >= MAX_UNITS && !crate::model::runs_natively(&symbol) {
-                linked.beyond_cap.insert(symbol.clone());
-                linked.unresolve(&p, symbol);
-            }
+        if !seen.insert(symbol.clone()) {
             continue;
         }
         // Already defined by a unit linked meanwhile.
@@ -337,6 +332,18 @@ pub fn link_units(
         // library functions into the other. Where the file's library defines none, the C library's is used.
         let runs_natively = crate::model::runs_natively(&symbol);
         let from_c_library = runs_natively || c_library_defines(&symbol);
+        if linked.units.len() >= MAX_UNITS {
+            // Past the limit the C library's definition of a C library name is used (in every build). Another
+            // name is past the limit only where some unit's text may define it; one that no unit's text defines
+            // (GSL's `gsl_error`) is unresolved, as it would be below the limit.
+            if !runs_natively {
+                if candidates.may_define(&symbol, from_c_library) {
+                    linked.beyond_cap.insert(symbol.clone());
+                }
+                linked.unresolve(&p, symbol);
+            }
+            continue;
+        }
         let Some(i) = candidates.definer(&symbol, from_c_library) else {
             if !runs_natively {
                 linked.unresolve(&p, symbol);
@@ -433,9 +440,10 @@ impl<'a> Candidates<'a> {
         same_library(&self.this, &self.units[i], &self.db_dir)
     }
 
-    /// The first unit not yet linked that defines `symbol` (of the file's own library only when
-    /// `from_c_library`), compiled on the way.
-    fn definer(&mut self, symbol: &str, from_c_library: bool) -> Option<usize> {
+    /// The units not yet linked whose text may define `symbol` (of the file's own library only when
+    /// `from_c_library`), by [`may_define`], each unit read once.
+    fn textual_definers(&mut self, symbol: &str, from_c_library: bool) -> Vec<usize> {
+        let mut found = Vec::new();
         for i in 0..self.units.len() {
             if self.used[i] || (from_c_library && !self.same_library(i)) {
                 continue;
@@ -446,9 +454,23 @@ impl<'a> Candidates<'a> {
                     .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .unwrap_or_default()
             });
-            if !may_define(text, symbol) {
-                continue;
+            if may_define(text, symbol) {
+                found.push(i);
             }
+        }
+        found
+    }
+
+    /// Whether some unit not yet linked may define `symbol`, by its text alone (nothing is compiled).
+    fn may_define(&mut self, symbol: &str, from_c_library: bool) -> bool {
+        !self.textual_definers(symbol, from_c_library).is_empty()
+    }
+
+    /// The first unit not yet linked that defines `symbol` (of the file's own library only when
+    /// `from_c_library`), compiled on the way.
+    fn definer(&mut self, symbol: &str, from_c_library: bool) -> Option<usize> {
+        for i in self.textual_definers(symbol, from_c_library) {
+            let unit = &self.units[i];
             let (base, db) = (self.base, self.db);
             let compiled =
                 self.compiled[i].get_or_insert_with(|| compile_unit(unit, base, db).map(Rc::new));
@@ -535,6 +557,59 @@ mod tests {
         assert!(!may_define("  y = polevl(x, P, 4);\n", "polevl"));
         assert!(may_define("double MACHEP = 1.11e-16;\n", "MACHEP"));
         assert!(!may_define("extern double MACHEP;\n", "MACHEP"));
+    }
+
+    #[test]
+    fn past_the_unit_limit_only_what_some_unit_may_define_is_beyond_it() {
+        // `f` calls one function from each of MAX_UNITS + 1 units, the first of which calls `report`, which no
+        // unit defines: the last unit is past the limit, and so is `report` when it comes up, but it is
+        // unresolved as it would be below the limit (a shipped run that stops at it is compared like the
+        // instrumented one, which stops there too).
+        let dir = crate::scratch::tempdir("foe-test").unwrap();
+        let n = MAX_UNITS + 1;
+        let mut a = String::new();
+        let mut body = String::from("double f(double x) {\n  double s = 0;\n");
+        let mut entries = Vec::new();
+        for i in 0..n {
+            a.push_str(&format!("double g{i}(double);\n"));
+            body.push_str(&format!("  s += g{i}(x);\n"));
+            let unit = format!("u{i}.c");
+            std::fs::write(
+                dir.path().join(&unit),
+                format!(
+                    "void report(void);\ndouble g{i}(double x) {{ {} return x * {i}; }}\n",
+                    if i == 0 { "if (x < 0) report();" } else { "" }
+                ),
+            )
+            .unwrap();
+            entries.push(unit);
+        }
+        a.push_str(&body);
+        a.push_str("  return s;\n}\n");
+        let file = dir.path().join("a.c");
+        std::fs::write(&file, &a).unwrap();
+        entries.push("a.c".into());
+        let db_json: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "directory": dir.path(),
+                    "file": f,
+                    "arguments": ["cc", "-c", f],
+                })
+            })
+            .collect();
+        let db_path = dir.path().join("compile_commands.json");
+        std::fs::write(&db_path, serde_json::to_string(&db_json).unwrap()).unwrap();
+        let db = CompileDb::load(&db_path).unwrap();
+        let config = AnalysisConfig::default();
+        let pair = crate::compile::compile_pair(&config, &file, &a).unwrap();
+        let (_, linked) = link_units(pair, &file, &config, Some(&db));
+        assert_eq!(linked.units.len(), MAX_UNITS);
+        assert_eq!(linked.beyond_cap.len(), 1, "{linked:?}");
+        assert!(linked.beyond_cap.iter().all(|g| g.starts_with('g')));
+        assert!(linked.unresolved.contains("report"));
+        assert!(!linked.beyond_cap.contains("report"));
     }
 
     #[test]

@@ -343,21 +343,51 @@ mod tests {
         other.wait().unwrap();
         let elsewhere = root.path().join(other_pid.to_string());
         std::fs::create_dir(&elsewhere).unwrap();
-        let held = File::create(elsewhere.join(".lock")).unwrap();
-        // SAFETY: flock on a descriptor the test owns.
-        assert_eq!(
-            unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
-            0
-        );
+        let held = LockedElsewhere::new(&elsewhere.join(".lock"));
         std::fs::create_dir(root.path().join("not-a-pid")).unwrap();
         assert_eq!(clean_dead(root.path()), 1);
         assert!(!dead.exists());
         assert!(starting.exists());
         assert!(elsewhere.exists());
         assert!(root.path().join("not-a-pid").exists());
-        drop(held);
+        held.release();
         assert_eq!(clean_dead(root.path()), 1);
         assert!(!elsewhere.exists());
+    }
+
+    /// A lock on a file held by another process, as a foe in another PID namespace holds its own. A lock this
+    /// process took would be shared by every process another test forks meanwhile (a worker forked without
+    /// `exec` keeps its parent's descriptors), and outlive its release here.
+    struct LockedElsewhere(std::process::Child);
+
+    impl LockedElsewhere {
+        fn new(path: &Path) -> LockedElsewhere {
+            use std::io::BufRead;
+            use std::process::Stdio;
+            // `flock -o` holds the lock itself and runs the command without the descriptor; the command says
+            // when the lock is held and waits for its standard input to close.
+            let mut child = std::process::Command::new("flock")
+                .arg("-o")
+                .arg(path)
+                .args(["-c", "echo held; read _"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("flock(1) from util-linux");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line, "held\n");
+            LockedElsewhere(child)
+        }
+
+        /// Ends the holder (the lock goes with it) and its command.
+        fn release(mut self) {
+            self.0.kill().unwrap();
+            self.0.wait().unwrap();
+            drop(self.0.stdin.take());
+        }
     }
 
     #[test]
@@ -392,12 +422,8 @@ mod tests {
         ));
         std::fs::write(&live, "half").unwrap();
         let elsewhere = cache.path().join(format!(".z.o{PART}{}-1", gone(())));
-        let held = File::create(&elsewhere).unwrap();
-        // SAFETY: flock on a descriptor the test owns.
-        assert_eq!(
-            unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
-            0
-        );
+        std::fs::write(&elsewhere, "half").unwrap();
+        let held = LockedElsewhere::new(&elsewhere);
         // an older foe's runtime build directory, an hour old, and a recent one
         let old = cache.path().join("foe-runtime-buildOLD");
         std::fs::create_dir(&old).unwrap();
@@ -408,7 +434,7 @@ mod tests {
         assert_eq!(clean_dead_parts(cache.path()), 2);
         assert!(!dead.exists() && !old.exists());
         assert!(live.exists() && elsewhere.exists() && recent.exists() && kept.exists());
-        drop(held);
+        held.release();
         assert_eq!(clean_dead_parts(cache.path()), 1);
         assert!(!elsewhere.exists());
     }

@@ -440,36 +440,33 @@ impl<'a> Candidates<'a> {
         same_library(&self.this, &self.units[i], &self.db_dir)
     }
 
-    /// The units not yet linked whose text may define `symbol` (of the file's own library only when
-    /// `from_c_library`), by [`may_define`], each unit read once.
-    fn textual_definers(&mut self, symbol: &str, from_c_library: bool) -> Vec<usize> {
-        let mut found = Vec::new();
-        for i in 0..self.units.len() {
-            if self.used[i] || (from_c_library && !self.same_library(i)) {
-                continue;
-            }
-            let unit = &self.units[i];
-            let text = self.texts[i].get_or_insert_with(|| {
-                std::fs::read(unit)
-                    .map(|b| String::from_utf8_lossy(&b).into_owned())
-                    .unwrap_or_default()
-            });
-            if may_define(text, symbol) {
-                found.push(i);
-            }
+    /// Whether unit `i`, not yet linked, may define `symbol` by its text ([`may_define`]; of the file's own
+    /// library only when `from_c_library`), the text read once.
+    fn text_may_define(&mut self, i: usize, symbol: &str, from_c_library: bool) -> bool {
+        if self.used[i] || (from_c_library && !self.same_library(i)) {
+            return false;
         }
-        found
+        let unit = &self.units[i];
+        let text = self.texts[i].get_or_insert_with(|| {
+            std::fs::read(unit)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        });
+        may_define(text, symbol)
     }
 
     /// Whether some unit not yet linked may define `symbol`, by its text alone (nothing is compiled).
     fn may_define(&mut self, symbol: &str, from_c_library: bool) -> bool {
-        !self.textual_definers(symbol, from_c_library).is_empty()
+        (0..self.units.len()).any(|i| self.text_may_define(i, symbol, from_c_library))
     }
 
     /// The first unit not yet linked that defines `symbol` (of the file's own library only when
     /// `from_c_library`), compiled on the way.
     fn definer(&mut self, symbol: &str, from_c_library: bool) -> Option<usize> {
-        for i in self.textual_definers(symbol, from_c_library) {
+        for i in 0..self.units.len() {
+            if !self.text_may_define(i, symbol, from_c_library) {
+                continue;
+            }
             let unit = &self.units[i];
             let (base, db) = (self.base, self.db);
             let compiled =

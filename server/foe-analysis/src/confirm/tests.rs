@@ -320,28 +320,29 @@ fn the_project_s_other_units_are_linked_with_their_own_flags() {
     assert!(h.stubbed.lock().unwrap().is_empty());
 }
 
+/// The shipped harness of `a` (`a.c` in `dir`, defining `double f(double x)`) with the project's unit `b.c`
+/// holding `b`, which does not compile: the binaries are linked without it.
+fn with_a_broken_unit(dir: &tempfile::TempDir, a: &str, b: &str) -> Harness {
+    std::fs::write(dir.path().join("a.c"), a).unwrap();
+    std::fs::write(dir.path().join("b.c"), b).unwrap();
+    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
+    Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s]).with_units(
+        &crate::project::Linked {
+            units: vec![dir.path().join("b.c")],
+            ..Default::default()
+        },
+        None,
+        &[],
+    )
+}
+
 #[test]
 fn a_unit_that_does_not_compile_leaves_the_binaries_stubbed_and_says_so() {
     // The unit defining `scale` is broken: the binaries are linked without the units, `scale` gets a stub, and
     // the harness records that a stub stands for code the instrumented builds ran.
     let dir = crate::scratch::tempdir("foe-test").unwrap();
     let a = "double scale(double);\ndouble f(double x) { return x > 0 ? scale(x) : x * 2; }\n";
-    std::fs::write(dir.path().join("a.c"), a).unwrap();
-    std::fs::write(
-        dir.path().join("b.c"),
-        "double scale(double x) { return x * ; }\n",
-    )
-    .unwrap();
-    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
-    let mut h = Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s])
-        .with_units(
-            &crate::project::Linked {
-                units: vec![dir.path().join("b.c")],
-                ..Default::default()
-            },
-            None,
-            &[],
-        );
+    let mut h = with_a_broken_unit(&dir, a, "double scale(double x) { return x * ; }\n");
     let inputs = vec![
         Input(vec![ArgValue::F64(1.0)]),
         Input(vec![ArgValue::F64(-1e308)]),
@@ -404,18 +405,7 @@ fn a_value_another_file_defines_is_never_read_as_garbage_when_its_unit_cannot_be
     // checked) where a function stub's code bytes read as a double made both builds compute with them.
     let dir = crate::scratch::tempdir("foe-test").unwrap();
     let a = "extern const double K;\ndouble f(double x) { return x > 0 ? x * K : x * 2; }\n";
-    std::fs::write(dir.path().join("a.c"), a).unwrap();
-    std::fs::write(dir.path().join("b.c"), "const double K = ;\n").unwrap();
-    let s = sig("f", vec![Param::new("x", ParamType::F64)], ReturnType::F64);
-    let mut h = Harness::new(&AnalysisConfig::default(), &dir.path().join("a.c"), a, &[s])
-        .with_units(
-            &crate::project::Linked {
-                units: vec![dir.path().join("b.c")],
-                ..Default::default()
-            },
-            None,
-            &[],
-        );
+    let mut h = with_a_broken_unit(&dir, a, "const double K = ;\n");
     let inputs = doubles(&[1e308, -1e308]);
     let p = h.run(Probe::Reference, "f", &inputs).unwrap();
     assert_eq!(ends(p), vec![ShippedEnd::Crashed, ShippedEnd::Raised(4)]);

@@ -707,4 +707,6 @@ fn join(a: &str, b: &str) -> String {
 }
 
 #[cfg(test)]
+mod stub_tests;
+#[cfg(test)]
 mod tests;

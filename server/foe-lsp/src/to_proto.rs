@@ -507,6 +507,11 @@ pub fn stats(state: &State) -> Value {
                                     "status": f.status,
                                     "cached": f.cached,
                                     "divergences": f.divergences.len(),
+                                    // A wall-clock safety net stopped it: another run may differ, and it
+                                    // is not cached.
+                                    "stoppedByTheClock": f
+                                        .reason_codes
+                                        .contains(&foe_analysis::report::ReasonCode::Clock),
                                 })
                             })
                             .collect()

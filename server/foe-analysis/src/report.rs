@@ -233,6 +233,10 @@ pub struct FunctionReport {
     pub static_callers: Vec<String>,
 }
 
+/// How a run that passed the run limits is said, followed by the limits in words
+/// ([`crate::config::AnalysisConfig::run_limits_in_words`]).
+pub const DID_NOT_RETURN: &str = "did not return within";
+
 /// How the runs of a function's search ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunTally {

@@ -463,8 +463,14 @@ fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
         format!("{} of {} runs did not complete", t.incomplete, t.runs)
     };
     let first = t.first.as_deref().unwrap_or("crashed");
+    // A function that legitimately runs longer than the limits is told which settings raise them.
+    let raise = if first.starts_with(crate::report::DID_NOT_RETURN) {
+        "; if it needs longer, raise the `execOpLimit` or `execTimeoutMs` setting"
+    } else {
+        ""
+    };
     let message = format!(
-        "foe could hardly compare the builds of `{}`: {how_many} (first: {first})",
+        "foe could hardly compare the builds of `{}`: {how_many} (first: {first}){raise}",
         f.name
     );
     incomplete(message)

@@ -383,6 +383,31 @@ fn a_function_without_evidence_is_never_shown_clean() {
 }
 
 #[test]
+fn runs_cut_by_the_run_limits_name_the_settings_that_raise_them() {
+    let cut = |first: String| {
+        let mut f = function(vec![], vec![]);
+        f.runs = crate::report::RunTally {
+            runs: 8,
+            incomplete: 8,
+            first: Some(first),
+        };
+        let all = findings(&report(vec![f]), SOURCE, &FindingOptions::default());
+        all.into_iter()
+            .find(|x| x.code == Code::RunsIncomplete)
+            .expect("a runs-incomplete note")
+            .message
+    };
+    let limits = crate::config::AnalysisConfig::default().run_limits_in_words();
+    let timed_out = cut(format!("{} {limits}", crate::report::DID_NOT_RETURN));
+    assert!(
+        timed_out.ends_with("raise the `execOpLimit` or `execTimeoutMs` setting"),
+        "{timed_out}"
+    );
+    let crashed = cut("crashed (SIGSEGV)".into());
+    assert!(!crashed.contains("setting"), "{crashed}");
+}
+
+#[test]
 fn a_static_function_flagged_where_no_caller_reaches_is_a_hint() {
     use ExceptionKind::*;
     let helper = |static_callers: Vec<String>| FunctionReport {

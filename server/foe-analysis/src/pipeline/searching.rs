@@ -8,7 +8,7 @@ use super::{ms, AnalysisError, CancelToken, FunctionCache, Pending, Phase, Progr
 use crate::config::AnalysisConfig;
 use crate::confirm::{self, EarlyHarness};
 use crate::exec::{ExecError, Runner};
-use crate::report::{FunctionReport, FunctionStatus, Note, ReasonCode};
+use crate::report::{FunctionReport, FunctionStatus, Note, ReasonCode, DID_NOT_RETURN};
 use crate::search::{self, SearchBudget, SearchOutcome};
 use crate::solve::child::Solution;
 use std::collections::BTreeMap;
@@ -211,7 +211,7 @@ fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &Anal
         incomplete: found.crashed + found.timed_out,
         first: found.first_crash.clone().or_else(|| {
             (found.timed_out > 0)
-                .then(|| format!("did not return within {}", config.run_limits_in_words()))
+                .then(|| format!("{DID_NOT_RETURN} {}", config.run_limits_in_words()))
         }),
     };
     for note in search_notes(found, config) {
@@ -248,7 +248,7 @@ fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
     }
     if found.timed_out > 0 {
         let text = format!(
-            "{} executions did not return within {}",
+            "{} executions {DID_NOT_RETURN} {}",
             found.timed_out,
             config.run_limits_in_words()
         );

@@ -250,6 +250,13 @@ pub struct RunTally {
 }
 
 impl RunTally {
+    /// Whether the first run that did not complete passed the run limits (rather than crashed).
+    pub fn first_passed_the_limits(&self) -> bool {
+        self.first
+            .as_deref()
+            .is_some_and(|f| f.starts_with(DID_NOT_RETURN))
+    }
+
     /// Whether at least half of the runs did not complete: the builds were hardly compared, whatever else the
     /// report says.
     pub fn mostly_incomplete(&self) -> bool {
@@ -258,6 +265,12 @@ impl RunTally {
 }
 
 impl FunctionReport {
+    /// Whether a wall-clock safety net stopped a phase ([`ReasonCode::Clock`]): another run of the same text may
+    /// differ, so the report is not cached.
+    pub fn stopped_by_the_clock(&self) -> bool {
+        self.reason_codes.contains(&ReasonCode::Clock)
+    }
+
     pub fn skipped(name: &str, reason: impl Into<String>) -> FunctionReport {
         FunctionReport {
             name: name.to_string(),

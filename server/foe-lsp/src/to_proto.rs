@@ -509,9 +509,7 @@ pub fn stats(state: &State) -> Value {
                                     "divergences": f.divergences.len(),
                                     // A wall-clock safety net stopped it: another run may differ, and it
                                     // is not cached.
-                                    "stoppedByTheClock": f
-                                        .reason_codes
-                                        .contains(&foe_analysis::report::ReasonCode::Clock),
+                                    "stoppedByTheClock": f.stopped_by_the_clock(),
                                 })
                             })
                             .collect()

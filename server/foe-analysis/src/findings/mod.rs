@@ -464,7 +464,7 @@ fn runs_incomplete(f: &FunctionReport) -> Option<Finding> {
     };
     let first = t.first.as_deref().unwrap_or("crashed");
     // A function that legitimately runs longer than the limits is told which settings raise them.
-    let raise = if first.starts_with(crate::report::DID_NOT_RETURN) {
+    let raise = if t.first_passed_the_limits() {
         "; if it needs longer, raise the `execOpLimit` or `execTimeoutMs` setting"
     } else {
         ""

@@ -162,7 +162,7 @@ fn search_one(
     report.verdict = Some(crate::report::Verdict::of(&report, proved));
     // A result a clock cut short depends on the machine's load, and a first look is not the analysis: neither is
     // kept. One its work budget cut short is what a fresh analysis gives.
-    if !report.reason_codes.contains(&ReasonCode::Clock) && !cx.config.quick {
+    if !report.stopped_by_the_clock() && !cx.config.quick {
         cx.cache.put(item.key.clone(), report.clone());
     }
     let searched = Searched {

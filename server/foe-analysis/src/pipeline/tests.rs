@@ -2,7 +2,6 @@
 //! same text gives, function by function, also where the file's budget binds.
 
 use super::*;
-use crate::report::ReasonCode;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -66,19 +65,19 @@ fn results(report: &FileReport) -> Vec<(String, serde_json::Value)> {
         .collect()
 }
 
-/// The functions a wall-clock safety net stopped ([`ReasonCode::Clock`]: the machine was loaded, another run may
+/// The functions a wall-clock safety net stopped ([`crate::report::ReasonCode::Clock`]: the machine was loaded, another run may
 /// differ, the report is not cached).
 fn stopped_by_the_clock(report: &FileReport) -> Vec<&str> {
     report
         .functions
         .iter()
-        .filter(|f| f.reason_codes.contains(&ReasonCode::Clock))
+        .filter(|f| f.stopped_by_the_clock())
         .map(|f| f.name.as_str())
         .collect()
 }
 
 /// The two analyses give the same report for every function no wall-clock net stopped in either (on a loaded
-/// machine a net may stop a phase in one run and not in the other; that is what [`ReasonCode::Clock`] says).
+/// machine a net may stop a phase in one run and not in the other; that is what [`crate::report::ReasonCode::Clock`] says).
 fn assert_same(incremental: &FileReport, fresh: &FileReport) {
     let (a, b) = (results(incremental), results(fresh));
     assert_eq!(a.len(), b.len());

@@ -8,6 +8,7 @@
 //! - `// foe: skipped NAME REASON-WORDS`: function NAME is skipped and its reason contains REASON-WORDS; likewise
 //!   `partial`, `failed` and `through_callers` (`// foe: through_callers helper analysed through `caller``) for those.
 //! - `// foe: analysed NAME`: function NAME is analysed (with no divergence unless lines say otherwise).
+//! - `// foe: reason NAME WORDS`: function NAME's reason contains WORDS, whatever its status.
 //! - `// foe: maybe KIND`: a divergence of KIND on this line is allowed but not required.
 //! - `// foe: any-divergences`: divergences on lines without annotations are allowed (the paper's programs,
 //!   whose exact set of divergent lines and kinds moves with solver time-outs); they must still replay.
@@ -34,6 +35,8 @@ struct Expectations {
     /// (status, function, words its reason contains).
     skipped: Vec<(String, String, String)>,
     analysed: Vec<String>,
+    /// (function, words its reason contains), whatever its status: `// foe: reason NAME WORDS`.
+    reasons: Vec<(String, String)>,
     exit: Option<i32>,
     any_divergences: bool,
     /// (line, class) of result divergences: `// foe: result CLASS`.
@@ -70,6 +73,7 @@ fn expectations(text: &str) -> Expectations {
                         .push((status.to_string(), name.to_string(), reason.join(" ")))
                 }
                 ["analysed", name, ..] => e.analysed.push(name.to_string()),
+                ["reason", name, words @ ..] => e.reasons.push((name.to_string(), words.join(" "))),
                 ["exit", n, ..] => e.exit = n.parse().ok(),
                 ["any-divergences", ..] => e.any_divergences = true,
                 ["result", class, rest @ ..] => {
@@ -290,6 +294,16 @@ fn check_fixture(path: &Path) -> Vec<String> {
     if !expected.notes.is_empty() {
         for extra in notes.difference(&expected.notes) {
             problems.push(format!("{rel}:{}: unexpected {} note", extra.0, extra.1));
+        }
+    }
+    for (name, words) in &expected.reasons {
+        match functions.iter().find(|f| f["name"] == name.as_str()) {
+            Some(f) if f["reason"].as_str().unwrap_or("").contains(words.as_str()) => {}
+            Some(f) => problems.push(format!(
+                "{rel}: {name}'s reason should say \"{words}\", got {}",
+                f["reason"]
+            )),
+            None => problems.push(format!("{rel}: no function {name}")),
         }
     }
     for name in &expected.analysed {

@@ -22,6 +22,7 @@ use std::collections::{HashMap, HashSet};
 mod aimed;
 mod explain;
 mod group;
+mod integers;
 mod neighbourhood;
 pub mod results;
 pub mod work;
@@ -29,6 +30,7 @@ pub mod work;
 pub use explain::{compare_kinds, compare_traces};
 pub(crate) use explain::{explain, result_summary};
 use group::{run_in_slices, search_group};
+pub use integers::IntegerRepair;
 #[cfg(test)]
 use neighbourhood::shell;
 pub use neighbourhood::{neighbourhood, step_value};
@@ -72,6 +74,8 @@ pub struct SearchOutcome {
     /// Special inputs and solver candidates on which both instrumented builds returned the same outputs and
     /// exception traces: what [`crate::confirm::shipped_only`] runs again on the binaries clang ships.
     pub agreed: Vec<Input>,
+    /// The integer parameters set to a count the runs return on, where the solver's values crashed every run.
+    pub integers_repaired: Option<IntegerRepair>,
 }
 
 /// Executions that may time out in one function's search before it stops: each costs the whole time limit.
@@ -201,10 +205,6 @@ fn run_search(
             Ok(()) => {}
         }
     }
-    // Candidates are searched in groups so memory stays bounded however many there are; all points of a
-    // group's round go to the worker in one batch.
-    let per_candidate = neighbourhood_size(sig, cfg).max(1);
-    let group = (GROUP_POINTS / per_candidate).max(1);
     let mut state = SearchState {
         domain,
         diff_producing: 0,
@@ -229,6 +229,23 @@ fn run_search(
         agreed: vec![],
         agreed_seen: HashSet::new(),
     };
+    // Integer parameters at a count no caller passes (a loop bound of 0) crash every run: set to one that returns.
+    let repaired: Vec<Input>;
+    let (cands, integers_repaired) = match integers::repair(runner, sig, &cands, &mut state)? {
+        Some((inputs, repair)) => {
+            let mut seen = HashSet::new();
+            repaired = inputs
+                .into_iter()
+                .filter(|c| seen.insert(c.key()))
+                .collect();
+            (repaired.iter().collect::<Vec<&Input>>(), Some(repair))
+        }
+        None => (cands, None),
+    };
+    // Candidates are searched in groups so memory stays bounded however many there are; all points of a
+    // group's round go to the worker in one batch.
+    let per_candidate = neighbourhood_size(sig, cfg).max(1);
+    let group = (GROUP_POINTS / per_candidate).max(1);
     for (g, chunk) in cands.chunks(group).enumerate() {
         if state.hopeless() {
             break;
@@ -291,6 +308,7 @@ fn run_search(
         work_ns: state.work_ns,
         ops: state.ops,
         agreed: state.agreed,
+        integers_repaired,
     })
 }
 

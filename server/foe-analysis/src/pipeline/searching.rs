@@ -222,6 +222,9 @@ fn note_search(report: &mut FunctionReport, found: &SearchOutcome, config: &Anal
 /// The notes of [`note_search`], in the order they read.
 fn search_notes(found: &SearchOutcome, config: &AnalysisConfig) -> Vec<Note> {
     let mut notes = vec![];
+    if let Some(repair) = &found.integers_repaired {
+        notes.push(Note::remark(repair.describe()));
+    }
     // The search stops early on time-outs or on runs that crash far more often than they complete.
     let crashes_stopped = found.stopped_early && found.timed_out < search::MAX_TIMEOUTS;
     if found.crashed > 0 {

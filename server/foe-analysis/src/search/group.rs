@@ -122,26 +122,7 @@ impl GroupSearch<'_> {
     fn record(&mut self, input: Input, pair: RawPair, state: &mut SearchState<'_>) {
         let (runner, sig) = (&*self.runner, self.sig);
         for run in [&pair.p, &pair.pp] {
-            match run.end {
-                // Counted as the slice returned.
-                crate::exec::RawEnd::TimedOut => {}
-                crate::exec::RawEnd::Returned(_) => {}
-                crate::exec::RawEnd::Stopped(_) => {
-                    state.stopped += 1;
-                    if state.first_stop.is_none() {
-                        state.first_stop = Some(runner.end(sig, run.end).describe());
-                    }
-                }
-                other => {
-                    state.crashed += 1;
-                    if matches!(other, crate::exec::RawEnd::UnknownData(_)) {
-                        state.unknown_data += 1;
-                    }
-                    if state.first_crash.is_none() {
-                        state.first_crash = Some(runner.end(sig, other).describe());
-                    }
-                }
-            }
+            describe_end(runner, sig, run.end, state);
         }
         if state.in_domain(&input) {
             collect_plain(
@@ -344,15 +325,48 @@ pub(super) fn run_in_slices(
             .min((left / per_input).max(1).try_into().unwrap_or(usize::MAX));
         state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
         for run in ran.iter().flat_map(|pair| [&pair.p, &pair.pp]) {
-            match run.end {
-                crate::exec::RawEnd::TimedOut => state.timed_out += 1,
-                _ if run.completed() => state.runs_completed += 1,
-                _ => state.runs_crashed += 1,
-            }
+            count_end(run, state);
         }
         results.extend(ran);
     }
     Ok((results, stop_after))
+}
+
+/// Counts how a run ended, for [`SearchState::hopeless`] (as each slice returns).
+pub(super) fn count_end(run: &crate::exec::RawRun, state: &mut SearchState<'_>) {
+    match run.end {
+        crate::exec::RawEnd::TimedOut => state.timed_out += 1,
+        _ if run.completed() => state.runs_completed += 1,
+        _ => state.runs_crashed += 1,
+    }
+}
+
+/// Counts a run that stopped at a call foe does not run or crashed, describing the first of each, for the
+/// report (time-outs are counted by [`count_end`]).
+pub(super) fn describe_end(
+    runner: &Runner,
+    sig: &FunctionSignature,
+    end: crate::exec::RawEnd,
+    state: &mut SearchState<'_>,
+) {
+    match end {
+        crate::exec::RawEnd::TimedOut | crate::exec::RawEnd::Returned(_) => {}
+        crate::exec::RawEnd::Stopped(_) => {
+            state.stopped += 1;
+            if state.first_stop.is_none() {
+                state.first_stop = Some(runner.end(sig, end).describe());
+            }
+        }
+        other => {
+            state.crashed += 1;
+            if matches!(other, crate::exec::RawEnd::UnknownData(_)) {
+                state.unknown_data += 1;
+            }
+            if state.first_crash.is_none() {
+                state.first_crash = Some(runner.end(sig, other).describe());
+            }
+        }
+    }
 }
 
 struct CandidateState {

@@ -573,9 +573,20 @@ fn value_of(ty: ParamType, float: f64, int: i64) -> ArgValue {
     match ty {
         ParamType::F64 => ArgValue::F64(float),
         ParamType::F32 => ArgValue::F32((float as f32).clamp(-f32::MAX, f32::MAX)),
-        ParamType::Int { .. } => ArgValue::Int(int),
+        ParamType::Int { bits, signed } => ArgValue::Int(clamp_int(int, bits, signed)),
         ParamType::OutPtr { .. } => ArgValue::OutPtr,
     }
+}
+
+/// `v` clamped into the range of an integer of `bits` bits (a `bool` is one bit: 2 becomes 1, -1 becomes 0).
+fn clamp_int(v: i64, bits: u32, signed: bool) -> i64 {
+    let (lo, hi) = match (bits.min(64), signed) {
+        (64, true) => (i64::MIN, i64::MAX),
+        (64, false) => (0, i64::MAX),
+        (b, true) => (-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1),
+        (b, false) => (0, (1i64 << b) - 1),
+    };
+    v.clamp(lo, hi)
 }
 
 /// 2^e for exponents down to the smallest subnormal's (`powi` alone flushes those to zero).
@@ -648,6 +659,30 @@ mod tests {
             Some(false),
             "{input:?}"
         );
+    }
+
+    /// The ladder's integers fit the parameters they are given to (a `bool` takes 0 and 1, an unsigned no -1):
+    /// an input that does not fit its signature is dropped before it runs.
+    #[test]
+    fn the_ladder_s_integers_fit_their_parameters() {
+        let mut sig = sig(1);
+        for (bits, signed) in [(1, false), (8, false), (32, true)] {
+            sig.params.push(crate::types::Param {
+                name: format!("i{bits}"),
+                ty: ParamType::Int { bits, signed },
+                pointee: None,
+                by_value: None,
+            });
+        }
+        let seeds = Seeds::new(&sig, None);
+        for input in &seeds.inputs {
+            for (p, v) in sig.params.iter().zip(&input.0) {
+                if let (ParamType::Int { bits, signed }, ArgValue::Int(v)) = (p.ty, v) {
+                    assert!(crate::exec::int_fits(*v, bits, signed), "{} = {v}", p.name);
+                }
+            }
+        }
+        assert!(seeds.inputs.iter().any(|x| x.0[3] == ArgValue::Int(100)));
     }
 
     /// The ladder reaches the subnormals.

@@ -701,12 +701,18 @@ fn encode_input(
 
 /// Whether `v` is a value of the C integer type (a 64-bit unsigned value is given as its bit pattern).
 pub fn int_fits(v: i64, bits: u32, signed: bool) -> bool {
+    int_range(bits, signed).is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
+}
+
+/// The least and greatest value of the C integer type of `bits` bits (a `bool` is one bit, either signedness; a
+/// 64-bit type takes every `i64`, an unsigned one as its bit pattern); `None` past 64 bits.
+pub fn int_range(bits: u32, signed: bool) -> Option<(i64, i64)> {
     match (bits, signed) {
-        (64, _) => true,
-        (1, _) => (0..=1).contains(&v),
-        (b, true) if b < 64 => v >= -(1i64 << (b - 1)) && v < (1i64 << (b - 1)),
-        (b, false) if b < 64 => v >= 0 && v < (1i64 << b),
-        _ => false,
+        (64, _) => Some((i64::MIN, i64::MAX)),
+        (1, _) => Some((0, 1)),
+        (b @ 2..=63, true) => Some((-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1)),
+        (b @ 2..=63, false) => Some((0, (1i64 << b) - 1)),
+        _ => None,
     }
 }
 

@@ -74,7 +74,8 @@ pub struct SearchOutcome {
     /// Special inputs and solver candidates on which both instrumented builds returned the same outputs and
     /// exception traces: what [`crate::confirm::shipped_only`] runs again on the binaries clang ships.
     pub agreed: Vec<Input>,
-    /// The integer parameters set to a count the runs return on, where the solver's values crashed every run.
+    /// The integer parameters set to a count the runs return on, where every run on the solver's values crashed or
+    /// hung.
     pub integers_repaired: Option<IntegerRepair>,
 }
 
@@ -233,11 +234,7 @@ fn run_search(
     let repaired: Vec<Input>;
     let (cands, integers_repaired) = match integers::repair(runner, sig, &cands, &mut state)? {
         Some((inputs, repair)) => {
-            let mut seen = HashSet::new();
-            repaired = inputs
-                .into_iter()
-                .filter(|c| seen.insert(c.key()))
-                .collect();
+            repaired = inputs;
             (repaired.iter().collect::<Vec<&Input>>(), Some(repair))
         }
         None => (cands, None),

@@ -311,8 +311,7 @@ pub(super) fn run_in_slices(
         let slice = &batch[start..end];
         start = end;
         let ran = runner.run_raw(&sig.name, slice)?;
-        let slice_work = work::pairs_work(&ran, state.run_limits);
-        state.work_ns += slice_work;
+        let slice_work = charge(&ran, state);
         // The next slice doubles, but no longer than what the budget has left at this slice's work per input
         // (at least one input): runs of a few milliseconds each (a series summed to convergence) would else
         // overrun a small budget by a whole slice.
@@ -323,13 +322,20 @@ pub(super) fn run_in_slices(
         slice_len = (slice_len * 2)
             .min(RUN_SLICE)
             .min((left / per_input).max(1).try_into().unwrap_or(usize::MAX));
-        state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
         for run in ran.iter().flat_map(|pair| [&pair.p, &pair.pp]) {
             count_end(run, state);
         }
         results.extend(ran);
     }
     Ok((results, stop_after))
+}
+
+/// Adds the work of `ran` (and the operations its runs checked) to the search's; the work.
+pub(super) fn charge(ran: &[RawPair], state: &mut SearchState<'_>) -> u64 {
+    let spent = work::pairs_work(ran, state.run_limits);
+    state.work_ns += spent;
+    state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
+    spent
 }
 
 /// Counts how a run ended, for [`SearchState::hopeless`] (as each slice returns).

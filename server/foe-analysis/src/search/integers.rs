@@ -7,10 +7,10 @@
 //! kept: the exception a candidate was solved for comes from the iterations before the count matters. The
 //! report says what was changed.
 
-use super::work;
 use super::SearchState;
 use crate::exec::{int_fits, ExecError, RawEnd, RawPair, Runner};
 use crate::types::{ArgValue, FunctionSignature, Input, ParamType};
+use std::collections::HashSet;
 
 /// The counts tried, largest first: more iterations keep more of the solver's path (its unrolled loop), and
 /// every value is a count real callers pass (polynomial degrees, series lengths).
@@ -60,8 +60,9 @@ impl IntegerRepair {
     }
 }
 
-/// The candidates with their integer parameters repaired, and what was changed; `None` when the function has no
-/// integer parameter, the runs of each value the solver chose complete, or no count lets them return.
+/// The candidates with their integer parameters repaired (distinct), and what was changed; `None` when the
+/// function has no integer parameter, the runs of each value the solver chose complete, or no count lets them
+/// return.
 ///
 /// Runs go one at a time, so that hangs (each costs the run limits on both builds) stay few: the values are run
 /// until one is lost, the counts until one returns or one hangs (a hang the count does not cure). A lost value
@@ -102,41 +103,8 @@ pub(super) fn repair(
     let Some(lost_pair) = lost_pair else {
         return Ok(None);
     };
-    let first = representatives[tried - 1].1;
-    // Each parameter alone, then all together; past [`MAX_SINGLE`] parameters (an id's fields, a task's
-    // block) only all together.
-    let mut groups: Vec<Vec<usize>> = match ints.len() <= MAX_SINGLE {
-        true => ints.iter().map(|&i| vec![i]).collect(),
-        false => vec![],
-    };
-    if ints.len() > 1 {
-        groups.push(ints.clone());
-    }
-    let variants = groups.iter().enumerate().flat_map(|(g, group)| {
-        COUNTS
-            .iter()
-            .filter_map(move |&count| Some((g, count, with_count(sig, first, group, count)?)))
-    });
-    // The first count both builds return on, else the first they complete on (stopped at a call foe does not
-    // run); none past a hang. The plain build must do floating-point work on it: a count that only reaches an
-    // early return (an enum field set out of its range, an error code) compares nothing.
-    let mut completed = None;
-    let mut returned = None;
-    for (g, count, v) in variants {
-        let pair = run_one(runner, sig, &v, state)?;
-        let computes = pair.p.ops > 0;
-        if computes && pair.p.returned() && pair.pp.returned() {
-            returned = Some((g, count));
-            break;
-        }
-        if computes && pair.p.completed() && pair.pp.completed() {
-            completed = completed.or(Some((g, count)));
-        }
-        if matches!(pair.p.end, RawEnd::TimedOut) || matches!(pair.pp.end, RawEnd::TimedOut) {
-            break;
-        }
-    }
-    let Some((g, count)) = returned.or(completed) else {
+    let Some((group, count)) = find_count(runner, sig, &ints, representatives[tried - 1].1, state)?
+    else {
         tracing::debug!(function = %sig.name, "no count lets the runs return");
         for run in [&lost_pair.p, &lost_pair.pp] {
             super::group::count_end(run, state);
@@ -144,7 +112,6 @@ pub(super) fn repair(
         }
         return Ok(None);
     };
-    let group = &groups[g];
     // The values not run yet, each once: those lost too are given the count.
     let mut lost = vec![representatives[tried - 1].0.clone()];
     for (v, c) in &representatives[tried..] {
@@ -152,12 +119,14 @@ pub(super) fn repair(
             lost.push(v.clone());
         }
     }
+    let mut seen = HashSet::new();
     let repaired: Vec<Input> = cands
         .iter()
         .map(|&c| match lost.contains(&values(c)) {
-            true => with_count(sig, c, group, count).unwrap_or_else(|| c.clone()),
+            true => with_count(sig, c, &group, count).unwrap_or_else(|| c.clone()),
             false => c.clone(),
         })
+        .filter(|c| seen.insert(c.key()))
         .collect();
     let at = |k: usize| {
         ints.iter()
@@ -174,6 +143,50 @@ pub(super) fn repair(
     };
     tracing::debug!(function = %sig.name, note = %repair.describe(), "integer parameters repaired");
     Ok(Some((repaired, repair)))
+}
+
+/// The integer parameters (of `ints`) and the count that let both builds' runs of `lost` return: each parameter
+/// alone, then all together (past [`MAX_SINGLE`] parameters, an id's fields or a task's block, only all
+/// together), at each of [`COUNTS`]. The first count both builds return on, else the first they complete on
+/// (stopped at a call foe does not run); none past a hang. The plain build must do floating-point work on it: a
+/// count that only reaches an early return (an enum field set out of its range, an error code) compares nothing.
+fn find_count(
+    runner: &mut Runner,
+    sig: &FunctionSignature,
+    ints: &[usize],
+    lost: &Input,
+    state: &mut SearchState<'_>,
+) -> Result<Option<(Vec<usize>, i64)>, ExecError> {
+    let mut groups: Vec<Vec<usize>> = match ints.len() <= MAX_SINGLE {
+        true => ints.iter().map(|&i| vec![i]).collect(),
+        false => vec![],
+    };
+    if ints.len() > 1 {
+        groups.push(ints.to_vec());
+    }
+    let mut completed = None;
+    for group in groups {
+        for count in COUNTS {
+            let Some(v) = with_count(sig, lost, &group, count) else {
+                continue;
+            };
+            let pair = run_one(runner, sig, &v, state)?;
+            let computes = pair.p.ops > 0;
+            if computes && pair.p.returned() && pair.pp.returned() {
+                return Ok(Some((group, count)));
+            }
+            if computes && pair.p.completed() && pair.pp.completed() && completed.is_none() {
+                completed = Some((group.clone(), count));
+            }
+            if [&pair.p, &pair.pp]
+                .iter()
+                .any(|r| matches!(r.end, RawEnd::TimedOut))
+            {
+                return Ok(completed);
+            }
+        }
+    }
+    Ok(completed)
 }
 
 /// Whether both builds' runs were lost in a way a count can cause: a crash (past an array) or a hang. Data no
@@ -223,8 +236,7 @@ fn run_one(
 ) -> Result<RawPair, ExecError> {
     let ran = runner.run_raw(&sig.name, std::slice::from_ref(input))?;
     state.executions += ran.len();
-    state.work_ns += work::pairs_work(&ran, state.run_limits);
-    state.ops += ran.iter().map(|pair| pair.p.ops + pair.pp.ops).sum::<u64>();
+    super::group::charge(&ran, state);
     ran.into_iter()
         .next()
         .ok_or_else(|| ExecError::Worker("a run is missing from the replies".into()))

@@ -580,13 +580,7 @@ fn value_of(ty: ParamType, float: f64, int: i64) -> ArgValue {
 
 /// `v` clamped into the range of an integer of `bits` bits (a `bool` is one bit: 2 becomes 1, -1 becomes 0).
 fn clamp_int(v: i64, bits: u32, signed: bool) -> i64 {
-    let (lo, hi) = match (bits.min(64), signed) {
-        (64, true) => (i64::MIN, i64::MAX),
-        (64, false) => (0, i64::MAX),
-        (b, true) => (-(1i64 << (b - 1)), (1i64 << (b - 1)) - 1),
-        (b, false) => (0, (1i64 << b) - 1),
-    };
-    v.clamp(lo, hi)
+    crate::exec::int_range(bits, signed).map_or(v, |(lo, hi)| v.clamp(lo, hi))
 }
 
 /// 2^e for exponents down to the smallest subnormal's (`powi` alone flushes those to zero).

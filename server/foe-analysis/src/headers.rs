@@ -21,8 +21,6 @@ use inkwell::llvm_sys::debuginfo::{
 };
 use inkwell::llvm_sys::prelude::{LLVMMetadataRef, LLVMValueRef};
 use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::TargetMachine;
 use inkwell::values::{AsValueRef, FunctionValue};
 
 /// Whether a debug-info file name is the analysed file's, in a module whose source file is `source` (read only
@@ -192,12 +190,5 @@ fn instructions(function: FunctionValue<'_>) -> usize {
 
 /// LLVM's `always-inline` pass, and nothing else.
 fn run_always_inline(module: &Module<'_>) -> Result<(), String> {
-    let mut triple = module.get_triple();
-    if triple.as_str().to_bytes().is_empty() {
-        triple = TargetMachine::get_default_triple();
-    }
-    let machine = crate::model::target_machine(&triple).map_err(|e| e.to_string())?;
-    module
-        .run_passes("always-inline", &machine, PassBuilderOptions::create())
-        .map_err(|e| format!("LLVM's always-inline pass failed: {e}"))
+    crate::model::run_passes(module, "always-inline").map_err(|e| e.to_string())
 }

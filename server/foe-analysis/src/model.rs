@@ -126,17 +126,22 @@ pub(crate) fn target_machine(
         .ok_or_else(|| ModelError::Llvm(format!("cannot create a target machine for {triple}")))
 }
 
-/// Runs on the analysis copy of a build's module (it mutates it): for P `sroa` + `mem2reg`, for P' the
-/// `scalarizer` (P' has `<2 x double>` SLP vector operations).
-pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), ModelError> {
+/// Runs LLVM's new-pass-manager pipeline `passes` on `module` (its own triple, or the host's when it has none).
+pub(crate) fn run_passes(module: &Module<'_>, passes: &str) -> Result<(), ModelError> {
     let mut triple = module.get_triple();
     if triple.as_str().to_bytes().is_empty() {
         triple = TargetMachine::get_default_triple();
     }
     let machine = target_machine(&triple)?;
     module
-        .run_passes(pipeline(build), &machine, PassBuilderOptions::create())
-        .map_err(|e| ModelError::Llvm(format!("LLVM passes `{}` failed: {e}", pipeline(build))))
+        .run_passes(passes, &machine, PassBuilderOptions::create())
+        .map_err(|e| ModelError::Llvm(format!("LLVM passes `{passes}` failed: {e}")))
+}
+
+/// Runs on the analysis copy of a build's module (it mutates it): for P `sroa` + `mem2reg`, for P' the
+/// `scalarizer` (P' has `<2 x double>` SLP vector operations).
+pub fn prepare_for_modelling(module: &Module<'_>, build: Build) -> Result<(), ModelError> {
+    run_passes(module, pipeline(build))
 }
 
 /// The plain counterpart of a call of a constrained FP intrinsic (`llvm.experimental.constrained.fadd` is

@@ -8,7 +8,8 @@
 //! the unit's contents, flags and compiler, as the links read them: bitcode without debug info (their lines
 //! belong to other files) and the names they define (reading clang's textual IR with its debug info was most of
 //! the linking, 180 of 260 ms on GSL's `bessel_Y0.c`); at most [`MAX_UNITS`] units are linked into one file (the
-//! transitive closure of what the linked units need, breadth first).
+//! transitive closure, breadth first, of what the file reaches: a unit brings only the definitions the symbols
+//! asked of it reach, and only their needs are looked for further).
 //!
 //! A C library name (`sqrt`, `exp`, `floor`) is taken from a unit of the file's own library only (the same top
 //! directory under the database's), as a program linked with its library's archive before libm gets it; every
@@ -21,7 +22,7 @@ use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -284,37 +285,94 @@ fn internalize_except(module: &Module<'_>, keep: &HashSet<String>) {
 /// most [`MAX_UNITS`]), each compiled with its entry in `db`. `base` is the configuration without the file's own
 /// database flags. Without a database, or an entry of the file in it, or when nothing resolves, `pair` is
 /// returned as it is.
+///
+/// A unit brings only what the symbols asked of it reach (the rest is internalized and deleted before it is
+/// linked), and only what that needs is looked for in turn: Box2D's `mover_joint.c` links 2 units, not the 12 of
+/// the whole units' closure. A symbol asked of a unit already linked without it (a later unit needs another of
+/// its functions) starts the links again with that symbol kept, until no such symbol is left
+/// ([`MAX_LINK_PASSES`]), so that every unit is linked once, with its statics once.
 pub fn link_units(
     pair: CompiledPair,
     file: &Path,
     base: &AnalysisConfig,
     db: Option<&CompileDb>,
 ) -> (CompiledPair, Linked) {
-    let mut linked = Linked::default();
-    let context = Context::create();
-    let (Ok(p), Ok(pp)) = (
-        crate::ir::parse_module(&context, &pair.p_ll, "P"),
-        crate::ir::parse_module(&context, &pair.pp_ll, "P'"),
-    ) else {
-        return (pair, linked);
-    };
-    let mut queue: VecDeque<String> = needed_symbols(&p).into();
-    if queue.is_empty() {
-        return (pair, linked);
-    }
     let Some(db) = db.filter(|db| db.entry(file).is_some()) else {
-        return (pair, linked);
+        return (pair, Linked::default());
     };
     let units = db.units_besides(file);
     if units.is_empty() {
-        return (pair, linked);
+        return (pair, Linked::default());
     }
     let mut candidates = Candidates::new(file, db, units, base);
-    let own: HashSet<String> = p
+    let mut asked: HashMap<usize, HashSet<String>> = HashMap::new();
+    for pass in 1..=MAX_LINK_PASSES {
+        let context = Context::create();
+        let (Ok(p), Ok(pp)) = (
+            crate::ir::parse_module(&context, &pair.p_ll, "P"),
+            crate::ir::parse_module(&context, &pair.pp_ll, "P'"),
+        ) else {
+            return (pair, Linked::default());
+        };
+        candidates.used.fill(false);
+        let own = defined_functions(&p);
+        let (linked, late) = link_pass(&context, &p, &pp, &own, &mut candidates, &asked);
+        if !late.is_empty() && pass < MAX_LINK_PASSES {
+            tracing::trace!(
+                pass,
+                ?late,
+                "symbols of units linked without them: linking again"
+            );
+            for (unit, symbols) in late {
+                asked.entry(unit).or_default().extend(symbols);
+            }
+            continue;
+        }
+        if linked.units.is_empty() {
+            return (pair, linked);
+        }
+        let replaced = mark_replacements(&p, &own);
+        mark_replacements(&pp, &own);
+        if !replaced.is_empty() {
+            tracing::debug!(functions = ?replaced, "the file's library defines C library functions");
+        }
+        tracing::debug!(units = ?linked.units, unresolved = ?linked.unresolved, "linked project units");
+        let out = CompiledPair {
+            p_ll: p.print_to_string().to_string(),
+            pp_ll: pp.print_to_string().to_string(),
+        };
+        return (out, linked);
+    }
+    unreachable!("the last pass returns")
+}
+
+/// Most passes of [`link_units`]: each pass after the first keeps, in the units linked, the symbols the pass
+/// before found asked of them too late.
+const MAX_LINK_PASSES: usize = 4;
+
+/// The functions `module` defines.
+fn defined_functions(module: &Module<'_>) -> HashSet<String> {
+    module
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)
         .map(|f| f.get_name().to_string_lossy().into_owned())
-        .collect();
+        .collect()
+}
+
+/// One pass of [`link_units`] into `p` and `pp`: each unit linked keeps external what the file and the units
+/// linked before still need, and what `asked` lists for it. Returns what was linked, and the symbols some unit
+/// already linked defines but did not keep (to keep in the next pass).
+fn link_pass<'ctx>(
+    context: &'ctx Context,
+    p: &Module<'ctx>,
+    pp: &Module<'ctx>,
+    own: &HashSet<String>,
+    candidates: &mut Candidates<'_>,
+    asked: &HashMap<usize, HashSet<String>>,
+) -> (Linked, HashMap<usize, HashSet<String>>) {
+    let mut linked = Linked::default();
+    let mut late: HashMap<usize, HashSet<String>> = HashMap::new();
+    let mut queue: VecDeque<String> = needed_symbols(p).into();
     let mut seen: HashSet<String> = HashSet::new();
     while let Some(symbol) = queue.pop_front() {
         if !seen.insert(symbol.clone()) {
@@ -332,6 +390,11 @@ pub fn link_units(
         // library functions into the other. Where the file's library defines none, the C library's is used.
         let runs_natively = crate::model::runs_natively(&symbol);
         let from_c_library = runs_natively || c_library_defines(&symbol);
+        if let Some(i) = candidates.linked_definer(&symbol, from_c_library) {
+            late.entry(i).or_default().insert(symbol.clone());
+            linked.unresolve(p, symbol);
+            continue;
+        }
         if linked.units.len() >= MAX_UNITS {
             // Past the limit the C library's definition of a C library name is used (in every build). Another
             // name is past the limit only where some unit's text may define it; one that no unit's text defines
@@ -340,13 +403,13 @@ pub fn link_units(
                 if candidates.may_define(&symbol, from_c_library) {
                     linked.beyond_cap.insert(symbol.clone());
                 }
-                linked.unresolve(&p, symbol);
+                linked.unresolve(p, symbol);
             }
             continue;
         }
         let Some(i) = candidates.definer(&symbol, from_c_library) else {
             if !runs_natively {
-                linked.unresolve(&p, symbol);
+                linked.unresolve(p, symbol);
             }
             continue;
         };
@@ -354,7 +417,10 @@ pub fn link_units(
             continue;
         };
         let replacements = candidates.same_library(i);
-        match link_one(&context, &p, &pp, &unit_pair, &queue, &symbol, replacements) {
+        let mut keep: HashSet<String> = asked.get(&i).cloned().unwrap_or_default();
+        keep.extend(queue.iter().cloned());
+        keep.insert(symbol.clone());
+        match link_one(context, p, pp, &unit_pair, keep, replacements) {
             Ok((new_functions, needs)) => {
                 candidates.used[i] = true;
                 linked.units.push(candidates.units[i].clone());
@@ -366,24 +432,11 @@ pub fn link_units(
             Err(e) => {
                 let unit = candidates.units[i].display();
                 tracing::debug!(%unit, "cannot link the unit: {e}");
-                linked.unresolve(&p, symbol);
+                linked.unresolve(p, symbol);
             }
         }
     }
-    if linked.units.is_empty() {
-        return (pair, linked);
-    }
-    let replaced = mark_replacements(&p, &own);
-    mark_replacements(&pp, &own);
-    if !replaced.is_empty() {
-        tracing::debug!(functions = ?replaced, "the file's library defines C library functions");
-    }
-    tracing::debug!(units = ?linked.units, unresolved = ?linked.unresolved, "linked project units");
-    let out = CompiledPair {
-        p_ll: p.print_to_string().to_string(),
-        pp_ll: pp.print_to_string().to_string(),
-    };
-    (out, linked)
+    (linked, late)
 }
 
 impl Linked {
@@ -460,6 +513,19 @@ impl<'a> Candidates<'a> {
         (0..self.units.len()).any(|i| self.text_may_define(i, symbol, from_c_library))
     }
 
+    /// A unit already linked that defines `symbol` (of the file's own library only when `from_c_library`): it
+    /// was linked before the symbol was asked of it, so it kept the symbol internal or left it out.
+    fn linked_definer(&self, symbol: &str, from_c_library: bool) -> Option<usize> {
+        (0..self.units.len()).find(|&i| {
+            self.used[i]
+                && (!from_c_library || self.same_library(i))
+                && self.compiled[i]
+                    .as_ref()
+                    .and_then(|u| u.as_ref())
+                    .is_some_and(|u| u.defines.contains(symbol))
+        })
+    }
+
     /// The first unit not yet linked that defines `symbol` (of the file's own library only when
     /// `from_c_library`), compiled on the way.
     fn definer(&mut self, symbol: &str, from_c_library: bool) -> Option<usize> {
@@ -482,24 +548,22 @@ impl<'a> Candidates<'a> {
     }
 }
 
-/// Links one unit's P and P' into `p` and `pp`, keeping external only the symbols still wanted (and, for a
-/// unit of the file's own library, `replacements`, its definitions of C library names, as the program links them
-/// for every caller); returns the functions it added and the symbols it needs in turn.
+/// Links one unit's P and P' into `p` and `pp`, keeping external only `keep`, the symbols still wanted, what
+/// the file still declares (and, for a unit of the file's own library, `replacements`, its definitions of C library
+/// names, as the program links them for every caller), and deleting what they do not reach; returns the
+/// functions it added and the symbols what it kept needs in turn.
 fn link_one<'ctx>(
     context: &'ctx Context,
     p: &Module<'ctx>,
     pp: &Module<'ctx>,
     unit: &Unit,
-    queue: &VecDeque<String>,
-    symbol: &str,
+    mut keep: HashSet<String>,
     replacements: bool,
 ) -> Result<(Vec<String>, Vec<String>), String> {
     let unit_p = parse_bitcode(context, &unit.p, "unit P")?;
     let unit_pp = parse_bitcode(context, &unit.pp, "unit P'")?;
     // Everything the file (or the units linked so far) still declares may come from this unit.
-    let mut keep: HashSet<String> = needed_symbols(p).into_iter().collect();
-    keep.extend(queue.iter().cloned());
-    keep.insert(symbol.to_string());
+    keep.extend(needed_symbols(p));
     if replacements {
         keep.extend(
             unit_p
@@ -513,16 +577,13 @@ fn link_one<'ctx>(
                 }),
         );
     }
-    let needs = needed_symbols(&unit_p);
     // Its debug info was stripped before it was cached: events inside it have no position in this file.
     for m in [&unit_p, &unit_pp] {
         internalize_except(m, &keep);
+        crate::model::run_passes(m, "globaldce").map_err(|e| e.to_string())?;
     }
-    let before: HashSet<String> = p
-        .get_functions()
-        .filter(|f| f.count_basic_blocks() > 0)
-        .map(|f| f.get_name().to_string_lossy().into_owned())
-        .collect();
+    let needs = needed_symbols(&unit_p);
+    let before = defined_functions(p);
     p.link_in_module(unit_p)
         .map_err(|e| format!("P: {}", e.to_string().trim()))?;
     pp.link_in_module(unit_pp)
@@ -537,104 +598,4 @@ fn link_one<'ctx>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn definitions_are_found_by_their_first_line() {
-        let gsl = "int\ngsl_sf_lngamma_e(const double x, gsl_sf_result * result)\n{\n";
-        assert!(may_define(gsl, "gsl_sf_lngamma_e"));
-        assert!(!may_define(gsl, "gsl_sf_lngamma"));
-        let kr = "double polevl( x, coef, N )\ndouble x;\n";
-        assert!(may_define(kr, "polevl"));
-        assert!(!may_define(
-            "double polevl(double, double *, int);\n",
-            "polevl"
-        ));
-        assert!(!may_define("  y = polevl(x, P, 4);\n", "polevl"));
-        assert!(may_define("double MACHEP = 1.11e-16;\n", "MACHEP"));
-        assert!(!may_define("extern double MACHEP;\n", "MACHEP"));
-    }
-
-    #[test]
-    fn past_the_unit_limit_only_what_some_unit_may_define_is_beyond_it() {
-        // `f` calls one function from each of MAX_UNITS + 1 units, the first of which calls `report`, which no
-        // unit defines: the last unit is past the limit, and so is `report` when it comes up, but it is
-        // unresolved as it would be below the limit (a shipped run that stops at it is compared like the
-        // instrumented one, which stops there too).
-        let dir = crate::scratch::tempdir("foe-test").unwrap();
-        let n = MAX_UNITS + 1;
-        let mut a = String::new();
-        let mut body = String::from("double f(double x) {\n  double s = 0;\n");
-        let mut entries = Vec::new();
-        for i in 0..n {
-            a.push_str(&format!("double g{i}(double);\n"));
-            body.push_str(&format!("  s += g{i}(x);\n"));
-            let unit = format!("u{i}.c");
-            std::fs::write(
-                dir.path().join(&unit),
-                format!(
-                    "void report(void);\ndouble g{i}(double x) {{ {} return x * {i}; }}\n",
-                    if i == 0 { "if (x < 0) report();" } else { "" }
-                ),
-            )
-            .unwrap();
-            entries.push(unit);
-        }
-        a.push_str(&body);
-        a.push_str("  return s;\n}\n");
-        let file = dir.path().join("a.c");
-        std::fs::write(&file, &a).unwrap();
-        entries.push("a.c".into());
-        let db_json: Vec<serde_json::Value> = entries
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "directory": dir.path(),
-                    "file": f,
-                    "arguments": ["cc", "-c", f],
-                })
-            })
-            .collect();
-        let db_path = dir.path().join("compile_commands.json");
-        std::fs::write(&db_path, serde_json::to_string(&db_json).unwrap()).unwrap();
-        let db = CompileDb::load(&db_path).unwrap();
-        let config = AnalysisConfig::default();
-        let pair = crate::compile::compile_pair(&config, &file, &a).unwrap();
-        let (_, linked) = link_units(pair, &file, &config, Some(&db));
-        assert_eq!(linked.units.len(), MAX_UNITS);
-        assert_eq!(linked.beyond_cap.len(), 1, "{linked:?}");
-        assert!(linked.beyond_cap.iter().all(|g| g.starts_with('g')));
-        assert!(linked.unresolved.contains("report"));
-        assert!(!linked.beyond_cap.contains("report"));
-    }
-
-    #[test]
-    fn a_unit_names_its_external_definitions_and_keeps_no_debug_info() {
-        let p_ll = "define dso_local double @polevl(double %0) #0 !dbg !8 {\n  ret double %0, !dbg !11\n}\n\
-                    define internal double @helper(double %0) {\n  ret double %0\n}\n\
-                    @MACHEP = dso_local global double 1.0\n@hidden = internal global i32 0\n\
-                    @extern_datum = external global double\ndeclare double @declared(double)\n\
-                    !llvm.dbg.cu = !{!0}\n!llvm.module.flags = !{!3}\n\
-                    !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: \"clang\", \
-                    isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug, splitDebugInlining: false)\n\
-                    !1 = !DIFile(filename: \"u.c\", directory: \"/tmp\")\n!3 = !{i32 2, !\"Debug Info Version\", i32 3}\n\
-                    !8 = distinct !DISubprogram(name: \"polevl\", scope: !1, file: !1, line: 1, type: !9, \
-                    scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)\n!9 = !DISubroutineType(types: !10)\n\
-                    !10 = !{null}\n!11 = !DILocation(line: 2, column: 3, scope: !8)\n";
-        let pair = CompiledPair {
-            p_ll: p_ll.to_string(),
-            pp_ll: p_ll.to_string(),
-        };
-        let unit = Unit::from_ir(&pair).expect("unit");
-        let mut names: Vec<&str> = unit.defines.iter().map(String::as_str).collect();
-        names.sort_unstable();
-        assert_eq!(names, ["MACHEP", "polevl"]);
-        let context = Context::create();
-        for (bitcode, build) in [(&unit.p, "P"), (&unit.pp, "P'")] {
-            let m = parse_bitcode(&context, bitcode, build).expect("bitcode");
-            assert!(m.get_function("polevl").is_some());
-            assert!(!m.print_to_string().to_string().contains("!dbg"), "{build}");
-        }
-    }
-}
+mod tests;

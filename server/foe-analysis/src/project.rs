@@ -346,36 +346,6 @@ pub fn link_units(
     unreachable!("the last pass returns")
 }
 
-/// LLVM's `globaldce` on `module`: the internal definitions nothing external reaches are deleted. Without a target
-/// machine (the pass needs none): making one for each of a file's 24 unit modules cost more than the pass.
-fn delete_unreferenced(module: &Module<'_>) -> Result<(), String> {
-    use inkwell::llvm_sys::error::{LLVMDisposeErrorMessage, LLVMGetErrorMessage};
-    use inkwell::llvm_sys::transforms::pass_builder::{
-        LLVMCreatePassBuilderOptions, LLVMDisposePassBuilderOptions, LLVMRunPasses,
-    };
-    // SAFETY: the module is alive for the call; a null target machine is allowed by `LLVMRunPasses`; the options
-    // and any error message are disposed of here.
-    unsafe {
-        let options = LLVMCreatePassBuilderOptions();
-        let error = LLVMRunPasses(
-            module.as_mut_ptr(),
-            c"globaldce".as_ptr(),
-            std::ptr::null_mut(),
-            options,
-        );
-        LLVMDisposePassBuilderOptions(options);
-        if error.is_null() {
-            return Ok(());
-        }
-        let message = LLVMGetErrorMessage(error);
-        let text = std::ffi::CStr::from_ptr(message)
-            .to_string_lossy()
-            .into_owned();
-        LLVMDisposeErrorMessage(message);
-        Err(format!("globaldce: {text}"))
-    }
-}
-
 /// Most passes of [`link_units`]: each pass after the first keeps, in the units linked, the symbols the pass
 /// before found asked of them too late.
 const MAX_LINK_PASSES: usize = 4;
@@ -610,7 +580,7 @@ fn link_one<'ctx>(
     // Its debug info was stripped before it was cached: events inside it have no position in this file.
     for m in [&unit_p, &unit_pp] {
         internalize_except(m, &keep);
-        delete_unreferenced(m)?;
+        crate::model::run_passes(m, "globaldce").map_err(|e| e.to_string())?;
     }
     let needs = needed_symbols(&unit_p);
     let before = defined_functions(p);

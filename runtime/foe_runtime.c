@@ -313,7 +313,8 @@ void __foe_undefined(uint32_t index) {
 
 static jmp_buf g_stop_jump;
 static volatile uint32_t g_stop_index;
-/* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines, or
+/* FOE_STATUS_STOPPED, or FOE_STATUS_UNKNOWN_DATA for a run that read data no file defines, FOE_STATUS_OUTSIDE for
+ * one that reached outside one of the file's arrays (__foe_bounds), or
  * FOE_STATUS_CRASHED for one that accessed an address far from every mapping (foe_on_crash). */
 static volatile uint32_t g_stop_status = FOE_STATUS_STOPPED;
 
@@ -322,6 +323,20 @@ void __foe_stop(uint32_t stop) {
         _exit(78); /* a stop outside a run: the driver itself is broken */
     g_stop_status = FOE_STATUS_STOPPED;
     g_stop_index = stop;
+    longjmp(g_stop_jump, 1);
+}
+
+/* An access the instrumentation found to pick an element of one of the file's own objects by a computed index
+ * (instrument/bounds.rs): one outside the object ends the run there, as a stop does. What lies past an array is
+ * other data of the worker, placed by the link: a run that read it would compute with values that change with
+ * the rest of the file (and differ between the builds), which no cache key and no source edit can follow. */
+void __foe_bounds(const char *addr, const char *base, uint64_t size, uint64_t width, uint32_t access) {
+    if (__builtin_expect(addr >= base && width <= size && (uint64_t)(addr - base) <= size - width, 1))
+        return;
+    if (!g_running)
+        _exit(78); /* an access outside a run: the driver itself is broken */
+    g_stop_status = FOE_STATUS_OUTSIDE;
+    g_stop_index = access;
     longjmp(g_stop_jump, 1);
 }
 

@@ -26,6 +26,11 @@ void __foe_undefined(uint32_t index) __attribute__((noreturn));
  * (index into foe's list of such calls) and returns to the batch driver: the run ends cleanly there. */
 void __foe_stop(uint32_t stop) __attribute__((noreturn));
 
+/* Called before a load or store of the instrumented builds that picks an element of one of the file's objects
+ * (`base`, `size` bytes) by a computed index: returns when the `width` bytes at `addr` lie inside it, else ends
+ * the run (FOE_STATUS_OUTSIDE, detail = `access`, index into foe's list of such accesses). */
+void __foe_bounds(const char *addr, const char *base, uint64_t size, uint64_t width, uint32_t access);
+
 /* The zeroed buffer the generated entry passes for its pointer parameter or returned struct number `slot` (at
  * most FOE_BUFFER_SLOTS per entry; the entry keeps larger numbers on its stack): `bytes` rounded up to 16, ending
  * where a page the process cannot touch begins, with another such page below it. A run that writes or reads past
@@ -88,7 +93,7 @@ struct foe_batch_header {
 
 /* At start-up the worker sends a FOE_BUILD_DONE record with this input label and the protocol version. */
 #define FOE_HELLO_INPUT 0xffffffffu
-#define FOE_PROTOCOL_VERSION 6u
+#define FOE_PROTOCOL_VERSION 7u
 
 #define FOE_STATUS_RETURNED 0u
 #define FOE_STATUS_CRASHED 1u   /* detail = signal number */
@@ -99,6 +104,8 @@ struct foe_batch_header {
 #define FOE_STATUS_STOPPED 6u   /* the run reached a call foe does not execute; detail = its stop index */
 #define FOE_STATUS_UNKNOWN_DATA 7u /* the code read data no file defines (an unreadable stand-in); detail = its
                                       stub index */
+#define FOE_STATUS_OUTSIDE 8u /* the code read or wrote outside one of the file's arrays (an index past its end or
+                                 before its start); detail = the access's index (__foe_bounds) */
 
 #define FOE_RECORD_TRUNCATED 1u /* the trace held more than FOE_TRACE_CAP events */
 #define FOE_RECORD_GOES_ON 2u   /* a crash the worker survived (an access far from every mapping): more records follow */

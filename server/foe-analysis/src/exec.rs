@@ -77,6 +77,10 @@ pub enum RawEnd {
     /// The code read data no file defines (index into the runner's stubbed symbols): its stand-in is unreadable,
     /// so the run crashed rather than compute with a value nobody knows.
     UnknownData(u32),
+    /// The code reached outside one of the file's arrays (index into the runner's bounded accesses,
+    /// [`SiteTable::access`]): the run ended before the access, since what lies past the array is other data
+    /// of the worker, which changes with the rest of the file.
+    Outside(u32),
 }
 
 /// One run as the worker reports it: trace words `(site << 3) | kind`.
@@ -463,6 +467,13 @@ impl Runner {
                     None => "read data no file defines".into(),
                 },
             },
+            RawEnd::Outside(i) => RunEnd::Crashed {
+                signal: 0,
+                name: match self.sites.access(i) {
+                    Some(access) => access.describe(),
+                    None => "an access outside an array".into(),
+                },
+            },
             RawEnd::Undefined(i) => RunEnd::Crashed {
                 signal: 0,
                 name: match self.undefined.get(i as usize) {
@@ -515,6 +526,8 @@ fn instrument_builds(
     instrument::replace_stopping_calls(&pp, Build::PPrime, sites)?;
     instrument::instrument_module(&p, Build::P, sites)?;
     instrument::instrument_module(&pp, Build::PPrime, sites)?;
+    instrument::guard_object_accesses(&p, Build::P, sites)?;
+    instrument::guard_object_accesses(&pp, Build::PPrime, sites)?;
     instrument::prefix_symbols(&p, Build::P);
     instrument::prefix_symbols(&pp, Build::PPrime);
     let names = add_entries(&p, &pp, entries)?;

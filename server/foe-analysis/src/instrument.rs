@@ -69,14 +69,20 @@ pub struct StopSite {
     pub column: Option<u32>,
 }
 
-/// Site id → site, for both builds (ids are unique across them), and stop id → stopping call.
+/// Site id → site, for both builds (ids are unique across them), stop id → stopping call, and access id →
+/// bounded access ([`guard_object_accesses`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SiteTable {
     sites: Vec<Site>,
     stops: Vec<StopSite>,
+    accesses: Vec<AccessSite>,
 }
 
 impl SiteTable {
+    /// The bounded access of an access id.
+    pub fn access(&self, id: u32) -> Option<&AccessSite> {
+        self.accesses.get(id as usize)
+    }
     /// The stopping call of a stop id.
     pub fn stop(&self, id: u32) -> Option<&StopSite> {
         self.stops.get(id as usize)
@@ -464,6 +470,7 @@ fn short_callee(name: &str) -> &str {
     }
 }
 
+mod bounds;
 mod calls;
 mod codegen;
 mod entry;
@@ -471,6 +478,7 @@ mod isolate;
 #[cfg(test)]
 mod tests;
 
+pub use bounds::{guard_object_accesses, AccessSite};
 pub use calls::{call_replacements, replace_stopping_calls};
 pub use codegen::{
     data_declarations, declared_names, emit_object, finish_module, stub_module, GUARD_SECTION,

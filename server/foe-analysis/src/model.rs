@@ -14,7 +14,7 @@ mod bits_tests;
 mod calls;
 mod error;
 mod exec;
-mod llvm;
+pub(crate) mod llvm;
 mod memory;
 #[cfg(test)]
 mod sse_tests;

@@ -755,7 +755,7 @@ static void put(uint32_t input, uint8_t build, uint32_t detail, uint32_t nevents
   put_out(input, build, detail, nevents, 0);
 }
 int main(void) {
-  put(0xffffffffu, 0xff, 6, 0); /* the hello: FOE_PROTOCOL_VERSION */
+  put(0xffffffffu, 0xff, 7, 0); /* the hello: FOE_PROTOCOL_VERSION */
   char req[64];
   read(0, req, sizeof req);
 #if MODE == 1

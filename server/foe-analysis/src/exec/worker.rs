@@ -31,13 +31,14 @@ const STATUS_ERROR: u8 = 4;
 const STATUS_UNDEFINED: u8 = 5;
 const STATUS_STOPPED: u8 = 6;
 const STATUS_UNKNOWN_DATA: u8 = 7;
+const STATUS_OUTSIDE: u8 = 8;
 /// The [`STATUS_ERROR`] detail of an entry the runtime could not give a buffer (`FOE_ERROR_NO_BUFFER`).
 const ERROR_NO_BUFFER: u32 = 7;
 const RECORD_TRUNCATED: u16 = 1;
 /// A crash the worker survived (`FOE_RECORD_GOES_ON`: the run accessed an address far from every mapping).
 const RECORD_GOES_ON: u16 = 2;
 const HELLO_INPUT: u32 = u32::MAX;
-const PROTOCOL_VERSION: u32 = 6;
+const PROTOCOL_VERSION: u32 = 7;
 const RECORD_BYTES: usize = 40;
 const OUTPUT_BYTES: usize = 16;
 /// Most events one record may carry (`FOE_TRACE_CAP` of the runtime).
@@ -510,18 +511,23 @@ impl Batches<'_> {
             STATUS_UNDEFINED => RawEnd::Undefined(rec.detail),
             STATUS_STOPPED => RawEnd::Stopped(rec.detail),
             STATUS_UNKNOWN_DATA => RawEnd::UnknownData(rec.detail),
+            STATUS_OUTSIDE => RawEnd::Outside(rec.detail),
             other => {
                 kill(slot);
                 return Err(ExecError::Worker(format!("unknown record status {other}")));
             }
         };
-        // A run that read unknown data ends at the read, one that accessed an address far from every mapping at it; the
-        // worker goes on (foe_on_crash).
+        // A run that read unknown data ends at the read, one that reached outside one of the file's arrays before the
+        // access (`__foe_bounds`), one that accessed an address far from every mapping at it; the worker goes on
+        // (foe_on_crash).
         let survived = matches!(end, RawEnd::Crashed(_)) && rec.flags & RECORD_GOES_ON != 0;
         let terminal = !survived
             && !matches!(
                 end,
-                RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_)
+                RawEnd::Returned(_)
+                    | RawEnd::Stopped(_)
+                    | RawEnd::UnknownData(_)
+                    | RawEnd::Outside(_)
             );
         let truncated = rec.flags & RECORD_TRUNCATED != 0;
         store(

@@ -107,7 +107,7 @@ pub fn run_work(run: &RawRun, limits: RunLimits) -> u64 {
             RUN_NS + run.ops.saturating_mul(OP_NS) + RESTART_NS
         }
         RawEnd::TimedOut => limits.timeout_ms.saturating_mul(1_000_000) + RESTART_NS,
-        RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_) => {
+        RawEnd::Returned(_) | RawEnd::Stopped(_) | RawEnd::UnknownData(_) | RawEnd::Outside(_) => {
             RUN_NS + run.ops.saturating_mul(OP_NS)
         }
         RawEnd::Crashed(_) | RawEnd::Exited(_) | RawEnd::Undefined(_) => {

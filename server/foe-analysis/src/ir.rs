@@ -367,9 +367,17 @@ pub fn last_line(function: FunctionValue<'_>) -> Option<u32> {
     last
 }
 
-/// The textual IR of a module's function definitions, each with metadata numbering removed (it shifts when other
-/// functions change): printed once for the module, as printing one function alone walks the whole module's
-/// metadata (a file of a hundred functions with their callees took minutes).
+/// The textual IR of a module's function definitions, as a cache key reads them: printed once for the module, as
+/// printing one function alone walks the whole module's metadata (a file of a hundred functions with their
+/// callees took minutes). What an edit elsewhere in the file changes and the function's results do not depend
+/// on is normalised away (GSL's `gamma.c` with a pragma in one function missed the cache in all 26 of its
+/// functions, and a fix's check re-analysed the whole file for each pragma it tried):
+/// - metadata numbering (`!123`), which shifts when other functions change;
+/// - attribute group numbers (`#8`), replaced by the group's attributes: a function given `strictfp` adds a
+///   group, and every group after it is renumbered;
+/// - the arguments of a call foe does not run (a stop: a function without a definition that does not run
+///   natively, `instrument::replace_stopping_calls`), which no run and no model reads: `GSL_ERROR` passes
+///   `__LINE__` to `gsl_error`, so a line inserted above changed every error path below.
 pub struct ModuleText {
     functions: HashMap<String, String>,
 }
@@ -378,23 +386,55 @@ impl ModuleText {
     pub fn of(module: &inkwell::module::Module<'_>) -> ModuleText {
         static MD: OnceLock<Regex> = OnceLock::new();
         static NAME: OnceLock<Regex> = OnceLock::new();
+        static GROUP: OnceLock<Regex> = OnceLock::new();
+        static GROUP_DEF: OnceLock<Regex> = OnceLock::new();
         let md = re(&MD, r"!\d+");
         let name = re(&NAME, r#"@("(?:[^"\\]|\\.)*"|[-\w.$]+)\("#);
+        let group = re(&GROUP, r"#\d+");
+        let group_def = re(&GROUP_DEF, r"(?m)^attributes (#\d+) = (\{.*\})$");
         let text = module.print_to_string().to_string();
+        let groups: HashMap<&str, &str> = group_def
+            .captures_iter(&text)
+            .filter_map(|c| Some((c.get(1)?.as_str(), c.get(2)?.as_str())))
+            .collect();
+        let stops: std::collections::HashSet<String> = module
+            .get_functions()
+            .filter(|f| f.count_basic_blocks() == 0)
+            .map(|f| f.get_name().to_string_lossy().into_owned())
+            .filter(|n| !crate::model::runs_natively(n))
+            .collect();
+        let normalise = |line: &str| -> String {
+            let line = md.replace_all(line, "!");
+            let line = group.replace_all(&line, |c: &regex::Captures<'_>| {
+                groups
+                    .get(&c[0])
+                    .map_or_else(|| c[0].to_string(), |g| g.to_string())
+            });
+            if line.contains("call ") || line.contains("invoke ") {
+                if let Some(c) = name.captures(&line) {
+                    let callee = c[1].trim_matches('"');
+                    if stops.contains(callee) {
+                        let end = c.get(0).map_or(line.len(), |m| m.end());
+                        return format!("{}…)", &line[..end]);
+                    }
+                }
+            }
+            line.into_owned()
+        };
         let mut functions = HashMap::new();
         let mut current: Option<(String, String)> = None;
         for line in text.lines() {
             if let Some((_, body)) = current.as_mut() {
-                body.push_str(line);
+                body.push_str(&normalise(line));
                 body.push('\n');
                 if line == "}" {
                     let (f, body) = current.take().expect("a function");
-                    functions.insert(f, md.replace_all(&body, "!").into_owned());
+                    functions.insert(f, body);
                 }
             } else if line.starts_with("define ") {
                 if let Some(c) = name.captures(line) {
                     let f = c[1].trim_matches('"').to_string();
-                    current = Some((f, format!("{line}\n")));
+                    current = Some((f, format!("{}\n", normalise(line))));
                 }
             }
         }
@@ -442,6 +482,40 @@ define dso_local double @f(double noundef %0, i32 noundef %1, ptr noundef %2) #0
 !15 = !DILocalVariable(name: "n", arg: 2, scope: !10, file: !1, line: 3, type: !12)
 !16 = !DILocalVariable(name: "out", arg: 3, scope: !10, file: !1, line: 3, type: !17)
 "#;
+
+    /// Two texts of a file that differ only by a function above `f` given `strictfp` (a new attribute group, the
+    /// groups after it renumbered) and a line inserted above (the `__LINE__` passed to the error reporter).
+    #[test]
+    fn a_function_s_key_text_ignores_attribute_numbering_and_the_arguments_of_calls_foe_does_not_run(
+    ) {
+        let text = |group: u32, line: u32| {
+            format!(
+                r#"
+declare void @report(ptr, i32)
+define double @f(double %x) #{group} {{
+  %y = fmul double %x, 2.0
+  call void @report(ptr null, i32 {line}) #{group}
+  %z = call double @sqrt(double %y) #{group}
+  ret double %z
+}}
+declare double @sqrt(double)
+attributes #0 = {{ strictfp }}
+attributes #{group} = {{ nounwind }}
+"#
+            )
+        };
+        let key = |group, line, sqrt_arg: &str| {
+            let ctx = Context::create();
+            let src = text(group, line).replace("sqrt(double %y)", sqrt_arg);
+            let m = parse_module(&ctx, &src, "t").expect("parses");
+            ModuleText::of(&m).function("f").to_string()
+        };
+        let before = key(1, 1489, "sqrt(double %y)");
+        assert_eq!(before, key(2, 1492, "sqrt(double %y)"));
+        assert!(before.contains("{ nounwind }"), "{before}");
+        // What a call foe runs is given still counts.
+        assert_ne!(before, key(1, 1489, "sqrt(double %x)"));
+    }
 
     #[test]
     fn reads_debug_facts() {

@@ -1,7 +1,7 @@
 //! Bounds checks on the instrumented builds' accesses to the file's own arrays: a load or store whose address
 //! picks an element of a global object the file defines by a computed index (`fact_table[n - 1].f`) gets a call
 //! `__foe_bounds(addr, object, size, width, access)` before it, and a run that would reach outside the object
-//! ends there, named (`read outside `fact_table` at line 1029:37`), as a run that reads data no file defines does.
+//! ends there, named (`read outside `fact_table``), as a run that reads data no file defines does.
 //!
 //! Why: what lies past an array is other data of the worker, placed by the link. A run that read it (GSL's
 //! `gamma_xgthalf` at x = 0 reads `fact_table[-1]`) computes with bytes that change with the rest of the file
@@ -40,15 +40,11 @@ pub struct AccessSite {
 
 impl AccessSite {
     /// How a run that reached outside the object ended, in C words, as a crash is named (`crashed (read outside
-    /// `fact_table` at line 1029:37)`, beside `crashed (read MAXLOG, which no file defines)`).
+    /// `fact_table`)`, beside `crashed (read MAXLOG, which no file defines)`). No position: the words go into a
+    /// function's notes, which a cached report moved to new lines keeps as they are.
     pub fn describe(&self) -> String {
         let verb = if self.store { "wrote" } else { "read" };
-        let at = match (self.line, self.column) {
-            (Some(l), Some(c)) => format!(" at line {l}:{c}"),
-            (Some(l), None) => format!(" at line {l}"),
-            _ => String::new(),
-        };
-        format!("{verb} outside {}{at}", self.object)
+        format!("{verb} outside {}", self.object)
     }
 }
 
@@ -201,9 +197,6 @@ mod tests {
             line: Some(1029),
             column: Some(37),
         };
-        assert_eq!(
-            access.describe(),
-            "read outside `fact_table` at line 1029:37"
-        );
+        assert_eq!(access.describe(), "read outside `fact_table`");
     }
 }

@@ -202,7 +202,9 @@ pub(super) fn select_functions<'ctx>(
             &keys.1,
         );
         let (index, info, domain) = (item.index, item.info, item.domain);
-        let hit = cached(cache, &key, &info).map(|mut hit| {
+        let hit = cached(cache, &key, &info);
+        tracing::debug!(function = %name, cached = hit.is_some(), "selected");
+        let hit = hit.map(|mut hit| {
             // What it learned stands for it, also when it is not selected (a fix's check of the functions it
             // changes takes over the verdicts of the functions they call, as a whole analysis does).
             let learned = std::mem::take(&mut hit.learned);

@@ -447,14 +447,18 @@ impl ModuleText {
     }
 }
 
-/// The debug positions (line, column) of `function`'s instructions, in order: with its text, what a cache key
-/// holds of it (see `pipeline/cache_key.rs`, which counts the lines from the key's function).
+/// The positions (line, column) of `function`'s instructions in the analysed file, in order, as a report places
+/// them (code inlined from a header at its call, `headers::position_in_file`; code of another file's function
+/// has none): with its text, what a cache key holds of it (see `pipeline/cache_key.rs`, which counts the lines
+/// from the function's first). A header's own lines, mixed in, made the first line a header's, so every line
+/// inserted above a function that inlines a header's helper changed its key.
 pub fn debug_positions(function: FunctionValue<'_>) -> Vec<(u32, u32)> {
+    use inkwell::values::AsValueRef;
     function
         .get_basic_block_iter()
         .flat_map(|block| block.get_instructions())
-        .filter_map(|inst| inst.get_debug_location())
-        .map(|loc| (loc.get_line(), loc.get_column()))
+        // SAFETY: an instruction of the function's live module.
+        .filter_map(|inst| unsafe { crate::headers::position_in_file(inst.as_value_ref()) })
         .collect()
 }
 

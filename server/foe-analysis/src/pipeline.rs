@@ -231,6 +231,8 @@ struct Pending {
     index: usize,
     info: FunctionInfo,
     key: String,
+    /// The lines of the file's functions, which its report's positions are anchored to in the cache.
+    ranges: std::sync::Arc<cache_key::SourceRanges>,
     domain: Domain,
     queries: FunctionQueries,
     /// P's explored paths with their outputs: the real-number reference of result divergences.

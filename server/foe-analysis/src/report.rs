@@ -210,6 +210,10 @@ pub struct FunctionReport {
     /// not written out).
     #[serde(skip)]
     pub learned: Vec<(String, crate::solve::KnownVerdict)>,
+    /// Where the functions its cache key holds lay when it was made (kept with the cached report, not written
+    /// out): a report reused after lines moved moves each position with the function it lies in.
+    #[serde(skip)]
+    pub line_anchors: Vec<LineAnchor>,
     /// Divergences of the instrumented builds whose set difference the shipped binaries did not show (dropped).
     #[serde(default)]
     pub not_reproduced: usize,
@@ -292,6 +296,7 @@ impl FunctionReport {
             executions: 0,
             cached: false,
             learned: vec![],
+            line_anchors: vec![],
             not_reproduced: 0,
             tests_special_values: false,
             verdict: None,
@@ -351,30 +356,23 @@ impl FunctionReport {
         };
     }
 
-    /// Moves every source line of the report by `delta` (a cached result reused after lines were inserted
-    /// or removed above the function).
-    pub fn shift_lines(&mut self, delta: i64) {
-        if delta == 0 {
-            return;
-        }
-        let shift = |l: &mut u32| *l = (*l as i64 + delta).max(1) as u32;
-        let shift_opt = |l: &mut Option<u32>| {
-            if let Some(l) = l {
-                *l = (*l as i64 + delta).max(1) as u32;
-            }
-        };
-        if let Some(s) = &mut self.span {
-            shift(&mut s.line);
-            shift(&mut s.body_line);
-            shift(&mut s.end_line);
-        }
+    /// Every source line the report holds but its span's: its divergences' locations, stops and trace events, the
+    /// plain build's exceptions (what [`FunctionReport::move_lines`] moves by where they lie).
+    pub fn lines(&self) -> Vec<u32> {
+        let mut lines = vec![];
+        self.clone().visit_lines(|l| lines.push(*l));
+        lines
+    }
+
+    /// Calls `visit` on every source line the report holds but its span's.
+    fn visit_lines(&mut self, mut visit: impl FnMut(&mut u32)) {
         for d in &mut self.divergences {
             if let Some(l) = &mut d.location {
-                shift(&mut l.line);
+                visit(&mut l.line);
             }
             for end in [&mut d.end_p, &mut d.end_p_prime] {
-                if let RunEnd::Stopped { line, .. } = end {
-                    shift_opt(line);
+                if let RunEnd::Stopped { line: Some(l), .. } = end {
+                    visit(l);
                 }
             }
             for e in d
@@ -384,13 +382,62 @@ impl FunctionReport {
                 .chain(d.shipped_trace_p.iter_mut())
                 .chain(d.shipped_trace_p_prime.iter_mut())
             {
-                shift_opt(&mut e.line);
+                if let Some(l) = &mut e.line {
+                    visit(l);
+                }
             }
         }
         for e in &mut self.plain_exceptions {
-            shift_opt(&mut e.line);
+            if let Some(l) = &mut e.line {
+                visit(l);
+            }
         }
     }
+
+    /// Moves every source line of the report by `delta` (a cached result reused after lines were inserted
+    /// or removed above the function).
+    pub fn shift_lines(&mut self, delta: i64) {
+        self.move_lines(delta, &[]);
+    }
+
+    /// Moves a cached report to where its functions lie now (`now`: where the functions of
+    /// [`FunctionReport::line_anchors`] lie in the text being analysed): each position by the move of the function
+    /// of the file whose lines held it (C functions do not nest; code a function inlined keeps its helper's
+    /// lines, and the key holds each position from that function's first line, so all of a function's positions
+    /// moved alike), its span and a position no anchor holds by `span_delta`.
+    pub fn move_lines(&mut self, span_delta: i64, now: &[LineAnchor]) {
+        let then = std::mem::take(&mut self.line_anchors);
+        let moves: Vec<(u32, u32, i64)> = then
+            .iter()
+            .filter_map(|a| {
+                let b = now.iter().find(|b| b.function == a.function)?;
+                Some((a.first, a.last, b.first as i64 - a.first as i64))
+            })
+            .collect();
+        self.line_anchors = now.to_vec();
+        let delta_at = |l: u32| {
+            moves
+                .iter()
+                .find(|&&(first, last, _)| first <= l && l <= last)
+                .map_or(span_delta, |m| m.2)
+        };
+        let moved = |l: u32, delta: i64| (l as i64 + delta).max(1) as u32;
+        if let Some(s) = &mut self.span {
+            s.line = moved(s.line, span_delta);
+            s.body_line = moved(s.body_line, span_delta);
+            s.end_line = moved(s.end_line, span_delta);
+        }
+        self.visit_lines(|l| *l = moved(*l, delta_at(*l)));
+    }
+}
+
+/// Where one function of the analysed file lay whose lines hold positions of a cached report: its name and the
+/// first and last lines of its positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineAnchor {
+    pub function: String,
+    pub first: u32,
+    pub last: u32,
 }
 
 /// What was established about a function's exceptions.

@@ -43,6 +43,12 @@ struct Inner {
     /// Engine runs at once ([`engine_runs`]): the engine parallelises inside (both builds, the probes), and the
     /// machine is shared with the editor.
     permit: Semaphore,
+    /// Fix checks run one whole check at a time, in the order they were asked for (each takes a ticket when it
+    /// is started; [`fixes`]): a function's check is several engine runs (the narrowest pragma, the callers it
+    /// moved a difference into, the whole file), and checks taking turns at the permit kept the first warning's
+    /// fix "verifying" until every function's first try was done.
+    fix_tickets: AtomicU64,
+    fix_serving: tokio::sync::watch::Sender<u64>,
     progress_ids: AtomicU64,
     /// Environment errors (no clang) are shown to the user once, then only logged.
     environment_error_shown: AtomicBool,
@@ -56,6 +62,8 @@ impl Scheduler {
                 engine,
                 client,
                 permit: Semaphore::new(engine_runs()),
+                fix_tickets: AtomicU64::new(0),
+                fix_serving: tokio::sync::watch::channel(0).0,
                 progress_ids: AtomicU64::new(0),
                 environment_error_shown: AtomicBool::new(false),
             }),

@@ -4,15 +4,22 @@
 use crate::config::AnalysisConfig;
 use crate::domain::Domain;
 use crate::ir::{self, FunctionInfo};
+use crate::report::LineAnchor;
 use inkwell::module::Module;
 use inkwell::values::FunctionValue;
 use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// The cache key of a function: its IR in both builds (and that of the functions it calls), its signature,
-/// span and domain, its share of the file's budget (`share_ms`), and the settings. Lines count from the function's declaration, so a line inserted above
-/// keeps the key (the cached report is shifted on reuse).
+/// span and domain, its share of the file's budget (`share_ms`), and the settings. Each position counts from the
+/// first line of the function of the file whose lines hold it ([`SourceRanges`]: code a function inlined keeps
+/// its helper's lines), so lines inserted anywhere but in those functions keep the key: the cached report is
+/// moved on reuse, each position with the function whose lines hold it ([`SourceRanges::anchors`],
+/// `FunctionReport::move_lines`).
+/// (Counted from the key's own function, an edit in the middle of GSL's `gamma.c` changed the key of every
+/// function below it that calls or inlines a function above it.)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn cache_key<'ctx>(
     config: &AnalysisConfig,
@@ -27,7 +34,6 @@ pub(super) fn cache_key<'ctx>(
     let mut hasher = blake3::Hasher::new();
     hasher.update(config.fingerprint().as_bytes());
     hasher.update(&share_ms.to_le_bytes());
-    let base = info.span.as_ref().map_or(0, |s| s.line);
     let span = info
         .span
         .as_ref()
@@ -35,10 +41,69 @@ pub(super) fn cache_key<'ctx>(
     hasher.update(format!("{:?}{span:?}{:?}", info.signature, domain.text).as_bytes());
     for (function, keys) in [(p_function, p_module), (pp_function, pp_module)] {
         for &f in keys.with_callees(function).iter() {
-            keys.hash_function(&mut hasher, f, base);
+            keys.hash_function(&mut hasher, f);
+            if tracing::enabled!(tracing::Level::TRACE) {
+                let mut h = blake3::Hasher::new();
+                keys.hash_function(&mut h, f);
+                tracing::trace!(key_of = %info.signature.name, part = %f.get_name().to_string_lossy(),
+                    hash = %h.finalize().to_hex(), "key part");
+            }
         }
     }
     hasher.finalize().to_hex().to_string()
+}
+
+/// The lines each function of the analysed file spans (first and last line of its positions in P, which inlines
+/// nothing of the file's), sorted: C functions do not nest, so a line lies in at most one.
+pub(super) struct SourceRanges(Vec<(u32, u32, String)>);
+
+impl SourceRanges {
+    pub(super) fn of(p_module: &Module<'_>) -> Arc<SourceRanges> {
+        let mut ranges: Vec<(u32, u32, String)> = p_module
+            .get_functions()
+            .filter(|f| f.count_basic_blocks() > 0)
+            .filter_map(|f| {
+                let lines: Vec<u32> = ir::debug_positions(f)
+                    .into_iter()
+                    .map(|p| p.0)
+                    .filter(|&l| l > 0)
+                    .collect();
+                let (first, last) = (*lines.iter().min()?, *lines.iter().max()?);
+                Some((first, last, f.get_name().to_string_lossy().into_owned()))
+            })
+            .collect();
+        ranges.sort();
+        Arc::new(SourceRanges(ranges))
+    }
+
+    /// The functions whose lines hold `lines` (a report's positions), with their lines: what the report is moved
+    /// from when a later text reuses it.
+    pub(super) fn anchors(&self, lines: impl IntoIterator<Item = u32>) -> Vec<LineAnchor> {
+        let found: std::collections::BTreeSet<usize> =
+            lines.into_iter().filter_map(|l| self.find(l)).collect();
+        found.into_iter().map(|i| self.anchor(i)).collect()
+    }
+
+    /// Where the function `name` lies now.
+    pub(super) fn named(&self, name: &str) -> Option<LineAnchor> {
+        let i = self.0.iter().position(|r| r.2 == name)?;
+        Some(self.anchor(i))
+    }
+
+    fn anchor(&self, i: usize) -> LineAnchor {
+        let (first, last, function) = &self.0[i];
+        LineAnchor {
+            function: function.clone(),
+            first: *first,
+            last: *last,
+        }
+    }
+
+    /// The range holding `line`: the last to start at or before it, if it ends at or after it.
+    fn find(&self, line: u32) -> Option<usize> {
+        let i = self.0.partition_point(|r| r.0 <= line).checked_sub(1)?;
+        (line > 0 && self.0[i].1 >= line).then_some(i)
+    }
 }
 
 /// The names of the functions `function` calls in `module`, transitively (in the order they are found), without
@@ -71,10 +136,12 @@ pub(super) struct ModuleKeys<'m, 'ctx> {
     reach: RefCell<HashMap<FunctionValue<'ctx>, Rc<[FunctionValue<'ctx>]>>>,
     /// Each function's debug positions.
     positions: RefCell<HashMap<FunctionValue<'ctx>, Vec<(u32, u32)>>>,
+    /// The lines of the file's functions, which positions count from.
+    ranges: Arc<SourceRanges>,
 }
 
 impl<'m, 'ctx> ModuleKeys<'m, 'ctx> {
-    pub(super) fn of(module: &'m Module<'ctx>) -> ModuleKeys<'m, 'ctx> {
+    pub(super) fn of(module: &'m Module<'ctx>, ranges: Arc<SourceRanges>) -> ModuleKeys<'m, 'ctx> {
         let defined: Vec<FunctionValue<'ctx>> = module
             .get_functions()
             .filter(|f| f.count_basic_blocks() > 0)
@@ -111,17 +178,15 @@ impl<'m, 'ctx> ModuleKeys<'m, 'ctx> {
             calls,
             reach: Default::default(),
             positions: Default::default(),
+            ranges,
         }
     }
 
-    /// Feeds `function`'s textual IR to `hasher`, and its debug positions with lines counted from `base_line`
-    /// (a line inserted above the key's function moves none of them; line 0, code without a source line, stays).
-    fn hash_function(
-        &self,
-        hasher: &mut blake3::Hasher,
-        function: FunctionValue<'ctx>,
-        base_line: u32,
-    ) {
+    /// Feeds `function`'s textual IR to `hasher`, and its debug positions, each as the function of the file
+    /// whose lines hold it and the line counted from that function's first (a line inserted outside those
+    /// functions moves none of them; line 0, code without a source line, and a line no function holds stay as
+    /// they are).
+    fn hash_function(&self, hasher: &mut blake3::Hasher, function: FunctionValue<'ctx>) {
         let text = self.text.get_or_init(|| ir::ModuleText::of(self.module));
         hasher.update(
             text.function(&function.get_name().to_string_lossy())
@@ -132,9 +197,15 @@ impl<'m, 'ctx> ModuleKeys<'m, 'ctx> {
             .entry(function)
             .or_insert_with(|| ir::debug_positions(function));
         for &(line, column) in positions.iter() {
-            let line = match line {
-                0 => i64::MIN,
-                l => l as i64 - base_line as i64,
+            let line = match self.ranges.find(line) {
+                Some(i) => {
+                    let (first, _, name) = &self.ranges.0[i];
+                    hasher.update(name.as_bytes());
+                    hasher.update(b"\0");
+                    (line - first) as i64
+                }
+                None if line == 0 => i64::MIN,
+                None => -(line as i64),
             };
             hasher.update(&line.to_le_bytes());
             hasher.update(&column.to_le_bytes());

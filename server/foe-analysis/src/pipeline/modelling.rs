@@ -67,6 +67,7 @@ pub(super) fn model_functions<'ctx>(
                     index: item.index,
                     info,
                     key: item.key,
+                    ranges: item.ranges,
                     domain: item.domain,
                     queries,
                     p_outputs: modelled.p_outputs,

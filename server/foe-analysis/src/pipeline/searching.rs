@@ -163,6 +163,7 @@ fn search_one(
     // A result a clock cut short depends on the machine's load, and a first look is not the analysis: neither is
     // kept. One its work budget cut short is what a fresh analysis gives.
     if !report.stopped_by_the_clock() && !cx.config.quick {
+        report.line_anchors = item.ranges.anchors(report.lines());
         cx.cache.put(item.key.clone(), report.clone());
     }
     let searched = Searched {

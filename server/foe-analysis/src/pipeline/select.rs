@@ -3,7 +3,7 @@
 //! has no callable copy), taken from the per-function cache, or modelled.
 
 use super::budget::Budget;
-use super::cache_key::{cache_key, callee_names, ModuleKeys};
+use super::cache_key::{cache_key, callee_names, ModuleKeys, SourceRanges};
 use super::settle::NoOwnCopy;
 use super::{AnalysisRequest, FunctionCache};
 use crate::config::AnalysisConfig;
@@ -18,6 +18,8 @@ pub(super) struct ToModel {
     pub index: usize,
     pub info: FunctionInfo,
     pub key: String,
+    /// The lines of the file's functions, which its report's positions are anchored to in the cache.
+    pub ranges: std::sync::Arc<SourceRanges>,
     pub domain: Domain,
 }
 
@@ -80,14 +82,26 @@ fn not_selected(info: FunctionInfo) -> FunctionReport {
     r
 }
 
-/// The cache's report of the function `key` names, moved to where `info` says the function now starts (keys
-/// hold lines relative to the declaration).
-fn cached(cache: &dyn FunctionCache, key: &str, info: &FunctionInfo) -> Option<FunctionReport> {
+/// The cache's report of the function `key` names, each position moved with the function of the file whose lines
+/// held it to where that function lies now (`ranges`), its span to where `info` says the function starts.
+fn cached(
+    cache: &dyn FunctionCache,
+    key: &str,
+    info: &FunctionInfo,
+    ranges: &SourceRanges,
+) -> Option<FunctionReport> {
     let mut hit = cache.get(key)?;
     hit.cached = true;
-    if let (Some(now), Some(then)) = (&info.span, &hit.span) {
-        hit.shift_lines(now.line as i64 - then.line as i64);
-    }
+    let span_delta = match (&info.span, &hit.span) {
+        (Some(now), Some(then)) => now.line as i64 - then.line as i64,
+        _ => 0,
+    };
+    let now: Vec<_> = hit
+        .line_anchors
+        .iter()
+        .filter_map(|a| ranges.named(&a.function))
+        .collect();
+    hit.move_lines(span_delta, &now);
     Some(hit)
 }
 
@@ -180,7 +194,11 @@ pub(super) fn select_functions<'ctx>(
     // Second pass: each function modelled by a full analysis has the same share of the file's budget.
     selection.budget = Budget::new(config, sorted.len());
     // What both modules' keys are made of, read once each.
-    let keys = (ModuleKeys::of(p_module), ModuleKeys::of(pp_module));
+    let ranges = SourceRanges::of(p_module);
+    let keys = (
+        ModuleKeys::of(p_module, ranges.clone()),
+        ModuleKeys::of(pp_module, ranges.clone()),
+    );
     for item in sorted {
         let name = item.info.signature.name.clone();
         let mut callees = callee_names(item.p_function, &keys.0);
@@ -202,8 +220,8 @@ pub(super) fn select_functions<'ctx>(
             &keys.1,
         );
         let (index, info, domain) = (item.index, item.info, item.domain);
-        let hit = cached(cache, &key, &info);
-        tracing::debug!(function = %name, cached = hit.is_some(), "selected");
+        let hit = cached(cache, &key, &info, &ranges);
+        tracing::debug!(function = %name, hit = hit.is_some(), "cache lookup");
         let hit = hit.map(|mut hit| {
             // What it learned stands for it, also when it is not selected (a fix's check of the functions it
             // changes takes over the verdicts of the functions they call, as a whole analysis does).
@@ -223,6 +241,7 @@ pub(super) fn select_functions<'ctx>(
             index,
             info,
             key,
+            ranges: ranges.clone(),
             domain,
         });
     }

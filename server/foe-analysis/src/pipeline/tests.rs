@@ -128,6 +128,64 @@ fn an_edit_of_one_function_gives_what_a_fresh_analysis_of_the_new_text_gives() {
     assert_same(&incremental, &analyse_text(&after, &NoCache));
 }
 
+/// A caller below, the helper it calls above (not inlined, as a large helper is not), an edit between them that
+/// inserts lines: the caller keeps its key (each position counts from the first line of the function that holds
+/// it), and its cached report moves each position with that function, the helper's trace events by nothing and
+/// its own by the lines inserted, as a fresh analysis places them.
+#[test]
+fn lines_inserted_between_a_caller_and_its_callee_keep_the_caller_s_key_and_its_positions() {
+    let before = r#"
+__attribute__((noinline)) double tiny(double x) {
+  return (x * 1e-300) * 1e-10;
+}
+
+double between(double y) {
+  return y / 3.0;
+}
+
+double scaled_tiny(double x) {
+  double t = tiny(x);
+  return t * 0.5 + x * 1e-308;
+}
+"#;
+    let cache = MemoryCache::default();
+    let first = analyse_text(before, &cache);
+    let traced_in_tiny = |r: &FileReport| {
+        r.functions
+            .iter()
+            .find(|f| f.name == "scaled_tiny")
+            .expect("scaled_tiny is analysed")
+            .divergences
+            .iter()
+            .flat_map(|d| d.trace_p.iter().chain(&d.trace_p_prime))
+            .filter(|e| e.line == Some(3))
+            .count()
+    };
+    assert!(
+        traced_in_tiny(&first) > 0,
+        "scaled_tiny's runs diverge in tiny: {:#?}",
+        first.functions
+    );
+    let after = before.replacen(
+        "  return y / 3.0;",
+        "  // two lines\n  // inserted\n  return y / 3.0;",
+        1,
+    );
+    let incremental = analyse_text(&after, &cache);
+    let cached: Vec<&str> = incremental
+        .functions
+        .iter()
+        .filter(|f| f.cached)
+        .map(|f| f.name.as_str())
+        .collect();
+    if stopped_by_the_clock(&first).is_empty() {
+        assert!(cached.contains(&"scaled_tiny"), "cached: {cached:?}");
+        assert!(cached.contains(&"tiny"), "cached: {cached:?}");
+    }
+    assert!(traced_in_tiny(&incremental) > 0);
+    assert_same(&incremental, &analyse_text(&after, &NoCache));
+}
+
 #[test]
 fn a_new_function_changes_every_share_of_a_bound_file_budget_and_so_every_key() {
     let before = programs();
@@ -159,4 +217,41 @@ fn a_wrapper_takes_over_its_callee_s_verdicts_from_the_cache_as_from_a_run() {
     assert!(!incremental.functions[1].cached);
     assert!(incremental.functions[1].reason.contains("taken over"));
     assert_same(&incremental, &analyse_text(&edited, &NoCache));
+}
+
+/// The shared corpus's `gamma.c` as a session sees it: opened, a fix's check of a pragma in one function, then
+/// the user's pragma in another; the session's report equals a fresh analysis of the last text. Needs the corpus
+/// instantiated in `/tmp/rw` (`../shared/realworld/instantiate.sh /tmp/rw`); `lsp_one_truth.rs` runs a library
+/// file the suite carries.
+#[test]
+#[ignore]
+fn gamma_c_edited_twice_gives_what_a_fresh_analysis_gives() {
+    let path = std::path::Path::new("/tmp/rw/corpus/gsl/specfunc/gamma.c");
+    let text = std::fs::read_to_string(path).expect("the corpus is instantiated in /tmp/rw");
+    let config = AnalysisConfig::default();
+    let run = |t: &str, cache: &dyn FunctionCache| {
+        let request = AnalysisRequest {
+            path,
+            text: t,
+            config: &config,
+            only_functions: None,
+        };
+        analyse(&request, cache, &NoProgress, &CancelToken::default()).expect("analyses")
+    };
+    let pragmas = |t: &str, function: &str| {
+        let i = t.find(function).expect("the function");
+        let j = t[i..].find('{').expect("its body") + i + 1;
+        format!(
+            "{}\n  #pragma float_control(precise, on)\n  #pragma clang fp exceptions(strict)\n  #pragma clang fp contract(off){}",
+            &t[..j],
+            &t[j..]
+        )
+    };
+    let cache = MemoryCache::default();
+    run(&text, &cache);
+    run(&pragmas(&text, "lngamma_lanczos_complex(double zr"), &cache);
+    let edited = pragmas(&text, "gsl_sf_lngamma_complex_e(double zr");
+    let incremental = run(&edited, &cache);
+    assert!(incremental.functions.iter().filter(|f| f.cached).count() > 10);
+    assert_same(&incremental, &run(&edited, &NoCache));
 }

@@ -360,7 +360,10 @@ pub(super) fn describe_end(
         crate::exec::RawEnd::Stopped(_) => {
             state.stopped += 1;
             if state.first_stop.is_none() {
-                state.first_stop = Some(runner.end(sig, end).describe());
+                // Named without its position: the words go into the function's notes, which a cached report moved
+                // to new lines keeps as they are.
+                let ended = runner.end(sig, end);
+                state.first_stop = Some(ended.short().unwrap_or_else(|| ended.describe()));
             }
         }
         other => {

@@ -32,8 +32,14 @@ impl Scheduler {
                 let (analysis, function) = (analysis.clone(), function.to_string());
                 // Counted from here, so that no gap between its scopes' engine runs looks idle.
                 VERIFYING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let ticket = self
+                    .inner
+                    .fix_tickets
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 tokio::spawn(async move {
+                    let turn = this.fix_turn(ticket).await;
                     let check = this.verify(&analysis, &function).await;
+                    drop(turn);
                     let _ = tx.send(Some(check));
                     VERIFYING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 });
@@ -42,6 +48,14 @@ impl Scheduler {
         };
         let known = rx.borrow().clone();
         known.unwrap_or(FixCheck::Pending(pending))
+    }
+
+    /// Waits until the check holding `ticket` may run (every check started before it has ended); the turn passes
+    /// on when the returned guard is dropped, also when the check's task ends early.
+    async fn fix_turn(&self, ticket: u64) -> FixTurn {
+        let mut serving = self.inner.fix_serving.subscribe();
+        let _ = serving.wait_for(|&now| now >= ticket).await;
+        FixTurn(self.clone())
     }
 
     /// Like [`Scheduler::fix_check`], waiting at most `patience` for a check that is running.
@@ -227,6 +241,15 @@ impl Scheduler {
             },
             remaining => FixCheck::Remains { fix, remaining },
         }
+    }
+}
+
+/// A fix check's turn ([`Scheduler::fix_turn`]): dropping it lets the next check run.
+struct FixTurn(Scheduler);
+
+impl Drop for FixTurn {
+    fn drop(&mut self) {
+        self.0.inner.fix_serving.send_modify(|now| *now += 1);
     }
 }
 

@@ -65,6 +65,16 @@ fn results(report: &FileReport) -> Vec<(String, serde_json::Value)> {
         .collect()
 }
 
+/// The functions the analysis took from the cache.
+fn cached_names(report: &FileReport) -> Vec<&str> {
+    report
+        .functions
+        .iter()
+        .filter(|f| f.cached)
+        .map(|f| f.name.as_str())
+        .collect()
+}
+
 /// The functions a wall-clock safety net stopped ([`crate::report::ReasonCode::Clock`]: the machine was loaded, another run may
 /// differ, the report is not cached).
 fn stopped_by_the_clock(report: &FileReport) -> Vec<&str> {
@@ -112,12 +122,7 @@ fn an_edit_of_one_function_gives_what_a_fresh_analysis_of_the_new_text_gives() {
     let after = before.replacen("double a = 0.401;", "double a = 0.402;", 1);
     assert_ne!(before, after);
     let incremental = analyse_text(&after, &cache);
-    let cached: Vec<&str> = incremental
-        .functions
-        .iter()
-        .filter(|f| f.cached)
-        .map(|f| f.name.as_str())
-        .collect();
+    let cached = cached_names(&incremental);
     // Every unchanged function comes from the cache, but one a net stopped (never cached).
     let not_cached = stopped_by_the_clock(&first);
     let expected: Vec<&str> = ["turbine1", "turbine3", "kepler0", "odometer"]
@@ -172,12 +177,7 @@ double scaled_tiny(double x) {
         1,
     );
     let incremental = analyse_text(&after, &cache);
-    let cached: Vec<&str> = incremental
-        .functions
-        .iter()
-        .filter(|f| f.cached)
-        .map(|f| f.name.as_str())
-        .collect();
+    let cached = cached_names(&incremental);
     if stopped_by_the_clock(&first).is_empty() {
         assert!(cached.contains(&"scaled_tiny"), "cached: {cached:?}");
         assert!(cached.contains(&"tiny"), "cached: {cached:?}");

@@ -526,8 +526,8 @@ fn instrument_builds(
     instrument::replace_stopping_calls(&pp, Build::PPrime, sites)?;
     instrument::instrument_module(&p, Build::P, sites)?;
     instrument::instrument_module(&pp, Build::PPrime, sites)?;
-    instrument::guard_object_accesses(&p, Build::P, sites)?;
-    instrument::guard_object_accesses(&pp, Build::PPrime, sites)?;
+    instrument::guard_object_accesses(&p, sites)?;
+    instrument::guard_object_accesses(&pp, sites)?;
     instrument::prefix_symbols(&p, Build::P);
     instrument::prefix_symbols(&pp, Build::PPrime);
     let names = add_entries(&p, &pp, entries)?;

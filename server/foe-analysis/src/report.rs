@@ -394,12 +394,6 @@ impl FunctionReport {
         }
     }
 
-    /// Moves every source line of the report by `delta` (a cached result reused after lines were inserted
-    /// or removed above the function).
-    pub fn shift_lines(&mut self, delta: i64) {
-        self.move_lines(delta, &[]);
-    }
-
     /// Moves a cached report to where its functions lie now (`now`: where the functions of
     /// [`FunctionReport::line_anchors`] lie in the text being analysed): each position by the move of the function
     /// of the file whose lines held it (C functions do not nest; code a function inlined keeps its helper's

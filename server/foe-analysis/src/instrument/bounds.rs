@@ -14,9 +14,8 @@
 //! memory (`cs->c[j]`) is not checked, nor are the stack's arrays: a pointer parameter's buffer has guard pages
 //! of its own.
 
-use super::{builder_error, source_position, InstrumentError, SiteTable};
+use super::{builder_error, InstrumentError, SiteTable};
 use crate::model::llvm::{LLVMOpcode, Layout, Val};
-use crate::types::Build;
 use inkwell::module::Module;
 use inkwell::values::{AsValueRef, BasicMetadataValueEnum, InstructionOpcode, InstructionValue};
 use inkwell::AddressSpace;
@@ -27,15 +26,13 @@ pub const BOUNDS_FN: &str = "__foe_bounds";
 /// Links followed from an access's address back to its object.
 const MAX_CHAIN: usize = 16;
 
-/// One bounded access: where it is and what it reaches into.
+/// One bounded access: what it reaches into, and whether it writes. (No position: a run that ends at it is
+/// named in the function's notes only, [`AccessSite::describe`].)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccessSite {
-    pub build: Build,
     /// The object as C names it (`fact_table`, `table` of `f` for a static local).
     pub object: String,
     pub store: bool,
-    pub line: Option<u32>,
-    pub column: Option<u32>,
 }
 
 impl AccessSite {
@@ -87,11 +84,48 @@ fn indexed_object<'m>(address: Val<'m>, layout: Layout<'m>) -> Option<(Val<'m>, 
     None
 }
 
+/// A load or store that picks an element of a global object by a computed index.
+struct Bounded {
+    /// The operand holding the address (0 for a load, 1 for a store).
+    address_operand: u32,
+    store: bool,
+    /// The object's IR name, its size and the access's, in bytes.
+    object: String,
+    size: u64,
+    width: u64,
+}
+
+/// What [`guard_object_accesses`] checks of `inst`, if anything.
+fn bounded_access(inst: InstructionValue<'_>, layout: Layout<'_>) -> Option<Bounded> {
+    let (address_operand, store) = match inst.get_opcode() {
+        InstructionOpcode::Load => (0, false),
+        InstructionOpcode::Store => (1, true),
+        _ => return None,
+    };
+    let access = Val::new(inst.as_value_ref())?;
+    let address = access.operand(address_operand)?;
+    if address.ty().kind() != inkwell::llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
+        return None;
+    }
+    let (object, size) = indexed_object(address, layout)?;
+    let accessed = if store {
+        access.operand(0)?.ty()
+    } else {
+        access.ty()
+    };
+    Some(Bounded {
+        address_operand,
+        store,
+        object: object.name(),
+        size,
+        width: layout.size(accessed),
+    })
+}
+
 /// Inserts a `__foe_bounds` call before every load and store of `module`'s user functions that picks an element
 /// of a global object by a computed index, recording each access in `sites`. Returns the number inserted.
 pub fn guard_object_accesses(
     module: &Module<'_>,
-    build: Build,
     sites: &mut SiteTable,
 ) -> Result<usize, InstrumentError> {
     let ctx = module.get_context();
@@ -99,77 +133,44 @@ pub fn guard_object_accesses(
     let ptr = ctx.ptr_type(AddressSpace::default());
     let (i64t, i32t) = (ctx.i64_type(), ctx.i32_type());
     let hook = module.get_function(BOUNDS_FN).unwrap_or_else(|| {
-        let ty = ctx.void_type().fn_type(
-            &[
-                ptr.into(),
-                ptr.into(),
-                i64t.into(),
-                i64t.into(),
-                i32t.into(),
-            ],
-            false,
-        );
-        module.add_function(BOUNDS_FN, ty, None)
+        let params = [
+            ptr.into(),
+            ptr.into(),
+            i64t.into(),
+            i64t.into(),
+            i32t.into(),
+        ];
+        module.add_function(BOUNDS_FN, ctx.void_type().fn_type(&params, false), None)
     });
     let builder = ctx.create_builder();
     let mut inserted = 0;
     for function in super::user_functions(module) {
         let fname = function.get_name().to_string_lossy().into_owned();
-        let mut targets: Vec<(InstructionValue<'_>, u32, String, u64, u64)> = Vec::new();
-        for block in function.get_basic_block_iter() {
-            for inst in block.get_instructions() {
-                let (address_operand, store) = match inst.get_opcode() {
-                    InstructionOpcode::Load => (0, false),
-                    InstructionOpcode::Store => (1, true),
-                    _ => continue,
-                };
-                let Some(access) = Val::new(inst.as_value_ref()) else {
-                    continue;
-                };
-                let Some(address) = access.operand(address_operand) else {
-                    continue;
-                };
-                if address.ty().kind() != inkwell::llvm_sys::LLVMTypeKind::LLVMPointerTypeKind {
-                    continue;
-                }
-                let Some((object, size)) = indexed_object(address, layout) else {
-                    continue;
-                };
-                let accessed = if store {
-                    access.operand(0).map(|v| v.ty())
-                } else {
-                    Some(access.ty())
-                };
-                let Some(width) = accessed.map(|t| layout.size(t)) else {
-                    continue;
-                };
-                targets.push((inst, address_operand, object.name(), size, width));
-            }
-        }
-        for (inst, address_operand, object, size, width) in targets {
+        let targets: Vec<(InstructionValue<'_>, Bounded)> = function
+            .get_basic_block_iter()
+            .flat_map(|block| block.get_instructions())
+            .filter_map(|inst| Some((inst, bounded_access(inst, layout)?)))
+            .collect();
+        for (inst, access) in targets {
             let (Some(address), Some(global)) = (
-                inst.get_operand(address_operand)
+                inst.get_operand(access.address_operand)
                     .and_then(|o| o.value())
                     .map(|v| v.into_pointer_value()),
-                module.get_global(&object),
+                module.get_global(&access.object),
             ) else {
                 continue;
             };
-            let loc = source_position(inst);
             let id = sites.accesses.len() as u32;
             sites.accesses.push(AccessSite {
-                build,
-                object: c_name(&object),
-                store: inst.get_opcode() == InstructionOpcode::Store,
-                line: loc.map(|l| l.0),
-                column: loc.map(|l| l.1).filter(|&c| c > 0),
+                object: c_name(&access.object),
+                store: access.store,
             });
             builder.position_before(&inst);
             let args: [BasicMetadataValueEnum<'_>; 5] = [
                 address.into(),
                 global.as_pointer_value().into(),
-                i64t.const_int(size, false).into(),
-                i64t.const_int(width, false).into(),
+                i64t.const_int(access.size, false).into(),
+                i64t.const_int(access.width, false).into(),
                 i32t.const_int(u64::from(id), false).into(),
             ];
             builder
@@ -191,11 +192,8 @@ mod tests {
         assert_eq!(c_name("b2MakeRot.table"), "`table` of `b2MakeRot`");
         assert_eq!(c_name(".str.3"), "a string constant");
         let access = AccessSite {
-            build: Build::P,
             object: c_name("fact_table"),
             store: false,
-            line: Some(1029),
-            column: Some(37),
         };
         assert_eq!(access.describe(), "read outside `fact_table`");
     }

@@ -308,6 +308,69 @@ pub(super) fn undefined_symbols(stderr: &str) -> Vec<String> {
     out
 }
 
+/// The names a link of `objects` (with libm and the C library) would report undefined, as far as the objects
+/// say: the C identifiers they refer to that none of them defines, that the C library does not define, and that
+/// are not reserved (`__muldc3` and the like come from the compiler's runtime). Empty when `link_flags` bring
+/// libraries of their own (a stub would stand in front of their definitions) or an object cannot be read: the
+/// link then names what it misses.
+pub(super) fn predicted_undefined(objects: &[PathBuf], link_flags: &[String]) -> Vec<String> {
+    use object::{Object, ObjectSymbol};
+    let brings_libraries = link_flags.iter().any(|f| {
+        [
+            "-l",
+            "-L",
+            "-Wl",
+            "-Xlinker",
+            "-nostdlib",
+            "-nodefaultlibs",
+            "-static",
+            "-fuse-ld",
+        ]
+        .iter()
+        .any(|p| f.starts_with(p))
+            || [".a", ".so", ".o"].iter().any(|e| f.ends_with(e))
+            || f.contains(".so.")
+    });
+    if brings_libraries {
+        return Vec::new();
+    }
+    let mut needed = std::collections::BTreeSet::new();
+    let mut defined = std::collections::HashSet::new();
+    for obj in objects {
+        let Some(bytes) = std::fs::read(obj).ok() else {
+            return Vec::new();
+        };
+        let Ok(file) = object::File::parse(&*bytes) else {
+            return Vec::new();
+        };
+        for symbol in file.symbols().filter(|s| !s.is_local()) {
+            let Ok(name) = symbol.name() else { continue };
+            if !symbol.is_undefined() {
+                defined.insert(name.to_string());
+            } else if !symbol.is_weak() {
+                needed.insert(name.to_string());
+            }
+        }
+    }
+    needed
+        .into_iter()
+        .filter(|n| !defined.contains(n) && is_unreserved_identifier(n))
+        .filter(|n| !crate::project::c_library_defines(n))
+        .collect()
+}
+
+/// Whether `name` is a C identifier a program may define: not starting with `__` or `_` and a capital.
+fn is_unreserved_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with("__")
+        && !(name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()))
+}
+
 /// Those of `names` that the objects `objects` refer to other than by calling them (a load, or an address taken):
 /// possibly data, so their stubs are guard pages ([`compile_stubs`]). A stub function read as data would give
 /// its code bytes as a value, and both builds would compute with them; a guard page crashes the run instead

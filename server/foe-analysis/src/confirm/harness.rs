@@ -672,7 +672,14 @@ impl Harness {
             objects.extend(stubs.map(Path::to_path_buf));
             objects
         };
-        let known = self.stubs.lock().ok().and_then(|s| s.clone());
+        // The names this link would report undefined are stubbed before it, where the objects say (a failed link
+        // costs as much as one that succeeds); the linker's own list covers what the objects cannot say.
+        let mut known = self.stubs.lock().ok().and_then(|s| s.clone());
+        let mut missing = build::predicted_undefined(&with(None), spec.link_flags);
+        missing.retain(|m| known.as_ref().is_none_or(|k| !k.0.contains(m)));
+        if !missing.is_empty() {
+            known = Some(self.stub(spec, dir, &name, known, missing, &with(None))?);
+        }
         let out = match build::link(
             clang,
             dir,
@@ -680,10 +687,14 @@ impl Harness {
             &exe,
             &with(known.as_ref().map(|k| k.1.as_path())),
         )? {
-            Ok(()) => return built(exe),
+            Ok(()) => {
+                self.remember_stubs(known);
+                return built(exe);
+            }
             Err(out) => out,
         };
         let missing = build::undefined_symbols(&out.stderr);
+        tracing::debug!(probe = ?spec.probe, ?missing, "a link missed symbols the objects did not show");
         if missing.is_empty() || out.timed_out {
             if spec.units.is_some_and(|u| !u.is_empty()) {
                 tracing::debug!(
@@ -701,8 +712,32 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
-        // Without all of the project's units (or past the unit limit), a stub may stand for code the instrumented
-        // builds ran; a stub for data stands for a value nobody knows.
+        let known = self.stub(spec, dir, &name, known, missing, &with(None))?;
+        match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&known.1)))? {
+            Ok(()) => {
+                self.remember_stubs(Some(known));
+                built(exe)
+            }
+            Err(out) => Err(format!(
+                "cannot link the shipped build: {}",
+                crate::exec::first_error(&out.stderr, out.timed_out)
+            )),
+        }
+    }
+
+    /// Stubs `missing` (names a link of `objects` leaves undefined) with the stubs `known` so far: the names and
+    /// the stubs' object. Without all of the project's units (or past the unit limit), a stub may stand for code
+    /// the instrumented builds ran, and a stub for data stands for a value nobody knows: those make the binary
+    /// not the program ([`Harness::stubbed`]).
+    fn stub(
+        &self,
+        spec: &BuildSpec<'_>,
+        dir: &Path,
+        name: &str,
+        known: Option<(Vec<String>, PathBuf)>,
+        missing: Vec<String>,
+        objects: &[PathBuf],
+    ) -> Result<(Vec<String>, PathBuf), String> {
         if let Ok(mut stubbed) = self.stubbed.lock() {
             stubbed.extend(
                 missing
@@ -721,22 +756,25 @@ impl Harness {
         names.dedup();
         // What the project's IR knows is data, and what the objects read rather than call: a datum another
         // file defines is stubbed as code otherwise when the units could not be linked, or without a database.
-        let mut data = build::referred_to_as_data(&with(None), &names);
+        let mut data = build::referred_to_as_data(objects, &names);
         data.extend(self.unresolved_data.iter().cloned());
-        let stubs = build::compile_stubs(clang, dir, &names, &data, &format!("{name}-stubs.o"))?;
-        match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&stubs)))? {
-            Ok(()) => {
-                if let Ok(mut known) = self.stubs.lock() {
-                    if known.as_ref().is_none_or(|k| k.0.len() < names.len()) {
-                        *known = Some((names, stubs));
-                    }
-                }
-                built(exe)
+        let stubs = build::compile_stubs(
+            &self.config.clang,
+            dir,
+            &names,
+            &data,
+            &format!("{name}-stubs.o"),
+        )?;
+        Ok((names, stubs))
+    }
+
+    /// Keeps `stubs` for the later links of this harness when they cover more names than the ones kept.
+    fn remember_stubs(&self, stubs: Option<(Vec<String>, PathBuf)>) {
+        let Some(stubs) = stubs else { return };
+        if let Ok(mut known) = self.stubs.lock() {
+            if known.as_ref().is_none_or(|k| k.0.len() < stubs.0.len()) {
+                *known = Some(stubs);
             }
-            Err(out) => Err(format!(
-                "cannot link the shipped build: {}",
-                crate::exec::first_error(&out.stderr, out.timed_out)
-            )),
         }
     }
 }

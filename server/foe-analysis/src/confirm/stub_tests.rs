@@ -293,3 +293,34 @@ fn stubs_for_what_other_files_define_withhold_a_verdict_only_from_runs_that_reac
         Checked::Kept(d, _) if d.confirmation == Confirmation::Confirmed
     ));
 }
+
+#[test]
+fn the_names_a_link_would_miss_are_read_from_the_objects() {
+    // A project function no object defines is predicted; what the C library, the compiler's runtime (complex
+    // multiplication's `__muldc3`) and the objects themselves define is not; a weak reference is not needed.
+    let src = "#include <math.h>\n#include <complex.h>\ndouble helper(double);\n\
+               extern double table_nobody_defines[4];\n__attribute__((weak)) double optional(double);\n\
+               double mine(double x) { return x; }\n\
+               double f(double x, double _Complex z) { double _Complex w = z * z; \
+               return helper(sin(x)) + mine(creal(w)) + table_nobody_defines[1] + (optional ? optional(x) : 0); }\n";
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
+    let obj = dir.path().join("f.o");
+    build::compile_file(
+        &AnalysisConfig::default().clang,
+        dir.path(),
+        &["-O2".to_string()],
+        src,
+        &obj,
+        dir.path(),
+    )
+    .unwrap();
+    assert_eq!(
+        build::predicted_undefined(std::slice::from_ref(&obj), &[]),
+        vec!["helper".to_string(), "table_nobody_defines".to_string()]
+    );
+    assert!(
+        build::predicted_undefined(std::slice::from_ref(&obj), &["-lhelpers".to_string()])
+            .is_empty(),
+        "a library of the link's own may define them"
+    );
+}

@@ -253,6 +253,7 @@ pub fn analyse(
     let total = Instant::now();
     let db = compile_db(request);
     let config = effective_config(request, db.as_ref());
+    tracing::trace!(ms = ms(total), "compilation database read");
     let mut timings = BTreeMap::new();
 
     progress.phase(Phase::Compile, "compiling P and P'");

@@ -264,6 +264,21 @@ fn processes_inside(child: &Child) -> Vec<libc::pid_t> {
         .collect()
 }
 
+/// Kills the processes inside a child of [`spawn_sandboxed`] (the process between then reaps them and ends);
+/// whether the kernel listed any. Several children are ended sooner by killing inside all of them first, then
+/// reaping each with [`end_sandboxed`].
+pub fn kill_inside(child: &Child) -> bool {
+    let inside = processes_inside(child);
+    for &p in &inside {
+        // SAFETY: signals a child of our own child, listed by the kernel a moment ago; the process between cannot
+        // reap it (and the number be reused) before being signalled itself, as it waits for this very process.
+        unsafe {
+            libc::kill(p, libc::SIGKILL);
+        }
+    }
+    !inside.is_empty()
+}
+
 /// Ends a child of [`spawn_sandboxed`] and the process inside it, and reaps them: when this returns, neither
 /// runs. The process inside (PID 1 of its namespace, a grandchild of foe) is killed first, so that the process
 /// between, which waits for it, reaps it and ends; killing the two together would leave the inside one to die on
@@ -273,16 +288,19 @@ pub fn end_sandboxed(child: &mut Child) -> std::io::Result<std::process::ExitSta
     if let Some(status) = child.try_wait()? {
         return Ok(status);
     }
+    let killed = kill_inside(child);
+    reap_sandboxed(child, killed)
+}
+
+/// Reaps a child of [`spawn_sandboxed`] whose inside processes [`kill_inside`] killed (`inside_killed`): the
+/// process between is given a moment to reap them and end; else (or when it lingers) its whole process group is
+/// killed.
+pub fn reap_sandboxed(
+    child: &mut Child,
+    inside_killed: bool,
+) -> std::io::Result<std::process::ExitStatus> {
     let pid = child.id();
-    let inside = processes_inside(child);
-    for &p in &inside {
-        // SAFETY: signals a child of our own child, listed by the kernel a moment ago; the process between cannot
-        // reap it (and the number be reused) before being signalled itself, as it waits for this very process.
-        unsafe {
-            libc::kill(p, libc::SIGKILL);
-        }
-    }
-    if !inside.is_empty() {
+    if inside_killed {
         let deadline = Instant::now() + REAP_GRACE;
         while Instant::now() < deadline {
             if let Some(status) = child.try_wait()? {

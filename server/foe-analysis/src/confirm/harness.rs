@@ -627,7 +627,14 @@ impl Harness {
         self.objects.get_or_compile(&compile_flags, || {
             let obj = dir.join(format!("{name}.o"));
             let (flags, cwd) = self.file_flags(&compile_flags);
+            let started = std::time::Instant::now();
             build::compile_file(&self.config.clang, &cwd, &flags, source, &obj, dir)?;
+            tracing::trace!(
+                name,
+                flags = compile_flags.join(" "),
+                ms = started.elapsed().as_millis() as u64,
+                "shipped object compiled"
+            );
             Ok(obj)
         })
     }

@@ -572,3 +572,18 @@ fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
         "{exe:?} is neither the sibling's binary nor the shipped one ({shipped:?})"
     );
 }
+
+#[test]
+fn a_count_difference_is_not_probed_past_the_first_pair() {
+    // P underflows twice ((x * 1e-200) is subnormal, then 0); P', re-associated, multiplies by the folded 1e-300
+    // once: the same set, another count. Flush-to-zero and plain -O2 do not explain it (-O2 keeps both products),
+    // and no other divergence of the function needs the later probes: its cause is not looked for.
+    let src = "double twice(double x) { return x * 1e-200 * 1e-100; }\n";
+    let (instrumented, report) =
+        search_and_confirm(src, "twice", Input(vec![ArgValue::F64(1e-120)]));
+    assert_eq!(instrumented, 1);
+    let d = &report.divergences[0];
+    assert_eq!(d.confirmation, Confirmation::TraceOnly, "{d:?}");
+    assert_eq!(d.cause, Cause::NotProbed);
+    assert!(Cause::NotProbed.describe().starts_with("not looked for"));
+}

@@ -313,6 +313,9 @@ pub enum Cause {
     FastMathMacro,
     /// No single option: several fast-math options together.
     Combined,
+    /// Not looked for past flush-to-zero and plain `-O2`: the shipped binaries differ only in the order or number
+    /// of the same exceptions, and the probes built for the file's other divergences do not explain it.
+    NotProbed,
     /// Not determined (the shipped binaries show no set difference, or could not be run).
     #[default]
     Undetermined,
@@ -327,6 +330,9 @@ impl Cause {
         match self {
             Cause::Optimisation => "optimisation that happens without fast-math too (-O2)",
             Cause::Combined => "several fast-math options together",
+            Cause::NotProbed => {
+                "not looked for beyond flush-to-zero and plain -O2 (a difference in count or order only)"
+            }
             // The single options are described by their row of the table above.
             _ => "undetermined",
         }

@@ -537,12 +537,9 @@ fn explain_causes(
             p_run,
             what,
         } = witness;
-        let cause = cause_of(sig, input, p_run, what, &runs[w], bits);
-        report.divergences[*at].cause = match cause {
-            Cause::Undetermined | Cause::Combined if not_probed && !explained[w] => {
-                Cause::NotProbed
-            }
-            cause => cause,
+        report.divergences[*at].cause = match not_probed && !explained[w] {
+            true => Cause::NotProbed,
+            false => cause_of(sig, input, p_run, what, &runs[w], bits),
         };
     }
 }

@@ -266,7 +266,7 @@ fn processes_inside(child: &Child) -> Vec<libc::pid_t> {
 
 /// Kills the processes inside a child of [`spawn_sandboxed`] (the process between then reaps them and ends);
 /// whether the kernel listed any. Several children are ended sooner by killing inside all of them first, then
-/// reaping each with [`end_sandboxed`].
+/// reaping each with [`reap_sandboxed`].
 pub fn kill_inside(child: &Child) -> bool {
     let inside = processes_inside(child);
     for &p in &inside {

@@ -28,8 +28,6 @@ struct LiveDriver {
     /// Calls it was sent.
     calls: usize,
     thread: std::thread::ThreadId,
-    /// Ended and reaped already (by [`Drivers`]' drop, which ends them all at once).
-    reaped: bool,
 }
 
 /// A driver older than this is replaced before its next batch (its CPU-time backstop is cumulative).
@@ -43,9 +41,8 @@ const DRIVER_CPU_SECONDS: u64 = 1800;
 impl Drop for LiveDriver {
     fn drop(&mut self) {
         drop(self.stdin.take());
-        if !self.reaped {
-            let _ = process::end_sandboxed(&mut self.child);
-        }
+        // Returns at once for a driver [`Drivers`]' drop reaped already.
+        let _ = process::end_sandboxed(&mut self.child);
     }
 }
 
@@ -59,17 +56,20 @@ impl Drop for Drivers {
     /// Ends every driver at once (its input closed, the process inside killed) before each is reaped: the waits
     /// overlap instead of adding up (a file's harness ends about eight).
     fn drop(&mut self) {
-        let mut ending: Vec<LiveDriver> = self.live.drain().map(|(_, d)| d).collect();
-        let killed: Vec<bool> = ending
-            .iter_mut()
+        // Per driver still running, whether its inside was killed; one that ended is reaped already (and its
+        // number may be another process's by now: it is not signalled).
+        let killed: Vec<Option<bool>> = self
+            .live
+            .values_mut()
             .map(|d| {
                 drop(d.stdin.take());
-                matches!(d.child.try_wait(), Ok(None)) && process::kill_inside(&d.child)
+                matches!(d.child.try_wait(), Ok(None)).then(|| process::kill_inside(&d.child))
             })
             .collect();
-        for (driver, killed) in ending.iter_mut().zip(killed) {
-            let _ = process::reap_sandboxed(&mut driver.child, killed);
-            driver.reaped = true;
+        for (driver, killed) in self.live.values_mut().zip(killed) {
+            if let Some(killed) = killed {
+                let _ = process::reap_sandboxed(&mut driver.child, killed);
+            }
         }
     }
 }
@@ -142,7 +142,6 @@ fn start(exe: &Path, limit_ms: u64, memory_mib: u64) -> Result<LiveDriver, Strin
         started: Instant::now(),
         calls: 0,
         thread: std::thread::current().id(),
-        reaped: false,
     })
 }
 

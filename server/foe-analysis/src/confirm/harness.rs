@@ -681,11 +681,12 @@ impl Harness {
         };
         // The names this link would report undefined are stubbed before it, where the objects say (a failed link
         // costs as much as one that succeeds); the linker's own list covers what the objects cannot say.
+        let unstubbed = with(None);
         let mut known = self.stubs.lock().ok().and_then(|s| s.clone());
-        let mut missing = build::predicted_undefined(&with(None), spec.link_flags);
+        let mut missing = build::predicted_undefined(&unstubbed, spec.link_flags);
         missing.retain(|m| known.as_ref().is_none_or(|k| !k.0.contains(m)));
         if !missing.is_empty() {
-            known = Some(self.stub(spec, dir, &name, known, missing, &with(None))?);
+            known = Some(self.stub(spec, dir, &name, known, missing, &unstubbed)?);
         }
         let out = match build::link(
             clang,
@@ -719,7 +720,7 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             ));
         }
-        let known = self.stub(spec, dir, &name, known, missing, &with(None))?;
+        let known = self.stub(spec, dir, &name, known, missing, &unstubbed)?;
         match build::link(clang, dir, spec.link_flags, &exe, &with(Some(&known.1)))? {
             Ok(()) => {
                 self.remember_stubs(Some(known));

@@ -81,9 +81,10 @@ impl Drivers {
         &mut self,
         exe: &Path,
         lines: &[String],
-        limit_ms: u64,
-        memory_mib: u64,
+        limits: DriverLimits,
+        mode: DriverMode,
     ) -> Result<(Vec<Reply>, bool), String> {
+        let limit_ms = limits.limit_ms;
         let reusable = self.live.get_mut(exe).is_some_and(|d| {
             d.thread == std::thread::current().id()
                 && d.started.elapsed() < MAX_DRIVER_AGE
@@ -94,7 +95,7 @@ impl Drivers {
             tracing::trace!(exe = %exe.display(), "starting a driver");
             self.live.remove(exe);
             self.live
-                .insert(exe.to_path_buf(), start(exe, limit_ms, memory_mib)?);
+                .insert(exe.to_path_buf(), start(exe, limits, mode)?);
         }
         let driver = self.live.get_mut(exe).expect("just made");
         let exchanged = exchange(driver, lines, limit_ms);
@@ -105,13 +106,38 @@ impl Drivers {
     }
 }
 
+/// A driver's limits: per call, in milliseconds of CPU time, and for the process's memory.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DriverLimits {
+    pub limit_ms: u64,
+    pub memory_mib: u64,
+}
+
+/// How a driver runs its binary's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DriverMode {
+    /// With the floating-point state the binary's start-up code left.
+    AsLinked,
+    /// With flush-to-zero and denormals-are-zero cleared first: the flush-to-zero probe, which so runs the
+    /// fast-math binary itself instead of a link without `crtfastmath.o` (that object only sets them). A
+    /// binary's driver always runs in one mode: the probe's binary has a path of its own.
+    WithoutDazFtz,
+}
+
 /// Starts `exe`'s driver sandboxed (as the worker is: the shipped binary runs the user's code), writing only in a
 /// scratch directory of its own.
-fn start(exe: &Path, limit_ms: u64, memory_mib: u64) -> Result<LiveDriver, String> {
+fn start(exe: &Path, limits: DriverLimits, mode: DriverMode) -> Result<LiveDriver, String> {
+    let DriverLimits {
+        limit_ms,
+        memory_mib,
+    } = limits;
     let dir = exe.parent().unwrap_or(Path::new("/"));
     let mut cmd = process::command(exe, dir);
     // The driver's own limit per call.
     cmd.arg(limit_ms.to_string());
+    if mode == DriverMode::WithoutDazFtz {
+        cmd.arg("no-daz-ftz");
+    }
     let limits = SandboxLimits {
         memory_mib: memory_mib.max(64),
         cpu_seconds: DRIVER_CPU_SECONDS,

@@ -666,6 +666,17 @@ impl Harness {
             return Ok(exe);
         }
         let exe = dir.join(&name);
+        if spec.probe == Probe::Without(Cause::FlushToZero) {
+            if let Some(shipped) = object.as_ref().and_then(|o| self.shipped_of(o, spec.units)) {
+                // `crtfastmath.o` only sets FTZ/DAZ at start-up (and the objects' own start-up code is removed),
+                // so the fast-math binary with them cleared by its driver is the probe: no link. Under a name of
+                // its own, so that its driver and its runs are not the fast-math binary's.
+                if std::fs::hard_link(&shipped, &exe).is_ok() {
+                    tracing::debug!(shipped = %shipped.display(), "the flush-to-zero probe is the fast-math binary");
+                    return Ok(exe);
+                }
+            }
+        }
         let built = |exe: PathBuf| {
             if let Some(object) = object {
                 self.same
@@ -731,6 +742,17 @@ impl Harness {
                 crate::exec::first_error(&out.stderr, out.timed_out)
             )),
         }
+    }
+
+    /// The fast-math binary (as shipped, with debug info) linked from the analysed file's `object` and `units`,
+    /// where this machine's flush-to-zero is the one its driver can clear (x86-64's MXCSR).
+    fn shipped_of(&self, object: &blake3::Hash, units: Option<&[PathBuf]>) -> Option<PathBuf> {
+        if !cfg!(target_arch = "x86_64") {
+            return None;
+        }
+        let (_, shipped_link) = self.flags(Probe::Shipped);
+        self.same
+            .find(&self.config.clang, object, true, units, &shipped_link)
     }
 
     /// Stubs `missing` (names a link of `objects` leaves undefined) with the stubs `known` so far: the names and

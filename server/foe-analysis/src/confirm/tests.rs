@@ -214,6 +214,47 @@ fn a_confirmed_divergence_gets_its_cause() {
     assert_eq!(d.cause, Cause::FlushToZero);
 }
 
+#[test]
+fn the_flush_to_zero_probe_is_the_fast_math_binary_run_without_ftz_and_daz() {
+    // An inexact subnormal product: the plain build underflows and returns it, the fast-math one flushes it to
+    // zero, the probe does as the plain build.
+    let src = "double f(double x) { return x * 0x1p-1000; }\n";
+    let (_dir, mut h) = harness_of_f(src);
+    let input = doubles(&[f64::from_bits((1023 - 40) << 52 | 1)]);
+    let result = |h: &mut Harness, probe| {
+        let run = h.run(probe, "f", &input).unwrap().remove(0);
+        (run.end, f64::from_bits(run.produced.result))
+    };
+    let subnormal = f64::from_bits(1 << (1074 - 1040));
+    let underflow = ShippedEnd::Raised(8);
+    assert_eq!(result(&mut h, Probe::Reference), (underflow, subnormal));
+    let (_, flushed) = result(&mut h, Probe::Shipped);
+    assert_eq!(flushed, 0.0, "the fast-math binary flushes the product");
+    assert_eq!(
+        result(&mut h, Probe::Without(Cause::FlushToZero)),
+        (underflow, subnormal)
+    );
+    // No link made it: it is the fast-math binary under its own name (on x86-64, whose MXCSR the driver clears).
+    if cfg!(target_arch = "x86_64") {
+        use std::os::unix::fs::MetadataExt;
+        let inode = |probe| {
+            std::fs::metadata(h.binaries[&probe].as_ref().unwrap())
+                .unwrap()
+                .ino()
+        };
+        assert_eq!(
+            inode(Probe::Without(Cause::FlushToZero)),
+            inode(Probe::Shipped)
+        );
+        assert_ne!(
+            h.binaries[&Probe::Without(Cause::FlushToZero)],
+            h.binaries[&Probe::Shipped]
+        );
+    }
+    // And the fast-math binary's own runs keep FTZ/DAZ: its driver is not the probe's.
+    assert_eq!(result(&mut h, Probe::Shipped).1, 0.0);
+}
+
 /// The shipped harness of `src`, which defines `double f(double x)`, with a 100 ms run limit (and the directory
 /// that holds the file, to keep alive).
 fn harness_of_f(src: &str) -> (tempfile::TempDir, Harness) {

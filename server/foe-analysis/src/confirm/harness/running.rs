@@ -2,9 +2,10 @@
 //! (the run cache), the driver processes kept running (`confirm/driver.rs`), the traces placed with each
 //! binary's debug info.
 
-use super::super::driver::Reply;
+use super::super::driver::{DriverLimits, DriverMode, Reply};
 use super::super::{thunks, trace};
 use super::{Harness, Probe, Produced, ShippedEnd, ShippedRun};
+use crate::report::Cause;
 use crate::types::{ArgValue, Input};
 use std::path::Path;
 use std::sync::Mutex;
@@ -93,7 +94,17 @@ impl Harness {
         while replies.len() < lines.len() {
             let rest = &lines[replies.len()..];
             let drivers = self.drivers.get_mut().map_err(|_| "a driver panicked")?;
-            let (got, started) = drivers.run(exe, rest, limit_ms, self.config.memory_limit_mib)?;
+            let limits = DriverLimits {
+                limit_ms,
+                memory_mib: self.config.memory_limit_mib,
+            };
+            // Whether it was linked without `crtfastmath.o` or is the fast-math binary itself, the flush-to-zero
+            // probe runs with FTZ/DAZ off.
+            let mode = match probe {
+                Probe::Without(Cause::FlushToZero) => DriverMode::WithoutDazFtz,
+                _ => DriverMode::AsLinked,
+            };
+            let (got, started) = drivers.run(exe, rest, limits, mode)?;
             launches += u64::from(started);
             let n = got.len();
             let stopped = got.last().is_some_and(|r| r.0 == ShippedEnd::TimedOut);

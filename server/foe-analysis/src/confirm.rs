@@ -24,6 +24,7 @@ mod build;
 mod driver;
 mod early;
 mod harness;
+mod probe;
 mod reuse;
 mod sweep;
 mod thunks;

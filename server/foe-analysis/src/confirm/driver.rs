@@ -49,7 +49,9 @@ impl Drop for LiveDriver {
 /// The drivers of a harness's binaries, one running process per binary.
 #[derive(Default)]
 pub(super) struct Drivers {
-    live: HashMap<PathBuf, LiveDriver>,
+    /// Per binary and mode: a binary the flush-to-zero probe shares with P' (linked without FTZ/DAZ already) has
+    /// a driver for each.
+    live: HashMap<(PathBuf, DriverMode), LiveDriver>,
 }
 
 impl Drop for Drivers {
@@ -85,22 +87,22 @@ impl Drivers {
         mode: DriverMode,
     ) -> Result<(Vec<Reply>, bool), String> {
         let limit_ms = limits.limit_ms;
-        let reusable = self.live.get_mut(exe).is_some_and(|d| {
+        let key = (exe.to_path_buf(), mode);
+        let reusable = self.live.get_mut(&key).is_some_and(|d| {
             d.thread == std::thread::current().id()
                 && d.started.elapsed() < MAX_DRIVER_AGE
                 && d.calls < MAX_DRIVER_CALLS
                 && matches!(d.child.try_wait(), Ok(None))
         });
         if !reusable {
-            tracing::trace!(exe = %exe.display(), "starting a driver");
-            self.live.remove(exe);
-            self.live
-                .insert(exe.to_path_buf(), start(exe, limits, mode)?);
+            tracing::trace!(exe = %exe.display(), ?mode, "starting a driver");
+            self.live.remove(&key);
+            self.live.insert(key.clone(), start(exe, limits, mode)?);
         }
-        let driver = self.live.get_mut(exe).expect("just made");
+        let driver = self.live.get_mut(&key).expect("just made");
         let exchanged = exchange(driver, lines, limit_ms);
         if !matches!(exchanged, Ok((_, true))) {
-            self.live.remove(exe);
+            self.live.remove(&key);
         }
         exchanged.map(|(replies, _)| (replies, !reusable))
     }
@@ -114,13 +116,13 @@ pub(super) struct DriverLimits {
 }
 
 /// How a driver runs its binary's calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum DriverMode {
     /// With the floating-point state the binary's start-up code left.
     AsLinked,
     /// With flush-to-zero and denormals-are-zero cleared first: the flush-to-zero probe, which so runs the
-    /// fast-math binary itself instead of a link without `crtfastmath.o` (that object only sets them). A
-    /// binary's driver always runs in one mode: the probe's binary has a path of its own.
+    /// fast-math binary itself instead of a link without `crtfastmath.o` (that object only sets them), under a
+    /// path of its own so that its runs are cached apart from P''s.
     WithoutDazFtz,
 }
 

@@ -66,11 +66,20 @@ pub(super) fn refute(
     let mut boxes = split_at_gaps(bounds, &gaps);
     boxes.reverse();
     let mut bisections = 0;
+    let mut centred_refutations = 0;
+    let mut nodes = None;
     let mut open = Vec::new();
     while let Some(b) = boxes.pop() {
         let mut memo = sym::FingerprintMap::default();
         if eval(formula, &b, &mut memo) == Abs::Bool(Truth::False) {
             continue;
+        }
+        if let [param] = mentioned.as_slice() {
+            let nodes = nodes.get_or_insert_with(|| centred::Nodes::of(formula));
+            if centred::refutes(formula, nodes, &b, *param) {
+                centred_refutations += 1;
+                continue;
+            }
         }
         let halves = (bisections < MAX_BISECTIONS && mentioned.len() == 1)
             .then(|| bisect(&b, &mentioned))
@@ -87,6 +96,7 @@ pub(super) fn refute(
     tracing::trace!(
         refuted = open.is_empty(),
         bisections,
+        centred_refutations,
         params = mentioned.len(),
         "interval refutation"
     );
@@ -680,5 +690,6 @@ fn eval_logic(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Ab
     }
 }
 
+mod centred;
 #[cfg(test)]
 mod tests;

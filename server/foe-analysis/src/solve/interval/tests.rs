@@ -261,3 +261,46 @@ fn intervals_are_halved_in_floats() {
     assert_eq!(upper(0.0, 8.0), 8.0 / 1048576.0);
     assert!(bisect(&vec![Some((1.0, 1.0))], &[0]).is_none());
 }
+
+/// `(x + 1000)² - 2000·x - 10⁶ + 1/2`, which is `x² + 1/2`, written so that its terms are a million times its value.
+fn cancelling_square() -> Expr {
+    let d = FloatFormat::Double;
+    let shifted = sym::arith(ArithOp::Add, d, x(), sym::real_i(1000));
+    let square = sym::arith(ArithOp::Mul, d, shifted.clone(), shifted);
+    let linear = sym::arith(ArithOp::Mul, d, sym::real_i(2000), x());
+    let less = sym::arith(ArithOp::Sub, d, square, linear);
+    let less = sym::arith(ArithOp::Sub, d, less, sym::real_i(1_000_000));
+    sym::arith(ArithOp::Add, d, less, sym::real_f64(0.5))
+}
+
+#[test]
+fn the_centred_form_refutes_a_tiny_value_of_a_series_whose_terms_cancel() {
+    // Intervals alone cannot: on a box of width w the terms' spread is some 4000·w, and sixteen bisections do not
+    // bring it under 1/2 everywhere; the centred form's excess is of the order of w².
+    let tiny = sym::lt(sym::abs(cancelling_square()), sym::real_f64(1e-300));
+    assert!(refutes(&tiny, &sig(1), Some(&domain(-1.0, 1.0))));
+    let mut memo = sym::FingerprintMap::default();
+    let whole = narrowed_box(&tiny, &sig(1), Some(&domain(-1.0, 1.0))).unwrap().0;
+    assert_ne!(eval(&tiny, &whole, &mut memo), Abs::Bool(Truth::False));
+    // Where the value does reach zero (x² - 1/2 has roots at ±0.707), the formula is not refuted.
+    let root = sym::arith(
+        ArithOp::Sub,
+        FloatFormat::Double,
+        cancelling_square(),
+        sym::real_i(1),
+    );
+    let reaches = sym::lt(sym::abs(root), sym::real_f64(1e-300));
+    assert!(!refutes(&reaches, &sig(1), Some(&domain(-1.0, 1.0))));
+}
+
+#[test]
+fn on_a_box_where_intervals_leave_the_cancelling_series_open_the_centred_form_closes_it() {
+    let tiny = sym::lt(sym::abs(cancelling_square()), sym::real_f64(1e-300));
+    let (bounds, _) = narrowed_box(&tiny, &sig(1), Some(&domain(-1.0, 1.0))).unwrap();
+    // Plain intervals on a box of width 2^-10 at the minimum: the terms spread over some 4, around 1/2.
+    let w = 2f64.powi(-10);
+    let mut near = bounds.clone();
+    near[0] = Some((0.0, w));
+    assert_ne!(eval(&tiny, &near, &mut Default::default()), Abs::Bool(Truth::False));
+    assert!(centred::refutes(&tiny, &centred::Nodes::of(&tiny), &near, 0));
+}

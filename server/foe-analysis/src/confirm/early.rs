@@ -1,34 +1,29 @@
 //! The shipped binaries built early: they depend on the file and its flags, not on what the solver and the
 //! search find, so P and P' are built on a thread of the lowest priority while the functions are solved (whose
-//! threads leave a core idle about half of the time) and searched, and the first pair of cause probes after them,
-//! on a thread of their own. The first function with inputs to run on the shipped binaries waits for P and P'
-//! only; the first divergence whose cause is looked for waits for the pair ([`Harness::prepare`] takes them
-//! over). While no function has asked for the harness, the second pair is built after the first. When the
-//! analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed, no new one
+//! threads leave a core idle about half of the time) and searched, and the first stage of cause probes after
+//! them, on a thread of their own. The first function with inputs to run on the shipped binaries waits for P and P'
+//! only; the first divergence whose cause is looked for waits for the first stage of probes ([`Harness::prepare`]
+//! takes them over). While no function has asked for the harness, the second stage is built after the first.
+//! When the analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed, no new one
 //! started) and waited for: no build outlives it.
 
 use super::{Harness, Probe};
-use crate::report::Cause;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// The binaries a divergence needs first: P and P' to confirm it (and to run the inputs the instrumented builds
-/// agree on), then the flush-to-zero and plain `-O2` probes for its cause ([`super::decide`] asks them first).
-pub const EARLY_PROBES: [Probe; 4] = [
-    Probe::Reference,
-    Probe::Shipped,
-    Probe::Without(Cause::FlushToZero),
-    Probe::Without(Cause::Optimisation),
-];
+/// agree on), then the first stage of cause probes ([`super::probe_stages`]: flush-to-zero, plain `-O2` and the
+/// first option, which [`super::decide`] asks first).
+pub fn early_probes() -> Vec<Probe> {
+    let mut probes = vec![Probe::Reference, Probe::Shipped];
+    probes.extend(super::probe_stages().into_iter().next().unwrap_or_default());
+    probes
+}
 
-/// The pair of cause probes [`super::decide`] asks after the first pair (which is in [`EARLY_PROBES`]).
+/// The stage of cause probes [`super::decide`] asks after the first.
 fn later_probes() -> Vec<Probe> {
-    super::probe_order()
-        .chunks(2)
-        .nth(1)
-        .map(<[Probe]>::to_vec)
-        .unwrap_or_default()
+    super::probe_stages().into_iter().nth(1).unwrap_or_default()
 }
 
 /// A harness being prepared in the background, or ready.
@@ -44,7 +39,7 @@ pub struct EarlyHarness<'a> {
 }
 
 impl<'a> EarlyHarness<'a> {
-    /// Starts building [`EARLY_PROBES`] of the harness `make` gives: P and P', then the first cause pair on a
+    /// Starts building [`early_probes`] of the harness `make` gives: P and P', then the first cause stage on a
     /// thread of its own.
     pub fn start(make: impl Fn() -> Harness + 'a) -> EarlyHarness<'a> {
         let mut harness = make();
@@ -57,7 +52,8 @@ impl<'a> EarlyHarness<'a> {
             .spawn(move || {
                 lowest_priority();
                 crate::process::stop_tools_when(Some(stop_builds.clone()));
-                let (shipped, causes) = EARLY_PROBES.split_at(2);
+                let early = early_probes();
+                let (shipped, causes) = early.split_at(2);
                 let first_pair = harness.sibling();
                 harness.prepare(shipped);
                 if !stop_builds.load(Ordering::Acquire) {

@@ -435,6 +435,33 @@ fn code_chosen_by_the_fast_math_macro_is_its_cause_when_p_prime_without_only_the
     assert_eq!(decide(one), Cause::Contraction);
 }
 
+#[test]
+fn the_first_stage_of_probes_compiles_two_and_finite_math_is_asked_before_contraction() {
+    let stages = probe_stages();
+    assert_eq!(
+        stages[0],
+        [
+            Probe::Without(Cause::FlushToZero),
+            Probe::Without(Cause::Optimisation),
+            Probe::Without(Cause::Reassociation),
+        ]
+    );
+    assert!(stages[1..].iter().all(|s| s.len() <= 2));
+    let flat: Vec<Probe> = stages.concat();
+    assert_eq!(flat, probe_order());
+    assert_eq!(flat.len(), PROBES.len() + 1, "every probe once, and plain -O2");
+    let at = |c: Cause| flat.iter().position(|p| *p == Probe::Without(c));
+    assert!(at(Cause::FiniteMath) < at(Cause::Contraction));
+    // Where both would explain a divergence, the one asked first is its cause.
+    let both = |p: Probe| {
+        Some(matches!(
+            p,
+            Probe::Without(Cause::Contraction | Cause::FiniteMath | Cause::Optimisation)
+        ))
+    };
+    assert_eq!(decide(both), Cause::FiniteMath);
+}
+
 /// The shipped traces of `name` in `src` on `input`, for P and P'.
 fn shipped_traces(src: &str, name: &str, s: FunctionSignature, input: Input) -> [ShippedRun; 2] {
     let dir = crate::scratch::tempdir("foe-test").unwrap();

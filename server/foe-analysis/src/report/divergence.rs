@@ -331,7 +331,7 @@ impl Cause {
             Cause::Optimisation => "optimisation that happens without fast-math too (-O2)",
             Cause::Combined => "several fast-math options together",
             Cause::NotProbed => {
-                "not looked for beyond flush-to-zero and plain -O2 (a difference in count or order only)"
+                "not looked for beyond flush-to-zero, plain -O2 and re-association (a difference in count or order only)"
             }
             // The single options are described by their row of the table above.
             _ => "undetermined",

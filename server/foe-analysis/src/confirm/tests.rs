@@ -449,7 +449,11 @@ fn the_first_stage_of_probes_compiles_two_and_finite_math_is_asked_before_contra
     assert!(stages[1..].iter().all(|s| s.len() <= 2));
     let flat: Vec<Probe> = stages.concat();
     assert_eq!(flat, probe_order());
-    assert_eq!(flat.len(), PROBES.len() + 1, "every probe once, and plain -O2");
+    assert_eq!(
+        flat.len(),
+        PROBES.len() + 1,
+        "every probe once, and plain -O2"
+    );
     let at = |c: Cause| flat.iter().position(|p| *p == Probe::Without(c));
     assert!(at(Cause::FiniteMath) < at(Cause::Contraction));
     // Where both would explain a divergence, the one asked first is its cause.

@@ -57,7 +57,10 @@ pub(super) fn refutes(formula: &Expr, nodes: &Nodes, b: &Box, param: usize) -> b
     for e in &nodes.0 {
         let on_param = match e.kind() {
             Kind::Param { index, .. } => *index as usize == param,
-            _ => e.children().iter().any(|c| depends.contains(&c.fingerprint())),
+            _ => e
+                .children()
+                .iter()
+                .any(|c| depends.contains(&c.fingerprint())),
         };
         if on_param {
             depends.insert(e.fingerprint());

@@ -280,7 +280,9 @@ fn the_centred_form_refutes_a_tiny_value_of_a_series_whose_terms_cancel() {
     let tiny = sym::lt(sym::abs(cancelling_square()), sym::real_f64(1e-300));
     assert!(refutes(&tiny, &sig(1), Some(&domain(-1.0, 1.0))));
     let mut memo = sym::FingerprintMap::default();
-    let whole = narrowed_box(&tiny, &sig(1), Some(&domain(-1.0, 1.0))).unwrap().0;
+    let whole = narrowed_box(&tiny, &sig(1), Some(&domain(-1.0, 1.0)))
+        .unwrap()
+        .0;
     assert_ne!(eval(&tiny, &whole, &mut memo), Abs::Bool(Truth::False));
     // Where the value does reach zero (x² - 1/2 has roots at ±0.707), the formula is not refuted.
     let root = sym::arith(
@@ -301,6 +303,14 @@ fn on_a_box_where_intervals_leave_the_cancelling_series_open_the_centred_form_cl
     let w = 2f64.powi(-10);
     let mut near = bounds.clone();
     near[0] = Some((0.0, w));
-    assert_ne!(eval(&tiny, &near, &mut Default::default()), Abs::Bool(Truth::False));
-    assert!(centred::refutes(&tiny, &centred::Nodes::of(&tiny), &near, 0));
+    assert_ne!(
+        eval(&tiny, &near, &mut Default::default()),
+        Abs::Bool(Truth::False)
+    );
+    assert!(centred::refutes(
+        &tiny,
+        &centred::Nodes::of(&tiny),
+        &near,
+        0
+    ));
 }

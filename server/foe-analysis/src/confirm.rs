@@ -728,14 +728,19 @@ pub fn decide(same_as_p: impl Fn(Probe) -> Option<bool>) -> Cause {
     }
 }
 
-/// Whether the macro probe is worth building for a witness: two single options each gave P's exceptions. Every
-/// single-option probe drops `__FAST_MATH__` as well, so a divergence the macro makes looks removed by each of
-/// them; one that a single option makes is removed by that option alone.
+/// Whether the macro probe is worth building for a witness: two single options each gave P's exceptions, or one
+/// did while others have not run yet (an early stage). Every single-option probe drops `__FAST_MATH__` as well,
+/// so a divergence the macro makes looks removed by each of them; one that a single option makes is removed by
+/// that option alone, which only every option's run shows.
 fn needs_macro_probe(same_as_p: impl Fn(Probe) -> Option<bool>) -> bool {
-    let options = probe_order()
+    let options: Vec<Option<bool>> = probe_order()
         .into_iter()
-        .filter(|p| !matches!(p, Probe::Without(Cause::FlushToZero | Cause::Optimisation)));
-    same_as_p(MACRO_PROBE).is_none() && options.filter(|&p| same_as_p(p) == Some(true)).count() >= 2
+        .filter(|p| !matches!(p, Probe::Without(Cause::FlushToZero | Cause::Optimisation)))
+        .map(&same_as_p)
+        .collect();
+    let removed = options.iter().filter(|r| **r == Some(true)).count();
+    let unrun = options.iter().any(Option::is_none);
+    same_as_p(MACRO_PROBE).is_none() && (removed >= 2 || (removed == 1 && unrun))
 }
 
 fn join(a: &str, b: &str) -> String {

@@ -433,6 +433,14 @@ fn code_chosen_by_the_fast_math_macro_is_its_cause_when_p_prime_without_only_the
     };
     assert!(!needs_macro_probe(one));
     assert_eq!(decide(one), Cause::Contraction);
+    // One option gives P's result and the others have not run yet (the first stage): the macro probe is built,
+    // or a divergence the macro makes would be put down to re-association, the first stage's option.
+    let first_stage = |probe: Probe| match probe {
+        Probe::Without(Cause::FlushToZero) => Some(false),
+        Probe::Without(Cause::Optimisation | Cause::Reassociation) => Some(true),
+        _ => None,
+    };
+    assert!(needs_macro_probe(first_stage));
 }
 
 #[test]

@@ -467,8 +467,9 @@ fn explain_causes(
     // gives P's exceptions, so later probes would not change its cause.
     //
     // A divergence the shipped binaries show only as another order or number of the same exceptions does not
-    // have probes built for it past the first stage (flush-to-zero, plain `-O2` and re-association, built early): it is explained
-    // by the probes the file's other divergences need, and else said not looked for ([`Cause::NotProbed`]).
+    // have probes built for it past the first stage (flush-to-zero, plain `-O2` and re-association, built
+    // early): it is explained by the probes the file's other divergences need, and else said not looked for
+    // ([`Cause::NotProbed`]).
     // Proving "several options together" takes every probe, and such a difference is the least of what foe
     // reports: on the median files of the corpus, its later probes were a tenth of the time.
     //
@@ -476,8 +477,7 @@ fn explain_causes(
     let mut runs: Vec<HashMap<Probe, ShippedRun>> = vec![HashMap::new(); to_explain.len()];
     let mut explained = vec![false; to_explain.len()];
     let mut not_probed = false;
-    for (i, stage) in probe_stages().iter().enumerate() {
-        let pair = stage.as_slice();
+    for (i, pair) in probe_stages().iter().map(Vec::as_slice).enumerate() {
         let open: Vec<usize> = (0..to_explain.len()).filter(|&w| !explained[w]).collect();
         if open.is_empty() {
             break;

@@ -75,7 +75,7 @@ pub(super) fn refute(
             continue;
         }
         if let [param] = mentioned.as_slice() {
-            let nodes = nodes.get_or_insert_with(|| centred::Nodes::of(formula));
+            let nodes = nodes.get_or_insert_with(|| centred::Nodes::of(formula, *param));
             if centred::refutes(formula, nodes, &b, *param) {
                 centred_refutations += 1;
                 continue;

@@ -16,11 +16,12 @@ use super::{arith, eval, eval_real, Abs, Box, Truth};
 use crate::sym::{self, ArithOp, Expr, Kind};
 
 /// The formula's nodes, children first, with the real conditions of its exception nodes (which the evaluation
-/// builds when it meets them) in front of each: computed once per formula, used on every box.
-pub(in crate::solve) struct Nodes(Vec<Expr>);
+/// builds when it meets them) in front of each, and whether each depends on the parameter: computed once per
+/// formula, used on every box.
+pub(in crate::solve) struct Nodes(Vec<(Expr, bool)>);
 
 impl Nodes {
-    pub(in crate::solve) fn of(formula: &Expr) -> Nodes {
+    pub(in crate::solve) fn of(formula: &Expr, param: usize) -> Nodes {
         let mut nodes = Vec::new();
         let mut seen = sym::FingerprintSet::default();
         for e in formula.postorder() {
@@ -35,6 +36,23 @@ impl Nodes {
                 nodes.push(e);
             }
         }
+        let mut depends = sym::FingerprintSet::default();
+        let nodes = nodes
+            .into_iter()
+            .map(|e| {
+                let on_param = match e.kind() {
+                    Kind::Param { index, .. } => *index as usize == param,
+                    _ => e
+                        .children()
+                        .iter()
+                        .any(|c| depends.contains(&c.fingerprint())),
+                };
+                if on_param {
+                    depends.insert(e.fingerprint());
+                }
+                (e, on_param)
+            })
+            .collect();
         Nodes(nodes)
     }
 }
@@ -54,18 +72,7 @@ pub(super) fn refutes(formula: &Expr, nodes: &Nodes, b: &Box, param: usize) -> b
     let mut at_centre = sym::FingerprintMap::default();
     let mut tight = sym::FingerprintMap::default();
     let mut slopes: sym::FingerprintMap<Option<(f64, f64)>> = sym::FingerprintMap::default();
-    let mut depends = sym::FingerprintSet::default();
-    for e in &nodes.0 {
-        let on_param = match e.kind() {
-            Kind::Param { index, .. } => *index as usize == param,
-            _ => e
-                .children()
-                .iter()
-                .any(|c| depends.contains(&c.fingerprint())),
-        };
-        if on_param {
-            depends.insert(e.fingerprint());
-        }
+    for (e, on_param) in &nodes.0 {
         if e.sort() != sym::Sort::Real {
             continue;
         }
@@ -73,7 +80,7 @@ pub(super) fn refutes(formula: &Expr, nodes: &Nodes, b: &Box, param: usize) -> b
             Kind::Ite { .. } => eval(e, b, &mut tight),
             _ => eval_real(e, b, &mut tight),
         };
-        let slope = match on_param {
+        let slope = match *on_param {
             true => slope(e, param, b, &mut tight, &slopes),
             false => Some((0.0, 0.0)),
         };

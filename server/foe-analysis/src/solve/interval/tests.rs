@@ -309,7 +309,7 @@ fn on_a_box_where_intervals_leave_the_cancelling_series_open_the_centred_form_cl
     );
     assert!(centred::refutes(
         &tiny,
-        &centred::Nodes::of(&tiny),
+        &centred::Nodes::of(&tiny, 0),
         &near,
         0
     ));

@@ -297,7 +297,7 @@ fn solve_reusing(
         work_exhausted: run.meter.exhausted.get(),
         ..SolveOutcome::default()
     };
-    let outcome = run.settle(outcome, real, &known, &first.todo, fp);
+    let outcome = run.settle(outcome, real, &known, (&first.todo, first.inside), fp);
     tracing::debug!(
         function = %sig.name,
         unique = outcome.formulae.unique,
@@ -395,6 +395,9 @@ struct FirstPhase {
     todo: Vec<usize>,
     /// Formulae whose input is a crossing the cheap layer found (not retried in the FP theory).
     crossings: HashSet<usize>,
+    /// Underflows the cheap layer found: inputs inside the region beside its edge, by job (searched after the
+    /// edge: [`seeds::Found::inside`]).
+    inside: HashMap<usize, Vec<Input>>,
 }
 
 impl RealResult {
@@ -477,6 +480,7 @@ impl SolveRun<'_> {
         // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
         // raises the exception, so the floating-point retry is not asked for one.
         let crossings = std::sync::Mutex::new(HashSet::new());
+        let inside = std::sync::Mutex::new(HashMap::new());
         let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
             if limits.out_of_time() {
                 return RealResult::gave_up();
@@ -485,6 +489,9 @@ impl SolveRun<'_> {
             let seeded = |found: seeds::Found| {
                 if !found.holds {
                     crossings.lock().expect("not poisoned").insert(i);
+                }
+                if !found.inside.is_empty() {
+                    inside.lock().expect("not poisoned").insert(i, found.inside);
                 }
                 RealResult {
                     verdict: Verdict::Sat,
@@ -559,6 +566,7 @@ impl SolveRun<'_> {
             capped,
             todo,
             crossings: crossings.into_inner().expect("not poisoned"),
+            inside: inside.into_inner().expect("not poisoned"),
         }
     }
 
@@ -661,13 +669,14 @@ impl SolveRun<'_> {
     }
 
     /// Fills `outcome` from the phases' results: each job's result (an exact input of the FP theory preferred),
-    /// the counts, the distinct candidates in query order and, without a domain, the verdicts learned.
+    /// the counts, the distinct candidates in query order (an underflow's input inside its region after its
+    /// edge) and, without a domain, the verdicts learned.
     fn settle(
         &self,
         mut outcome: SolveOutcome,
         real: Vec<Option<RealResult>>,
         known: &[Option<RealResult>],
-        todo: &[usize],
+        (todo, mut inside): (&[usize], HashMap<usize, Vec<Input>>),
         mut fp: HashMap<usize, Input>,
     ) -> SolveOutcome {
         let jobs = &self.jobs;
@@ -692,7 +701,8 @@ impl SolveRun<'_> {
                 }
                 Verdict::Unknown | Verdict::Unsat => {}
             }
-            for input in result.input.into_iter().chain(exact) {
+            let beside = inside.remove(&i).unwrap_or_default();
+            for input in result.input.into_iter().chain(exact).chain(beside) {
                 if keys.insert(input.key()) {
                     outcome.candidates.push(Candidate {
                         input,

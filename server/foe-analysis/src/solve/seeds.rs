@@ -2,11 +2,17 @@
 //! the program computes it ([`check::Evaluator`]), on a fixed ladder of inputs (zero, one, and magnitudes from the
 //! smallest subnormal to Ω, both signs).
 //!
-//! - **A ladder input raises the exception** (overflow, division by zero, invalid). The input is made ordinary
-//!   where the formula allows (parameters set to 0 or ±1) and the first parameter that cannot be is bisected on
-//!   the float line towards ±1 to the edge of the region where the formula holds: the input where the exception
-//!   starts (an overflow threshold), which is where the two builds part. An underflow region is left to Z3,
-//!   whose models lie inside it (a subnormal result, where flush-to-zero parts the builds); its edges do not.
+//! - **A ladder input raises the exception** (overflow, division by zero, invalid, underflow). The input is made
+//!   ordinary where the formula allows (parameters set to 0 or ±1) and the first parameter that cannot be is
+//!   bisected on the float line towards ±1 to the edge of the region where the formula holds, its last input
+//!   inside: where the exception starts (an overflow threshold), which is where the two builds part. An
+//!   underflow keeps three inputs of that walk: the edge (the largest subnormal result), the first float inward
+//!   of it where the formula holds (in IEEE arithmetic an underflow is tiny and inexact, so `x·0.5` holds at
+//!   every other float: there both builds underflow and only flush-to-zero changes the value) and the ladder
+//!   input the walk started from, deep inside (often a subnormal operand, which denormals-are-zero reads as 0).
+//!   Until 2026-12-02 underflows went to Z3, whose models lie inside; nlsat gave up on many of them after
+//!   10-90 ms each (Cephes `tandg.c`: 21 of its 67 queries, nine tenths of its Z3 time, most of them on its
+//!   range reduction, which the ladder does not reach either).
 //! - **None does, but the operation crosses a threshold between two ladder inputs that take the formula's path**:
 //!   the result changes sign (an underflow at a root of the path's arithmetic, a cancellation), the divisor does
 //!   (a division by zero), or the operands stop being finite (an overflow next to an earlier one). The crossing is
@@ -30,6 +36,9 @@ pub(super) struct Found {
     pub input: Input,
     /// Whether the formula holds on it in IEEE arithmetic (else it lies at a crossing, as a rounded real model).
     pub holds: bool,
+    /// For an underflow, inputs inside its region beside `input` (its edge): a float just inward of the edge, and
+    /// the ladder input the walk started from ([`Witness`]).
+    pub inside: Vec<Input>,
 }
 
 /// Binary exponents of the ladder's magnitudes (clamped to the format's range). The mantissa is not 1, so that
@@ -46,6 +55,9 @@ const MANTISSA: f64 = 1.333_333_333_333_333_3;
 /// Formulae of more float parameters are left to Z3: its models are spread over the parameters, where the ladder
 /// finds few distinct inputs, and the search finds fewer divergences around those.
 const MAX_FLOATS: usize = 1;
+
+/// Floats inward of a region's edge looked at for [`Witness::inward`].
+const INWARD_STEPS: i64 = 4;
 
 /// Integer values the ladder's inputs cycle through.
 const INTEGERS: [i64; 6] = [1, 0, 2, -1, 10, 100];
@@ -114,12 +126,22 @@ impl<'a> Seeds<'a> {
             return None;
         }
         let mut eval = Evaluator::new(formula);
-        // An underflow region is left to Z3, whose models lie inside it (a subnormal result where flush-to-zero
-        // parts the builds); the ladder's walk would end at its edges, where the builds agree.
-        let underflow = asked(formula).is_some_and(|(kind, ..)| kind == ExceptionKind::Underflow);
-        if underflow {
-        } else if let Some(input) = self.witness(&mentioned, &mut eval) {
-            return Some(Found { input, holds: true });
+        if let Some(w) = self.witness(&mentioned, &mut eval) {
+            let underflow =
+                asked(formula).is_some_and(|(kind, ..)| kind == ExceptionKind::Underflow);
+            let mut inside: Vec<Input> = Vec::new();
+            if underflow {
+                for x in w.inward.into_iter().chain([w.start]) {
+                    if x.key() != w.edge.key() && inside.iter().all(|y| y.key() != x.key()) {
+                        inside.push(x);
+                    }
+                }
+            }
+            return Some(Found {
+                input: w.edge,
+                holds: true,
+                inside,
+            });
         }
         self.found_crossing(formula, &mentioned, &[], &mut eval)
     }
@@ -160,14 +182,19 @@ impl<'a> Seeds<'a> {
         let holds = eval.holds(&input.0) == Some(true);
         let underflow = asked(formula).is_some_and(|(kind, ..)| kind == ExceptionKind::Underflow);
         if underflow && holds {
-            // The sign change of a product at zero: the edge of an underflow region, left to Z3 as above.
+            // The sign change of a product at zero: the edge of an underflow region, whose inside no ladder input
+            // reached; left to Z3, whose models lie inside.
             return None;
         }
-        Some(Found { input, holds })
+        Some(Found {
+            input,
+            holds,
+            inside: Vec::new(),
+        })
     }
 
     /// A ladder input on which `formula` holds, made ordinary and walked to the edge of where it holds.
-    fn witness(&self, mentioned: &[usize], eval: &mut Evaluator) -> Option<Input> {
+    fn witness(&self, mentioned: &[usize], eval: &mut Evaluator) -> Option<Witness> {
         let mut holds = |x: &Input| eval.holds(&x.0) == Some(true);
         let seed = self.inputs.iter().find(|x| holds(x))?;
         // Parameters the formula does not mention get what Z3's models give them.
@@ -203,6 +230,8 @@ impl<'a> Seeds<'a> {
                 None => {}
             }
         }
+        let start = input.clone();
+        let mut inward = None;
         if let Some(j) = walk {
             let ty = self.sig.params[j].ty;
             let line = Line::Axis(j, ty);
@@ -218,11 +247,21 @@ impl<'a> Seeds<'a> {
                 let outside = input.with(j, ty, target);
                 if in_domain(&outside) && !holds(&outside) {
                     input = bisect(&line, &input, target, here, &mut |x| holds(x)).1;
+                    let edge = as_f64(input.0[j]);
+                    // The first float inward where it holds: an underflow's region in IEEE arithmetic skips the
+                    // floats whose result is exact (x·0.5 holds at every other one).
+                    inward = (1..=INWARD_STEPS)
+                        .map(|k| line.step(&input, edge, here, k))
+                        .find(|x| holds(x));
                     break;
                 }
             }
         }
-        Some(input)
+        Some(Witness {
+            edge: input,
+            inward,
+            start,
+        })
     }
 
     /// The last float before the formula's operation crosses a threshold, along the lines through the ladder,
@@ -411,6 +450,19 @@ fn asked(formula: &Expr) -> Option<(ExceptionKind, &Site, Vec<&Expr>)> {
     Some((*kind, site, path))
 }
 
+/// Where the ladder found a formula to hold, and the edge its walk reached.
+struct Witness {
+    /// The last input inside the region on the walk towards ±1 (or 0, or the domain's ends): where an overflow
+    /// starts; for an underflow, the largest subnormal result.
+    edge: Input,
+    /// The first float inward of the edge where the formula holds (of [`INWARD_STEPS`]): for an underflow, an
+    /// inexact result just below the edge's, where both builds underflow and only flush-to-zero changes the value.
+    inward: Option<Input>,
+    /// The ordinary input the walk started from, deep inside (for an underflow, often a subnormal operand,
+    /// which denormals-are-zero reads as 0).
+    start: Input,
+}
+
 /// A line of inputs through a base input, by one float coordinate.
 enum Line {
     /// Parameter `j` (of its type) varies.
@@ -455,6 +507,18 @@ impl Line {
             Line::Axis(_, ty) => *ty == ParamType::F32,
             Line::Diagonal(js) => js.iter().any(|&j| matches!(base.0[j], ArgValue::F32(_))),
         }
+    }
+
+    /// The input on the line through `base` `k` floats from `from` towards `towards` (in the line's format).
+    fn step(&self, base: &Input, from: f64, towards: f64, k: i64) -> Input {
+        let t = if self.single(base) {
+            let (f, to) = (ordered_f32(from as f32), ordered_f32(towards as f32));
+            from_ordered_f32(f + k * (to - f).signum()) as f64
+        } else {
+            let (f, to) = (ordered_f64(from), ordered_f64(towards));
+            from_ordered_f64(f + k * (to - f).signum())
+        };
+        self.at(base, t)
     }
 }
 
@@ -694,13 +758,63 @@ mod tests {
             .any(|x| matches!(x.0[0], ArgValue::F64(v) if v > 0.0 && v < 1e-310)));
     }
 
-    /// An underflow region (a tiny product) is left to Z3: its models lie inside the region, where flush-to-zero
-    /// parts the builds, and the ladder's walk would end at an edge.
+    /// An underflow region (x·x tiny) gives three inputs: its edge towards 1, where the square is subnormal and the
+    /// next float's is not, the float inward of it, and the ladder input the walk started from, whose x is itself
+    /// subnormal (what denormals-are-zero reads as 0).
     #[test]
-    fn an_underflow_region_is_left_to_z3() {
+    fn an_underflow_region_gives_its_edge_and_a_subnormal_input_inside() {
         let sig = sig(1);
         let formula = product(ExceptionKind::Underflow, false);
-        assert!(Seeds::new(&sig, None).find(&formula).is_none());
+        let found = Seeds::new(&sig, None).find(&formula).expect("a witness");
+        assert!(found.holds);
+        let double = |x: &Input| match x.0[0] {
+            ArgValue::F64(v) => v,
+            _ => panic!("a double"),
+        };
+        let tiny = |v: f64| v != 0.0 && v.abs() < f64::MIN_POSITIVE;
+        let x = double(&found.input);
+        assert!(tiny(x * x), "{x:e}");
+        let outward = if x > 0.0 { x.next_up() } else { x.next_down() };
+        assert!(!tiny(outward * outward), "{x:e} is not the edge");
+        let [inward, start] = found.inside.as_slice() else {
+            panic!("two inputs inside: {:?}", found.inside);
+        };
+        let inward = double(inward);
+        assert!(
+            tiny(inward * inward) && inward.abs() < x.abs(),
+            "{inward:e} is not inward of {x:e}"
+        );
+        assert!(tiny(double(start)), "{:e} is not subnormal", double(start));
+    }
+
+    /// Halving underflows (tiny and inexact) only at every other float near the edge: the input inward of the edge
+    /// skips the float whose half is exact, so both builds underflow there and only flush-to-zero changes the value.
+    #[test]
+    fn the_input_inward_of_a_halving_s_edge_has_an_inexact_half() {
+        let sig = sig(1);
+        let x = param(0, VarType::Float(FloatFormat::Double));
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Mul),
+            fmt: FloatFormat::Double,
+            args: vec![x, sym::real_f64(0.5)],
+        };
+        let formula = sym::exception(ExceptionKind::Underflow, site);
+        let found = Seeds::new(&sig, None).find(&formula).expect("a witness");
+        let ArgValue::F64(inward) = found.inside[0].0[0] else {
+            panic!("a double");
+        };
+        let half = inward * 0.5;
+        assert!(half != 0.0 && half.abs() < f64::MIN_POSITIVE, "{inward:e}");
+        assert_ne!(half * 2.0, inward, "{inward:e}'s half is exact");
+    }
+
+    /// An overflow's witness is its threshold alone: outside an underflow no start is kept.
+    #[test]
+    fn an_overflow_keeps_no_second_input() {
+        let sig = sig(1);
+        let formula = product(ExceptionKind::Overflow, false);
+        let found = Seeds::new(&sig, None).find(&formula).expect("a witness");
+        assert!(found.holds && found.inside.is_empty());
     }
 
     /// An underflow at a root of the path's arithmetic (12.34·x + 9.69, where no float makes the sum tiny) is

@@ -509,16 +509,29 @@ impl Line {
         }
     }
 
+    /// `v`'s place among the line's floats (in its format, `single` or double).
+    fn ordered(single: bool, v: f64) -> i64 {
+        if single {
+            ordered_f32(v as f32)
+        } else {
+            ordered_f64(v)
+        }
+    }
+
+    /// The float at place `o` among the line's floats ([`Line::ordered`]).
+    fn from_ordered(single: bool, o: i64) -> f64 {
+        if single {
+            from_ordered_f32(o) as f64
+        } else {
+            from_ordered_f64(o)
+        }
+    }
+
     /// The input on the line through `base` `k` floats from `from` towards `towards` (in the line's format).
     fn step(&self, base: &Input, from: f64, towards: f64, k: i64) -> Input {
-        let t = if self.single(base) {
-            let (f, to) = (ordered_f32(from as f32), ordered_f32(towards as f32));
-            from_ordered_f32(f + k * (to - f).signum()) as f64
-        } else {
-            let (f, to) = (ordered_f64(from), ordered_f64(towards));
-            from_ordered_f64(f + k * (to - f).signum())
-        };
-        self.at(base, t)
+        let single = self.single(base);
+        let (f, to) = (Line::ordered(single, from), Line::ordered(single, towards));
+        self.at(base, Line::from_ordered(single, f + k * (to - f).signum()))
     }
 }
 
@@ -532,20 +545,8 @@ fn bisect(
     inside_of: &mut impl FnMut(&Input) -> bool,
 ) -> (Input, Input) {
     let single = line.single(base);
-    let ord = |v: f64| {
-        if single {
-            ordered_f32(v as f32)
-        } else {
-            ordered_f64(v)
-        }
-    };
-    let unord = |o: i64| {
-        if single {
-            from_ordered_f32(o) as f64
-        } else {
-            from_ordered_f64(o)
-        }
-    };
+    let ord = |v: f64| Line::ordered(single, v);
+    let unord = |o: i64| Line::from_ordered(single, o);
     let (mut out, mut is_in) = (ord(outside), ord(inside));
     while out.abs_diff(is_in) > 1 {
         let mid = out + (is_in - out) / 2;

@@ -161,6 +161,9 @@ struct RealResult {
     /// Given up on in a part with more than one float parameter, which phase two's concretisation can bind
     /// differently (a univariate part would be asked again exactly as phase one asked it).
     concretisable: bool,
+    /// For an underflow the cheap layer found: inputs inside the region beside the edge `input` is on, searched
+    /// after it ([`seeds::Found::inside`]); a function taking the verdict over takes them over too.
+    inside: Vec<Input>,
 }
 
 impl RealResult {
@@ -297,7 +300,7 @@ fn solve_reusing(
         work_exhausted: run.meter.exhausted.get(),
         ..SolveOutcome::default()
     };
-    let outcome = run.settle(outcome, real, &known, (&first.todo, first.inside), fp);
+    let outcome = run.settle(outcome, real, &known, &first.todo, fp);
     tracing::debug!(
         function = %sig.name,
         unique = outcome.formulae.unique,
@@ -395,19 +398,33 @@ struct FirstPhase {
     todo: Vec<usize>,
     /// Formulae whose input is a crossing the cheap layer found (not retried in the FP theory).
     crossings: HashSet<usize>,
-    /// Underflows the cheap layer found: inputs inside the region beside its edge, by job (searched after the
-    /// edge: [`seeds::Found::inside`]).
-    inside: HashMap<usize, Vec<Input>>,
 }
 
 impl RealResult {
     /// No verdict: Z3 gave up, or the query was not started.
     fn gave_up() -> RealResult {
+        RealResult::without_input(Verdict::Unknown, false)
+    }
+
+    /// A verdict without a model: unsatisfiable, or given up on (`concretisable` as the field says).
+    fn without_input(verdict: Verdict, concretisable: bool) -> RealResult {
         RealResult {
-            verdict: Verdict::Unknown,
+            verdict,
             input: None,
             misses: false,
+            concretisable,
+            inside: Vec::new(),
+        }
+    }
+
+    /// Satisfiable with `input`, which `misses` the exception in IEEE arithmetic or raises it.
+    fn satisfied(input: Input, misses: bool) -> RealResult {
+        RealResult {
+            verdict: Verdict::Sat,
+            input: Some(input),
+            misses,
             concretisable: false,
+            inside: Vec::new(),
         }
     }
 }
@@ -448,22 +465,20 @@ impl SolveRun<'_> {
                     return k.clone();
                 }
                 let before = prior?.get(i)?;
-                let inside = before
-                    .input
-                    .as_ref()
-                    .is_some_and(|x| domain.is_none_or(|d| d.contains(x)));
+                let in_domain = |x: &Input| domain.is_none_or(|d| d.contains(x));
                 match before.verdict {
-                    Verdict::Sat if !inside => None,
+                    Verdict::Sat if !before.input.as_ref().is_some_and(in_domain) => None,
                     Verdict::Sat => Some(RealResult {
                         misses: false,
+                        inside: before
+                            .inside
+                            .iter()
+                            .filter(|x| in_domain(x))
+                            .cloned()
+                            .collect(),
                         ..before.clone()
                     }),
-                    verdict => Some(RealResult {
-                        verdict,
-                        input: None,
-                        misses: false,
-                        concretisable: false,
-                    }),
+                    verdict => Some(RealResult::without_input(verdict, false)),
                 }
             })
             .collect();
@@ -480,7 +495,6 @@ impl SolveRun<'_> {
         // Formulae whose input is a crossing the cheap layer found: the float next to the threshold, where no float
         // raises the exception, so the floating-point retry is not asked for one.
         let crossings = std::sync::Mutex::new(HashSet::new());
-        let inside = std::sync::Mutex::new(HashMap::new());
         let first_round = |&i: &usize, limiter: &limit::Limiter<'_>| {
             if limits.out_of_time() {
                 return RealResult::gave_up();
@@ -490,14 +504,9 @@ impl SolveRun<'_> {
                 if !found.holds {
                     crossings.lock().expect("not poisoned").insert(i);
                 }
-                if !found.inside.is_empty() {
-                    inside.lock().expect("not poisoned").insert(i, found.inside);
-                }
                 RealResult {
-                    verdict: Verdict::Sat,
-                    input: Some(found.input),
-                    misses: !found.holds,
-                    concretisable: false,
+                    inside: found.inside,
+                    ..RealResult::satisfied(found.input, !found.holds)
                 }
             };
             if cfg.seed_inputs {
@@ -506,12 +515,7 @@ impl SolveRun<'_> {
                 }
             }
             let Some(open) = interval::refute(&jobs[i].formula, sig, domain) else {
-                return RealResult {
-                    verdict: Verdict::Unsat,
-                    input: None,
-                    misses: false,
-                    concretisable: false,
-                };
+                return RealResult::without_input(Verdict::Unsat, false);
             };
             // The boxes refutation left open, bisected finest where it came closest, hold crossings the ladder
             // steps over.
@@ -566,7 +570,6 @@ impl SolveRun<'_> {
             capped,
             todo,
             crossings: crossings.into_inner().expect("not poisoned"),
-            inside: inside.into_inner().expect("not poisoned"),
         }
     }
 
@@ -676,7 +679,7 @@ impl SolveRun<'_> {
         mut outcome: SolveOutcome,
         real: Vec<Option<RealResult>>,
         known: &[Option<RealResult>],
-        (todo, mut inside): (&[usize], HashMap<usize, Vec<Input>>),
+        todo: &[usize],
         mut fp: HashMap<usize, Input>,
     ) -> SolveOutcome {
         let jobs = &self.jobs;
@@ -684,12 +687,17 @@ impl SolveRun<'_> {
         for (i, (query, result)) in jobs.iter().zip(real).enumerate() {
             let result = result.unwrap_or(RealResult::gave_up());
             let exact = fp.remove(&i);
-            let input = exact.clone().or(result.input.clone());
-            outcome.results.push(RealResult {
-                input,
-                misses: result.misses && exact.is_none(),
-                ..result
-            });
+            let inputs = result.input.iter().chain(&exact).chain(&result.inside);
+            for input in inputs {
+                if keys.insert(input.key()) {
+                    outcome.candidates.push(Candidate {
+                        input: input.clone(),
+                        build: query.build,
+                        kind: query.kind,
+                        loc: query.loc,
+                    });
+                }
+            }
             let inherited = known.get(i).is_some_and(Option::is_some);
             outcome.known += usize::from(inherited);
             match result.verdict {
@@ -701,17 +709,11 @@ impl SolveRun<'_> {
                 }
                 Verdict::Unknown | Verdict::Unsat => {}
             }
-            let beside = inside.remove(&i).unwrap_or_default();
-            for input in result.input.into_iter().chain(exact).chain(beside) {
-                if keys.insert(input.key()) {
-                    outcome.candidates.push(Candidate {
-                        input,
-                        build: query.build,
-                        kind: query.kind,
-                        loc: query.loc,
-                    });
-                }
-            }
+            outcome.results.push(RealResult {
+                input: exact.clone().or(result.input),
+                misses: result.misses && exact.is_none(),
+                ..result
+            });
         }
         if self.domain.is_none() {
             outcome.learned = jobs

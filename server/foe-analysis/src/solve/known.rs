@@ -22,6 +22,9 @@ pub struct KnownVerdict {
     /// The candidate's values by parameter index (of the function that found it).
     input: Option<Vec<ArgValue>>,
     misses: bool,
+    /// An underflow's inputs inside its region beside the edge `input` is on (the same indexing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    inside: Vec<Vec<ArgValue>>,
 }
 
 /// Known verdicts by formula fingerprint (hexadecimal, so the map crosses to the solver child as JSON).
@@ -36,11 +39,7 @@ impl KnownVerdict {
     /// A formula given up on: one whose query crashed the solver process when interrupted, or a cancellation
     /// query the budget did not reach.
     pub(super) fn gave_up() -> KnownVerdict {
-        KnownVerdict {
-            verdict: Verdict::Unknown,
-            input: None,
-            misses: false,
-        }
+        KnownVerdict::decided(Verdict::Unknown, None)
     }
 
     /// A cancellation query's verdict ([`super::solve_cancellations`]): satisfiable with `input`, unsatisfiable,
@@ -50,6 +49,7 @@ impl KnownVerdict {
             verdict,
             input: input.map(|i| i.0.clone()),
             misses: false,
+            inside: Vec::new(),
         }
     }
 
@@ -63,14 +63,15 @@ impl KnownVerdict {
             verdict: result.verdict,
             input: result.input.as_ref().map(|i| i.0.clone()),
             misses: result.misses,
+            inside: result.inside.iter().map(|i| i.0.clone()).collect(),
         }
     }
 
-    /// The verdict as a result for `sig`: the input's values where the parameter has the same type (the formula
+    /// The verdict as a result for `sig`: the inputs' values where the parameter has the same type (the formula
     /// mentions only such parameters: its fingerprint names each parameter's index and type), the value an
     /// unconstrained parameter gets elsewhere.
     pub(super) fn for_signature(&self, sig: &FunctionSignature) -> RealResult {
-        let input = self.input.as_ref().map(|values| {
+        let translate = |values: &Vec<ArgValue>| {
             Input(
                 sig.params
                     .iter()
@@ -93,12 +94,13 @@ impl KnownVerdict {
                     })
                     .collect(),
             )
-        });
+        };
         RealResult {
             verdict: self.verdict,
-            input,
+            input: self.input.as_ref().map(translate),
             misses: self.misses,
             concretisable: false,
+            inside: self.inside.iter().map(translate).collect(),
         }
     }
 }
@@ -107,5 +109,51 @@ impl KnownVerdict {
 pub fn remember(known: &mut KnownVerdicts, learned: Vec<(String, KnownVerdict)>) {
     for (k, v) in learned {
         known.entry(k).or_insert(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Param, ReturnType};
+
+    /// A wrapper searches what its callee searched: the inputs inside an underflow's region come with the
+    /// verdict, through the JSON the solver child sends, translated to the wrapper's signature.
+    #[test]
+    fn a_verdict_taken_over_brings_the_inputs_inside_its_region() {
+        let edge = Input(vec![
+            ArgValue::F64(2.2250738585072014e-308),
+            ArgValue::F64(0.5),
+        ]);
+        let inside = Input(vec![
+            ArgValue::F64(2.225073858507201e-308),
+            ArgValue::F64(0.5),
+        ]);
+        let callee = RealResult {
+            inside: vec![inside.clone()],
+            ..RealResult::satisfied(edge.clone(), false)
+        };
+        let json = serde_json::to_string(&KnownVerdict::of(&callee)).unwrap();
+        let known: KnownVerdict = serde_json::from_str(&json).unwrap();
+        // The wrapper's second parameter is an integer: it gets the value an unconstrained one gets.
+        let wrapper = FunctionSignature {
+            name: "g".into(),
+            params: vec![
+                Param::new("x", ParamType::F64),
+                Param::new(
+                    "n",
+                    ParamType::Int {
+                        bits: 32,
+                        signed: true,
+                    },
+                ),
+            ],
+            ret: ReturnType::F64,
+        };
+        let taken = known.for_signature(&wrapper);
+        let free = super::super::unconstrained(wrapper.params[1].ty);
+        assert_eq!(taken.input, Some(Input(vec![edge.0[0], free])));
+        assert_eq!(taken.inside, vec![Input(vec![inside.0[0], free])]);
+        assert!(taken.hits());
     }
 }

@@ -68,12 +68,7 @@ pub(super) fn solve_real(
                 .iter()
                 .filter(|i| is_float_param(sig, **i))
                 .count();
-            return RealResult {
-                verdict,
-                input: None,
-                misses: false,
-                concretisable: verdict == Verdict::Unknown && floats > 1,
-            };
+            return RealResult::without_input(verdict, verdict == Verdict::Unknown && floats > 1);
         }
         let (part_values, part_inverted) = part_values;
         if let Some(alternative) = part_inverted {
@@ -91,14 +86,8 @@ pub(super) fn solve_real(
         )
     };
     let input = input_of(&values);
-    let verdict = Verdict::Sat;
     if check::holds(formula, &input.0) != Some(false) {
-        return RealResult {
-            verdict,
-            input: Some(input),
-            misses: false,
-            concretisable: false,
-        };
+        return RealResult::satisfied(input, false);
     }
     if !inverted.is_empty() {
         let mut alternative = values.clone();
@@ -109,28 +98,13 @@ pub(super) fn solve_real(
             .chain(repair(formula, &alternative))
             .next();
         if let Some(found) = found {
-            return RealResult {
-                verdict,
-                input: Some(found),
-                misses: false,
-                concretisable: false,
-            };
+            return RealResult::satisfied(found, false);
         }
     }
     match repair(formula, &input) {
         // A neighbour of the rounded model raises it: Ariadne's findFloat step.
-        Some(repaired) => RealResult {
-            verdict,
-            input: Some(repaired),
-            misses: false,
-            concretisable: false,
-        },
-        None => RealResult {
-            verdict,
-            input: Some(input),
-            misses: true,
-            concretisable: false,
-        },
+        Some(repaired) => RealResult::satisfied(repaired, false),
+        None => RealResult::satisfied(input, true),
     }
 }
 

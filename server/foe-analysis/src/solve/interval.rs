@@ -637,7 +637,13 @@ fn eval_real(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs
             [a] => real(a, bounds, memo).map_or(Abs::Top, |x| elementary(*func, x)),
             _ => Abs::Top,
         },
-        // Integers, functions of two arguments and the rest: no information.
+        Kind::IntConst(_)
+        | Kind::IntToReal(_)
+        | Kind::FpToInt { .. }
+        | Kind::IntArith { .. }
+        | Kind::Unsigned { .. }
+        | Kind::Opaque { .. } => integers::eval(e, bounds, memo),
+        // Functions of two arguments and the rest: no information.
         _ => Abs::Top,
     }
 }
@@ -685,11 +691,12 @@ fn eval_logic(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Ab
                 _ => Abs::Top,
             },
         },
-        Kind::Exception { kind, site } => eval(&sym::real_condition(*kind, site), bounds, memo),
+        Kind::Exception { .. } => eval(&sym::atom_condition(e).expect("an atom"), bounds, memo),
         _ => Abs::Top,
     }
 }
 
 mod centred;
+mod integers;
 #[cfg(test)]
 mod tests;

@@ -365,8 +365,8 @@ pub(super) fn rational_degree(conjuncts: &[Expr]) -> u64 {
                 sym::Kind::Fma { a, b, c, .. } => add(mul(get(a), get(b)), get(c)),
                 sym::Kind::Cmp { a, b, .. } => add(get(a), get(b)),
                 // The condition relates the operation's exact result (e.g. the product of the operands).
-                sym::Kind::Exception { kind, site } => {
-                    let d = rational_degree(&[sym::real_condition(*kind, site)]);
+                sym::Kind::Exception { .. } => {
+                    let d = rational_degree(&[sym::atom_condition(&node).expect("an atom")]);
                     (d, 0)
                 }
                 _ => node.children().into_iter().map(get).max().unwrap_or((0, 0)),

@@ -174,8 +174,8 @@ impl RealEncoder {
                 let parts: Vec<Bool> = xs.iter().map(|x| self.bool(x)).collect();
                 Term::Bool(Bool::or(&parts))
             }
-            Kind::Exception { kind, site } => {
-                Term::Bool(self.bool(&sym::real_condition(*kind, site)))
+            Kind::Exception { .. } => {
+                Term::Bool(self.bool(&sym::atom_condition(e).expect("an atom")))
             }
         }
     }

@@ -34,6 +34,22 @@ fn rational_f64(v: f64) -> BigRational {
     f64_to_rational(v)
 }
 
+/// [`real_condition`] of an exception atom (`Kind::Exception`), remembered per thread by the atom's fingerprint;
+/// `None` for any other node. For the solver only: interval refutation expands the same atom in every box it
+/// examines (a few per cent of a solver thread's time went to building them again). The model calls
+/// [`real_condition`] itself, so the terms it counts as its work do not depend on what a thread solved before.
+pub fn atom_condition(atom: &Expr) -> Option<Formula> {
+    let Kind::Exception { kind, site } = atom.kind() else {
+        return None;
+    };
+    thread_local! {
+        static KNOWN: PerThread<u128, Formula> = Default::default();
+    }
+    Some(remembered(&KNOWN, &atom.fingerprint(), || {
+        real_condition(*kind, site)
+    }))
+}
+
 /// The condition over the reals under which `site` raises `kind` (false when it cannot). Overflow, underflow and
 /// division by zero also require the operands to be finite (|a| ≤ Ω): an operation on an infinity raises none of
 /// them.

@@ -25,8 +25,8 @@ impl Nodes {
         let mut nodes = Vec::new();
         let mut seen = sym::FingerprintSet::default();
         for e in formula.postorder() {
-            if let Kind::Exception { kind, site } = e.kind() {
-                for c in sym::real_condition(*kind, site).postorder() {
+            if let Some(condition) = sym::atom_condition(&e) {
+                for c in condition.postorder() {
                     if seen.insert(c.fingerprint()) {
                         nodes.push(c);
                     }

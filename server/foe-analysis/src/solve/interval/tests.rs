@@ -314,3 +314,23 @@ fn on_a_box_where_intervals_leave_the_cancelling_series_open_the_centred_form_cl
         0
     ));
 }
+
+/// `(int) (x / 45)`, as C truncates it.
+fn octant() -> Expr {
+    let quotient = sym::arith(ArithOp::Div, FloatFormat::Double, x(), sym::real_i(45));
+    sym::fp_to_int(32, true, quotient)
+}
+
+#[test]
+fn integer_parts_have_intervals_too() {
+    // On [0.5, 40] the truncated quotient is 0, so a path that needs it non-zero is refuted; on [0.5, 100] not.
+    let nonzero = sym::ne(octant(), sym::int_i(0));
+    assert!(refutes(&nonzero, &sig(1), Some(&domain(0.5, 40.0))));
+    assert!(!refutes(&nonzero, &sig(1), Some(&domain(0.5, 100.0))));
+    // `j & 1` is `j - 2⌊j/2⌋`: on [0, 179] `j` is at most 3, so `⌊j/2⌋` at most 1 and `j + ⌊j/2⌋` at most 4.
+    let j = octant();
+    let sum = sym::int_arith(sym::IntOp::Add, 32, j.clone(), sym::floor_pow2(32, j, 1));
+    let big = sym::ge(sym::int_to_real(sum), sym::real_i(5));
+    assert!(refutes(&big, &sig(1), Some(&domain(0.0, 179.0))));
+    assert!(!refutes(&big, &sig(1), Some(&domain(0.0, 400.0))));
+}

@@ -100,6 +100,12 @@ pub enum ParamType {
 }
 
 impl ParamType {
+    /// C's `int` on the targets foe builds for.
+    pub const INT: ParamType = ParamType::Int {
+        bits: 32,
+        signed: true,
+    };
+
     pub fn is_searchable(self) -> bool {
         !matches!(self, ParamType::OutPtr { .. })
     }

@@ -157,13 +157,7 @@ fn a_value_no_file_defines_is_never_read_as_garbage() {
         "f",
         vec![
             Param::new("x", ParamType::F64),
-            Param::new(
-                "i",
-                ParamType::Int {
-                    bits: 32,
-                    signed: true,
-                },
-            ),
+            Param::new("i", ParamType::INT),
         ],
         ReturnType::F64,
     );

@@ -34,13 +34,7 @@ fn shipped_builds_raise_what_clang_s_code_raises() {
         "pick",
         vec![
             Param::new("x", ParamType::F64),
-            Param::new(
-                "odd",
-                ParamType::Int {
-                    bits: 32,
-                    signed: true,
-                },
-            ),
+            Param::new("odd", ParamType::INT),
         ],
         ReturnType::F64,
     );

@@ -216,13 +216,7 @@ fn array_elements_past_the_count_are_not_shown() {
         name: "mean".into(),
         params: vec![
             Param::new("x", ParamType::OutPtr { bytes: 4096 }),
-            Param::new(
-                "n",
-                ParamType::Int {
-                    bits: 32,
-                    signed: true,
-                },
-            ),
+            Param::new("n", ParamType::INT),
             element(0),
             element(1),
             element(2),

@@ -256,14 +256,7 @@ mod tests {
 
     #[test]
     fn samples_are_finite_deterministic_and_keep_integers() {
-        let s = sig(vec![
-            ParamType::F64,
-            ParamType::Int {
-                bits: 32,
-                signed: true,
-            },
-            ParamType::F32,
-        ]);
+        let s = sig(vec![ParamType::F64, ParamType::INT, ParamType::F32]);
         let base = Input(vec![
             ArgValue::F64(1.0),
             ArgValue::Int(7),

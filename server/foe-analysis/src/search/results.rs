@@ -524,13 +524,7 @@ mod tests {
             name: "f".into(),
             params: vec![
                 Param::new("x", ParamType::F64),
-                Param::new(
-                    "n",
-                    ParamType::Int {
-                        bits: 32,
-                        signed: true,
-                    },
-                ),
+                Param::new("n", ParamType::INT),
                 Param::new("y", ParamType::F32),
             ],
             ret: crate::types::ReturnType::F64,

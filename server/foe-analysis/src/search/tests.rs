@@ -74,10 +74,7 @@ pub(super) fn sig(params: Vec<ParamType>) -> FunctionSignature {
 fn full_cube_in_shell_order() {
     let s = sig(vec![
         ParamType::F64,
-        ParamType::Int {
-            bits: 32,
-            signed: true,
-        },
+        ParamType::INT,
         ParamType::OutPtr { bytes: 8 },
     ]);
     let cfg = AnalysisConfig {

@@ -140,13 +140,7 @@ mod tests {
             name: "g".into(),
             params: vec![
                 Param::new("x", ParamType::F64),
-                Param::new(
-                    "n",
-                    ParamType::Int {
-                        bits: 32,
-                        signed: true,
-                    },
-                ),
+                Param::new("n", ParamType::INT),
             ],
             ret: ReturnType::F64,
         };

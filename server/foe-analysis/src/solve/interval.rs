@@ -620,7 +620,8 @@ fn eval_real(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs
             },
             _ => Abs::Top,
         },
-        Kind::Convert { a, .. } => {
+        // A conversion between formats, or of an integer to a real: the same value over the reals.
+        Kind::Convert { a, .. } | Kind::IntToReal(a) => {
             real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi))
         }
         // Monotone, and exact on floats.
@@ -638,7 +639,6 @@ fn eval_real(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Abs
             _ => Abs::Top,
         },
         Kind::IntConst(_)
-        | Kind::IntToReal(_)
         | Kind::FpToInt { .. }
         | Kind::IntArith { .. }
         | Kind::Unsigned { .. }

@@ -18,7 +18,6 @@ pub(super) fn eval(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) 
             Some(c) if c.is_finite() => widen(c, c),
             _ => Abs::Top,
         },
-        Kind::IntToReal(a) => real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| Abs::Real(lo, hi)),
         Kind::FpToInt { bits, signed, a } => real(a, bounds, memo).map_or(Abs::Top, |(lo, hi)| {
             let (lo, hi) = (lo.trunc(), hi.trunc());
             let half = two_to(bits - 1);

@@ -280,7 +280,12 @@ impl<'a> Seeds<'a> {
     ) -> Option<Input> {
         let (kind, site, path) = asked(formula)?;
         let class = |eval: &mut Evaluator, x: &Input| -> Option<i8> {
-            crossing_class(kind, site, &site_operands(eval, x, &path, site)?)
+            eval.evaluate(&x.0);
+            if !path.iter().all(|c| eval.truth(c) == Some(true)) {
+                return None;
+            }
+            let args: Option<Vec<f64>> = site.args.iter().map(|a| eval.float(a)).collect();
+            crossing_class(kind, site, &args?)
         };
         let floats = self.floats(mentioned);
         let base = self.line_base(mentioned);
@@ -394,15 +399,6 @@ impl<'a> Seeds<'a> {
             .filter(|&i| self.sig.params[i].ty.float_format().is_some())
             .collect()
     }
-}
-
-/// The operands of the formula's `site` on `x`, when `x` takes the formula's `path`.
-fn site_operands(eval: &mut Evaluator, x: &Input, path: &[&Expr], site: &Site) -> Option<Vec<f64>> {
-    eval.evaluate(&x.0);
-    if !path.iter().all(|c| eval.truth(c) == Some(true)) {
-        return None;
-    }
-    site.args.iter().map(|a| eval.float(a)).collect()
 }
 
 /// Operands that are all finite, in [`crossing_class`]'s reading for an overflow.

@@ -268,25 +268,15 @@ fn an_underflow_window_between_ladder_inputs_is_found() {
     };
     let product = |v: f64| (v * v + 233.18) * (v * v);
     assert!(v.abs() > pow2(-537) && v.abs() < pow2(-511), "{v:e}");
-    assert_eq!(
-        super::super::check::holds(&formula, &found.input.0),
-        Some(true)
-    );
+    assert_eq!(super::super::check::holds(&formula, &found.input.0), Some(true));
     let outward = if v > 0.0 { v.next_up() } else { v.next_down() };
-    assert!(
-        product(outward) >= f64::MIN_POSITIVE,
-        "{v:e} is not the edge"
-    );
+    assert!(product(outward) >= f64::MIN_POSITIVE, "{v:e} is not the edge");
     assert!(!found.inside.is_empty());
     for x in &found.inside {
         let ArgValue::F64(w) = x.0[0] else {
             unreachable!()
         };
         assert!(w.abs() < v.abs(), "{w:e} is not inside of {v:e}");
-        assert_eq!(
-            super::super::check::holds(&formula, &x.0),
-            Some(true),
-            "{w:e}"
-        );
+        assert_eq!(super::super::check::holds(&formula, &x.0), Some(true), "{w:e}");
     }
 }

@@ -9,7 +9,7 @@
 //! point is the region's edge (the largest subnormal result, as the ladder's walk gives it), and the region's other
 //! end, where the result is about to become zero, is the input deep inside.
 
-use super::{asked, bisect, result, site_operands, Found, Input, Line, Seeds, INWARD_STEPS};
+use super::{asked, bisect, result, Found, Input, Line, Seeds, INWARD_STEPS};
 use crate::round::FloatFormat;
 use crate::solve::check::Evaluator;
 use crate::sym::Expr;
@@ -43,7 +43,12 @@ impl Seeds<'_> {
             if !self.domain.is_none_or(|d| d.contains(x)) {
                 return None;
             }
-            let args = site_operands(eval, x, &path, site)?;
+            eval.evaluate(&x.0);
+            if !path.iter().all(|c| eval.truth(c) == Some(true)) {
+                return None;
+            }
+            let args: Option<Vec<f64>> = site.args.iter().map(|a| eval.float(a)).collect();
+            let args = args?;
             if args.iter().any(|v| !v.is_finite()) {
                 return None;
             }
@@ -64,8 +69,7 @@ impl Seeds<'_> {
                     None
                 };
                 if let Some((zero, normal)) = ends {
-                    let mut normal_at =
-                        |x: &Input| size(eval, x).is_some_and(|m| m >= smallest_normal);
+                    let mut normal_at = |x: &Input| size(eval, x).is_some_and(|m| m >= smallest_normal);
                     let (below, _) = bisect(&line, &base, zero, normal, &mut normal_at);
                     if let Some(found) = self.inside_window(&line, &base, &below, zero, eval) {
                         return Some(found);

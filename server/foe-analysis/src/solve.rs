@@ -524,6 +524,23 @@ impl SolveRun<'_> {
                     return seeded(found);
                 }
             }
+            // An underflow of a sum the float grid rules out: its exact cancellation instead, whose rounded
+            // model misses the exception as the band's would have, and which no floating-point retry can hit.
+            if let Some(cancels) = interval::cancellation_instead(&jobs[i].formula, sig, domain) {
+                crossings.lock().expect("not poisoned").insert(i);
+                let r = solve_real(
+                    sig,
+                    &cancels,
+                    domain,
+                    phase_ms[i].0,
+                    Approach::Whole,
+                    limiter,
+                );
+                return match r.input {
+                    Some(input) if r.verdict == Verdict::Sat => RealResult::satisfied(input, true),
+                    _ => RealResult::without_input(r.verdict, false),
+                };
+            }
             solve_real(
                 sig,
                 &jobs[i].formula,

@@ -287,7 +287,11 @@ fn solve_in_child(
         .map_err(|e| ChildError::Other(format!("cannot find foe's executable: {e}")))?;
     let mut cmd = process::command(&exe, &std::env::temp_dir());
     cmd.env(CHILD_ENV, "1");
-    for passed_on in ["FOE_LOG", super::limit::DUMP_STOPPED_ENV] {
+    for passed_on in [
+        "FOE_LOG",
+        super::limit::DUMP_STOPPED_ENV,
+        super::limit::DUMP_SLOWER_THAN_ENV,
+    ] {
         if let Some(value) = std::env::var_os(passed_on) {
             cmd.env(passed_on, value);
         }

@@ -697,6 +697,8 @@ fn eval_logic(e: &Expr, bounds: &Box, memo: &mut sym::FingerprintMap<Abs>) -> Ab
 }
 
 mod centred;
+mod grid;
+pub(super) use grid::cancellation_instead;
 mod integers;
 #[cfg(test)]
 mod tests;

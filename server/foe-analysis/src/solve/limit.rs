@@ -91,6 +91,17 @@ fn dump_stopped_dir() -> Option<&'static std::ffi::OsStr> {
         .as_deref()
 }
 
+/// With [`DUMP_STOPPED_ENV`], queries that ran at least this many milliseconds are written too
+/// (`<label>-<verdict>-<ms>.smt2`), whether the net stopped them or not.
+pub const DUMP_SLOWER_THAN_ENV: &str = "FOE_DUMP_SLOWER_THAN_MS";
+
+/// [`DUMP_SLOWER_THAN_ENV`]'s threshold, read once.
+fn dump_slower_than() -> Option<Duration> {
+    static MS: OnceLock<Option<u64>> = OnceLock::new();
+    MS.get_or_init(|| std::env::var(DUMP_SLOWER_THAN_ENV).ok()?.parse().ok())
+        .map(Duration::from_millis)
+}
+
 /// How often the watchdog looks at the running queries.
 const WATCH_PERIOD: Duration = Duration::from_millis(3);
 
@@ -243,6 +254,15 @@ impl Limiter<'_> {
             tracing::debug!(budget_ms, ?took, "query stopped by the time safety net");
             if let Some((dir, text)) = dump {
                 let name = format!("{:032x}.smt2", self.label.get().unwrap_or(0));
+                let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
+            }
+        } else if let (Some((dir, text)), Some(slow)) = (dump, dump_slower_than()) {
+            if took >= slow {
+                let name = format!(
+                    "{:032x}-{result:?}-{}.smt2",
+                    self.label.get().unwrap_or(0),
+                    took.as_millis()
+                );
                 let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
             }
         }

@@ -427,7 +427,7 @@ fn result(site: &Site, args: &[f64]) -> Option<f64> {
 
 /// The exception a formula asks for, its site, and the rest of its conjuncts (the path to it); `None` for a
 /// formula not of that shape.
-fn asked(formula: &Expr) -> Option<(ExceptionKind, &Site, Vec<&Expr>)> {
+pub(super) fn asked(formula: &Expr) -> Option<(ExceptionKind, &Site, Vec<&Expr>)> {
     let conjuncts: Vec<&Expr> = match formula.kind() {
         Kind::And(xs) => xs.iter().collect(),
         _ => vec![formula],

@@ -334,3 +334,41 @@ fn integer_parts_have_intervals_too() {
     assert!(refutes(&big, &sig(1), Some(&domain(0.0, 179.0))));
     assert!(!refutes(&big, &sig(1), Some(&domain(0.0, 400.0))));
 }
+
+/// An underflow of `(x·x - 2·x) + 1`: over the reals it holds within 2^-1022 of x = 1, in doubles never (a sum with
+/// the operand 1 is 0 or at least 2^-53). It is asked as the exact cancellation instead, which x = 1 satisfies.
+/// A sum whose operands may both be tiny, or an overflow, is left as it is.
+#[test]
+fn an_underflow_of_a_sum_with_an_operand_far_from_zero_is_asked_as_its_cancellation() {
+    use crate::types::ArgValue;
+    let over = Some(domain(-10.0, 10.0));
+    let underflow = quadratic_underflows(1.0);
+    assert!(!refutes(&underflow, &sig(1), over.as_ref()));
+    let cancels = cancellation_instead(&underflow, &sig(1), over.as_ref()).expect("a cancellation");
+    let at_one = [ArgValue::F64(1.0)];
+    assert_eq!(crate::solve::check::holds(&underflow, &at_one), Some(false));
+    assert_eq!(crate::solve::check::holds(&cancels, &at_one), Some(true));
+    assert_eq!(
+        crate::solve::check::holds(&cancels, &[ArgValue::F64(2.0)]),
+        Some(false)
+    );
+
+    let both_tiny = sym::exception(
+        crate::types::ExceptionKind::Underflow,
+        sym::Site {
+            op: sym::SiteOp::Arith(ArithOp::Add),
+            fmt: FloatFormat::Double,
+            args: vec![x(), sym::real_f64(0.0)],
+        },
+    );
+    assert!(cancellation_instead(&both_tiny, &sig(1), over.as_ref()).is_none());
+    let overflow = sym::exception(
+        crate::types::ExceptionKind::Overflow,
+        sym::Site {
+            op: sym::SiteOp::Arith(ArithOp::Add),
+            fmt: FloatFormat::Double,
+            args: vec![x(), sym::real_f64(1.0)],
+        },
+    );
+    assert!(cancellation_instead(&overflow, &sig(1), None).is_none());
+}

@@ -14,7 +14,8 @@
 //!   10-90 ms each (Cephes `tandg.c`: 21 of its 67 queries, nine tenths of its Z3 time, most of them on its
 //!   range reduction, which the ladder does not reach either).
 //! - **None does, but the operation crosses a threshold between two ladder inputs that take the formula's path**:
-//!   the result changes sign (an underflow at a root of the path's arithmetic, a cancellation), the divisor does
+//!   the result changes sign (an underflow at a root of the path's arithmetic, a cancellation; for a product or
+//!   quotient, either operand's sign, since `u³·u` comes nearest 0 where `u` changes sign), the divisor does
 //!   (a division by zero), or the operands stop being finite (an overflow next to an earlier one). The crossing is
 //!   bisected to the float next to it: the input Z3's real model rounds to, and like it, it misses the exception
 //!   in IEEE arithmetic (the search explores its neighbourhood; no float raises it, so no FP retry is asked).
@@ -326,10 +327,10 @@ impl<'a> Seeds<'a> {
                     previous = None;
                     continue;
                 };
-                // An underflow's crossing is a root: the result changes sign (a result rounding to zero is the
-                // edge of an underflow region, left to Z3).
+                // An underflow's crossing is a root: the result or, for a product or quotient, an operand
+                // changes sign (a result rounding to zero is the edge of an underflow region, left to Z3).
                 let crosses = |before: i8| {
-                    before != c && (kind != ExceptionKind::Underflow || before * c == -1)
+                    before != c && (kind != ExceptionKind::Underflow || sign_flips(site, before, c))
                 };
                 if let Some((s, before)) = previous.filter(|(_, before)| crosses(*before)) {
                     let (outside, inside) =
@@ -357,7 +358,7 @@ impl<'a> Seeds<'a> {
                         return Some(pick);
                     }
                 }
-                if kind != ExceptionKind::Underflow || c != 0 {
+                if kind != ExceptionKind::Underflow || !has_zero(site, c) {
                     previous = Some((t, c));
                 }
             }
@@ -408,12 +409,44 @@ fn crossing_class(kind: ExceptionKind, site: &Site, args: &[f64]) -> Option<i8> 
             0
         }),
         _ if args.iter().any(|v| !v.is_finite()) => None,
+        // `arg³·arg` never changes sign, but where `arg` does it comes as close to 0 as floats allow: the signs of
+        // both operands, in base 3.
+        ExceptionKind::Underflow if by_operands(site) => {
+            Some(3 * sign(*args.first()?) + sign(*args.get(1)?))
+        }
         ExceptionKind::Underflow => result(site, args).map(sign),
         ExceptionKind::DivideByZero if site.op == SiteOp::Arith(ArithOp::Div) => {
             Some(sign(*args.get(1)?))
         }
         _ => None,
     }
+}
+
+/// Whether an underflow's [`crossing_class`] holds the signs of the operation's two operands (`3·a + b`, for a
+/// product or quotient) rather than its result's.
+fn by_operands(site: &Site) -> bool {
+    matches!(site.op, SiteOp::Arith(ArithOp::Mul | ArithOp::Div))
+}
+
+/// The signs (-1, 0, 1) an underflow's class holds: the result's alone, or both operands'.
+fn signs(site: &Site, class: i8) -> Vec<i8> {
+    if by_operands(site) {
+        let low = (class + 4).rem_euclid(3) - 1;
+        vec![(class - low) / 3, low]
+    } else {
+        vec![class]
+    }
+}
+
+/// Whether a sign of an underflow's class goes from one side of zero to the other.
+fn sign_flips(site: &Site, before: i8, after: i8) -> bool {
+    let (b, a) = (signs(site, before), signs(site, after));
+    b.iter().zip(&a).any(|(x, y)| x * y == -1)
+}
+
+/// Whether an underflow's class has a zero sign: a root hit exactly, not a side of one.
+fn has_zero(site: &Site, class: i8) -> bool {
+    signs(site, class).contains(&0)
 }
 
 /// The operation's IEEE result on `args`, for the arithmetic operations.
@@ -841,6 +874,31 @@ mod tests {
             found.holds,
             super::super::check::holds(&formula, &found.input.0) == Some(true)
         );
+    }
+
+    /// An underflow of `u³·u` with `u = x - 0.985` (odometer's `arg⁴`): the product never changes sign, its operand
+    /// `u` does, and the float next to that root is the input (the band is out of reach of doubles; nlsat gave up
+    /// on such queries after 30-60 ms each).
+    #[test]
+    fn a_product_s_operand_crossing_zero_is_a_root_too() {
+        let sig = sig(1);
+        let d = FloatFormat::Double;
+        let x = param(0, VarType::Float(d));
+        let u = sym::arith(ArithOp::Sub, d, x, sym::real_f64(0.985));
+        let square = sym::arith(ArithOp::Mul, d, u.clone(), u.clone());
+        let cube = sym::arith(ArithOp::Mul, d, square, u.clone());
+        let site = Site {
+            op: SiteOp::Arith(ArithOp::Mul),
+            fmt: d,
+            args: vec![cube, u],
+        };
+        let formula = sym::exception(ExceptionKind::Underflow, site);
+        let found = Seeds::new(&sig, None).find(&formula).expect("a crossing");
+        let ArgValue::F64(v) = found.input.0[0] else {
+            unreachable!()
+        };
+        assert!((v - 0.985).abs() <= 2.0 * f64::EPSILON, "{v}");
+        assert!(!found.holds);
     }
 
     /// Two roots between neighbouring ladder inputs ((x - 4.5)·(x - 5), positive at 2.67 and at 10.7) are

@@ -353,22 +353,16 @@ fn an_underflow_of_a_sum_with_an_operand_far_from_zero_is_asked_as_its_cancellat
         Some(false)
     );
 
-    let both_tiny = sym::exception(
-        crate::types::ExceptionKind::Underflow,
-        sym::Site {
+    let x_plus = |kind, c: f64| {
+        let site = sym::Site {
             op: sym::SiteOp::Arith(ArithOp::Add),
             fmt: FloatFormat::Double,
-            args: vec![x(), sym::real_f64(0.0)],
-        },
-    );
+            args: vec![x(), sym::real_f64(c)],
+        };
+        sym::exception(kind, site)
+    };
+    let both_tiny = x_plus(crate::types::ExceptionKind::Underflow, 0.0);
     assert!(cancellation_instead(&both_tiny, &sig(1), over.as_ref()).is_none());
-    let overflow = sym::exception(
-        crate::types::ExceptionKind::Overflow,
-        sym::Site {
-            op: sym::SiteOp::Arith(ArithOp::Add),
-            fmt: FloatFormat::Double,
-            args: vec![x(), sym::real_f64(1.0)],
-        },
-    );
+    let overflow = x_plus(crate::types::ExceptionKind::Overflow, 1.0);
     assert!(cancellation_instead(&overflow, &sig(1), None).is_none());
 }

@@ -252,17 +252,17 @@ impl Limiter<'_> {
         let result = if stopped { SatResult::Unknown } else { result };
         if stopped {
             tracing::debug!(budget_ms, ?took, "query stopped by the time safety net");
-            if let Some((dir, text)) = dump {
-                let name = format!("{:032x}.smt2", self.label.get().unwrap_or(0));
-                let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
-            }
-        } else if let (Some((dir, text)), Some(slow)) = (dump, dump_slower_than()) {
-            if took >= slow {
-                let name = format!(
-                    "{:032x}-{result:?}-{}.smt2",
-                    self.label.get().unwrap_or(0),
-                    took.as_millis()
-                );
+        }
+        if let Some((dir, text)) = dump {
+            let label = self.label.get().unwrap_or(0);
+            let name = if stopped {
+                Some(format!("{label:032x}.smt2"))
+            } else {
+                dump_slower_than()
+                    .filter(|slow| took >= *slow)
+                    .map(|_| format!("{label:032x}-{result:?}-{}.smt2", took.as_millis()))
+            };
+            if let Some(name) = name {
                 let _ = std::fs::write(std::path::Path::new(&dir).join(name), text);
             }
         }

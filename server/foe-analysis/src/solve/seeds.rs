@@ -428,13 +428,13 @@ fn by_operands(site: &Site) -> bool {
     matches!(site.op, SiteOp::Arith(ArithOp::Mul | ArithOp::Div))
 }
 
-/// The signs (-1, 0, 1) an underflow's class holds: the result's alone, or both operands'.
-fn signs(site: &Site, class: i8) -> Vec<i8> {
+/// The signs (-1, 0, 1) an underflow's class holds: both operands' (`3·a + b`), or the result's twice.
+fn signs(site: &Site, class: i8) -> [i8; 2] {
     if by_operands(site) {
-        let low = (class + 4).rem_euclid(3) - 1;
-        vec![(class - low) / 3, low]
+        let b = (class + 1).rem_euclid(3) - 1;
+        [(class - b) / 3, b]
     } else {
-        vec![class]
+        [class, class]
     }
 }
 

@@ -27,7 +27,7 @@ struct FileRun {
 /// selection), relative paths resolved against the database's directory.
 pub fn corpus_files(corpus: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let db = runner::database_path(corpus);
-    let root = db.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let root = runner::directory_of(&db).to_path_buf();
     let list = root.join("files.txt");
     if list.is_file() {
         let text = std::fs::read_to_string(&list)?;
@@ -56,7 +56,7 @@ pub fn run(
     let root = std::path::absolute(if corpus.is_dir() {
         corpus
     } else {
-        corpus.parent().unwrap_or(Path::new("."))
+        runner::directory_of(corpus)
     })?;
     if let Some(dir) = reports {
         std::fs::create_dir_all(dir)?;

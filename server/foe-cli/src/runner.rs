@@ -89,6 +89,14 @@ pub fn database_path(path: &Path) -> PathBuf {
     }
 }
 
+/// The directory a path names a file of: `.` for a bare file name (whose `parent` is the empty path).
+pub fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
 /// The entries of a compilation database, sorted by file, one per file (the first).
 pub fn database_entries(db: &Path) -> anyhow::Result<Vec<DatabaseEntry>> {
     let text = std::fs::read_to_string(db).map_err(|e| {
@@ -96,7 +104,7 @@ pub fn database_entries(db: &Path) -> anyhow::Result<Vec<DatabaseEntry>> {
     })?;
     let entries: Vec<Value> = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{} is not a compilation database: {e}", db.display()))?;
-    let base = std::path::absolute(db.parent().unwrap_or(Path::new(".")))?;
+    let base = std::path::absolute(directory_of(db))?;
     let mut out: Vec<DatabaseEntry> = entries
         .into_iter()
         .filter_map(|entry| {
@@ -110,4 +118,17 @@ pub fn database_entries(db: &Path) -> anyhow::Result<Vec<DatabaseEntry>> {
     out.sort_by(|a, b| a.file.cmp(&b.file));
     out.dedup_by(|a, b| a.file == b.file);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_file_name_is_in_the_working_directory() {
+        assert_eq!(directory_of(Path::new("compile_commands.json")), Path::new("."));
+        assert_eq!(directory_of(Path::new("build/compile_commands.json")), Path::new("build"));
+        assert_eq!(directory_of(Path::new("/compile_commands.json")), Path::new("/"));
+        assert!(std::path::absolute(directory_of(Path::new("compile_commands.json"))).is_ok());
+    }
 }

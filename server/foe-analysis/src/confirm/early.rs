@@ -3,7 +3,9 @@
 //! threads leave a core idle about half of the time) and searched, and the first stage of cause probes after
 //! them, on a thread of their own. The first function with inputs to run on the shipped binaries waits for P and P'
 //! only; the first divergence whose cause is looked for waits for the first stage of probes ([`Harness::prepare`]
-//! takes them over). While no function has asked for the harness, the second stage is built after the first.
+//! takes them over). While no function has asked for the harness, the later stages are built after the first, one
+//! after the other, and after the second whether the file reads `__FAST_MATH__` is worked out (the macro probe's
+//! question, two preprocessor runs).
 //! When the analysis ends (or is cancelled), whatever is still being built is stopped (its clang killed, no new one
 //! started) and waited for: no build outlives it.
 
@@ -21,15 +23,41 @@ pub fn early_probes() -> Vec<Probe> {
     probes
 }
 
-/// The stage of cause probes [`super::decide`] asks after the first.
-fn later_probes() -> Vec<Probe> {
-    super::probe_stages().into_iter().nth(1).unwrap_or_default()
+/// The stages of cause probes [`super::decide`] asks after the first, in its order.
+fn later_stages() -> Vec<Vec<Probe>> {
+    super::probe_stages().into_iter().skip(1).collect()
+}
+
+/// Whether the background goes on building: no one has asked for the harness and the analysis has not ended.
+type GoingOn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// While `going_on`, builds `stages` one after the other, each on a sibling of `built` on a thread of its own
+/// (taken over when a divergence needs one of its probes), and after the first of them (with `ask_macro`) works
+/// out whether the file reads `__FAST_MATH__`. Half of the corpus's files need every probe (a `combined` cause) or
+/// the finite-math one.
+fn build_stages_after(
+    built: &mut Harness,
+    mut stages: Vec<Vec<Probe>>,
+    going_on: GoingOn,
+    ask_macro: bool,
+) {
+    if stages.is_empty() || !going_on() {
+        return;
+    }
+    let stage = stages.remove(0);
+    let next = built.sibling();
+    built.build_later(&stage, &stages.concat(), next, move |built| {
+        if ask_macro && going_on() {
+            built.reads_fast_math_macro();
+        }
+        build_stages_after(built, stages, going_on, false)
+    });
 }
 
 /// A harness being prepared in the background, or ready.
 pub struct EarlyHarness<'a> {
     building: Option<JoinHandle<Harness>>,
-    /// Whether no one has asked for the harness yet: only then does the background go on to the second pair.
+    /// Whether no one has asked for the harness yet: only then does the background go on to the next stage.
     unclaimed: Arc<AtomicBool>,
     /// Set when the analysis ends: the background builds stop ([`crate::process::stop_tools_when`]).
     stop: Arc<AtomicBool>,
@@ -58,14 +86,17 @@ impl<'a> EarlyHarness<'a> {
                 harness.prepare(shipped);
                 if !stop_builds.load(Ordering::Acquire) {
                     let stopped = stop_builds.clone();
-                    harness.build_later(causes, first_pair, move |built: &mut Harness| {
-                        if still_unclaimed.load(Ordering::Acquire)
-                            && !stopped.load(Ordering::Acquire)
-                        {
-                            let second_pair = built.sibling();
-                            built.build_later(&later_probes(), second_pair, |_| {});
-                        }
+                    let going_on: GoingOn = Arc::new(move || {
+                        still_unclaimed.load(Ordering::Acquire) && !stopped.load(Ordering::Acquire)
                     });
+                    harness.build_later(
+                        causes,
+                        &later_stages().concat(),
+                        first_pair,
+                        move |built: &mut Harness| {
+                            build_stages_after(built, later_stages(), going_on, true)
+                        },
+                    );
                 }
                 harness
             })

@@ -14,7 +14,7 @@ use crate::report::{Cause, TraceEvent};
 use crate::types::FunctionSignature;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod running;
 
@@ -145,8 +145,9 @@ pub struct Harness {
     /// The analysed file's objects per compile flags, shared with the siblings: probes that differ only at the
     /// link share one.
     objects: reuse::SharedObjects,
-    /// Whether the file's preprocessed text depends on `__FAST_MATH__` ([`Harness::reads_fast_math_macro`]).
-    reads_macro: Option<bool>,
+    /// Whether the file's preprocessed text depends on `__FAST_MATH__` ([`Harness::reads_fast_math_macro`]),
+    /// shared with the siblings: the background works it out before a divergence asks.
+    reads_macro: Arc<OnceLock<bool>>,
     /// The stubs an earlier link needed (names, object): linked into every later binary from the start.
     stubs: Mutex<Option<(Vec<String>, PathBuf)>>,
     /// What no file of the project and not the C library defines ([`crate::project::Linked::unresolved`]):
@@ -193,7 +194,7 @@ impl Harness {
             driver: None,
             binaries: HashMap::new(),
             unit_objects: HashMap::new(),
-            reads_macro: None,
+            reads_macro: Arc::default(),
             objects: reuse::SharedObjects::default(),
             stubs: Mutex::new(None),
             expected_stubs: Vec::new(),
@@ -254,6 +255,7 @@ impl Harness {
         other.expected_stubs = self.expected_stubs.clone();
         other.same = self.same.clone();
         other.objects = self.objects.clone();
+        other.reads_macro = self.reads_macro.clone();
         other
     }
 
@@ -388,15 +390,17 @@ impl Harness {
 
     /// Has `other` (a harness of the same file) build `probes` on a thread of its own, which inherits the calling
     /// thread's priority and runs `then` on `other` when they are built; the first [`Harness::prepare`] that needs
-    /// one of them waits for it and takes over its binaries (and what `then` left building in the background).
+    /// one of them, or of `then_builds` (what `then` may go on building in the background), waits for it and
+    /// takes over its binaries (and what `then` left building).
     pub fn build_later(
         &mut self,
         probes: &[Probe],
+        then_builds: &[Probe],
         mut other: Harness,
         then: impl FnOnce(&mut Harness) + Send + 'static,
     ) {
         let wanted = probes.to_vec();
-        let building = wanted.clone();
+        let building = [probes, then_builds].concat();
         let stop = process::tools_stop_flag();
         let spawned = std::thread::Builder::new()
             .name("foe-probes".into())
@@ -529,30 +533,37 @@ impl Harness {
     /// Whether P''s preprocessed text changes when `__FAST_MATH__` is undefined: the macro probe differs from P'
     /// only then. Two runs of the preprocessor, a fraction of a compile (Box2D's headers take half a second to
     /// compile, tens of milliseconds to preprocess); remembered. `true` when the preprocessor cannot say.
-    pub fn reads_fast_math_macro(&mut self) -> bool {
-        if let Some(known) = self.reads_macro {
-            return known;
-        }
-        let (flags, cwd) = self.file_flags(&self.flags(Probe::Shipped).0);
-        let preprocess = |undefine: bool| {
-            let mut cmd = process::command(&self.config.clang, &cwd);
-            cmd.args(&flags)
-                .args(["-w", "-E", "-P", "-x", "c", "-", "-o", "-"]);
-            if undefine {
-                cmd.arg(crate::fast_math::MACRO.negation);
-            }
-            process::run_tool(cmd, Some(self.text.as_bytes()), build::TOOL_TIMEOUT)
-                .ok()
-                .filter(|out| out.status == Some(0) && !out.timed_out)
-                .map(|out| out.stdout)
-        };
-        let reads = match (preprocess(false), preprocess(true)) {
-            (Some(with), Some(without)) => with != without,
-            _ => true,
-        };
-        tracing::debug!(reads, "does the preprocessed file read __FAST_MATH__");
-        self.reads_macro = Some(reads);
-        reads
+    pub fn reads_fast_math_macro(&self) -> bool {
+        *self.reads_macro.get_or_init(|| {
+            let (flags, cwd) = self.file_flags(&self.flags(Probe::Shipped).0);
+            let preprocess = |undefine: bool| {
+                let mut cmd = process::command(&self.config.clang, &cwd);
+                cmd.args(&flags)
+                    .args(["-w", "-E", "-P", "-x", "c", "-", "-o", "-"]);
+                if undefine {
+                    cmd.arg(crate::fast_math::MACRO.negation);
+                }
+                process::run_tool(cmd, Some(self.text.as_bytes()), build::TOOL_TIMEOUT)
+                    .ok()
+                    .filter(|out| out.status == Some(0) && !out.timed_out)
+                    .map(|out| out.stdout)
+            };
+            // The two runs side by side: each is mostly clang starting.
+            let stop = process::tools_stop_flag();
+            let (with, without) = std::thread::scope(|s| {
+                let without = s.spawn(|| {
+                    process::stop_tools_when(stop);
+                    preprocess(true)
+                });
+                (preprocess(false), without.join().ok().flatten())
+            });
+            let reads = match (with, without) {
+                (Some(with), Some(without)) => with != without,
+                _ => true,
+            };
+            tracing::debug!(reads, "does the preprocessed file read __FAST_MATH__");
+            reads
+        })
     }
 
     /// The flags that compile the analysed file with `compile_flags`, and the directory to run clang in: the

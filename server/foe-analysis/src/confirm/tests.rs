@@ -621,7 +621,7 @@ fn probes_built_by_a_sibling_in_the_background_are_taken_over_and_run() {
     let mut h = Harness::new(&AnalysisConfig::default(), &file, src, &[s]);
     let sibling = h.sibling();
     let later = [Probe::Without(Cause::Reassociation)];
-    h.build_later(&later, sibling, |_| {});
+    h.build_later(&later, &[], sibling, |_| {});
     // Another probe does not wait for the sibling; the sibling's probe is its binary, in its directory.
     let big = [Input(vec![ArgValue::F64(1e300)])];
     assert_eq!(

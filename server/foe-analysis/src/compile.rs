@@ -198,17 +198,14 @@ pub fn included_files(
             stderr,
         });
     }
-    let rule = String::from_utf8_lossy(&out.stdout).replace("\\\n", " ");
-    let prerequisites = rule.split_once(": ").map_or("", |(_, p)| p);
-    Ok(make_words(prerequisites)
-        .into_iter()
-        .filter(|p| p != "<stdin>")
-        .map(|p| cwd.join(p))
-        .collect())
+    Ok(crate::scratch::manifest::rule_prerequisites(
+        &String::from_utf8_lossy(&out.stdout),
+        &cwd,
+    ))
 }
 
 /// The words of a make rule's prerequisites (`\ ` is a space inside a name).
-fn make_words(text: &str) -> Vec<String> {
+pub(crate) fn make_words(text: &str) -> Vec<String> {
     let mut words = vec![];
     let mut cur = String::new();
     let mut chars = text.chars().peekable();

@@ -18,6 +18,7 @@
 
 use crate::compile::{self, CompileDb, CompiledPair};
 use crate::config::AnalysisConfig;
+use crate::scratch::manifest;
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
@@ -167,8 +168,8 @@ fn external_definitions(module: &Module<'_>) -> HashSet<String> {
     functions.chain(data).collect()
 }
 
-/// A unit compiled to P and P' with its entry's flags in `db`, from the disk cache when its contents, flags and
-/// compiler did not change.
+/// A unit compiled to P and P' with its entry's flags in `db`, from the disk cache when its contents, flags,
+/// compiler and the headers it includes ([`manifest`]) did not change.
 fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Unit> {
     let text = std::fs::read(unit).ok()?;
     let text = String::from_utf8_lossy(&text).into_owned();
@@ -191,17 +192,24 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Un
         h.finalize().to_hex()[..24].to_string()
     };
     let paths = crate::scratch::cache_subdir("units")
-        .map(|d| ["p.bc", "pp.bc", "defines"].map(|ext| d.join(format!("{key}.{ext}"))));
-    if let Some([p, pp, defines]) = &paths {
-        if let (Ok(p), Ok(pp), Ok(defines)) = (
-            std::fs::read(p),
-            std::fs::read(pp),
-            std::fs::read_to_string(defines),
-        ) {
-            let defines = defines.lines().map(str::to_string).collect();
-            return Some(Unit { p, pp, defines });
+        .map(|d| ["p.bc", "pp.bc", "defines", "headers"].map(|ext| d.join(format!("{key}.{ext}"))));
+    if let Some([p, pp, defines, headers]) = &paths {
+        if manifest::holds(headers) {
+            if let (Ok(p), Ok(pp), Ok(defines)) = (
+                std::fs::read(p),
+                std::fs::read(pp),
+                std::fs::read_to_string(defines),
+            ) {
+                let defines = defines.lines().map(str::to_string).collect();
+                return Some(Unit { p, pp, defines });
+            }
         }
     }
+    // The headers' contents are taken before the compile: one edited meanwhile makes the next lookup miss.
+    let headers_listed = paths.as_ref().is_some_and(|[.., headers]| {
+        compile::included_files(&config, unit, &text)
+            .is_ok_and(|files| manifest::write(headers, &files))
+    });
     let built = compile::compile_pair(&config, unit, &text)
         .map_err(|e| e.to_string())
         .and_then(|pair| Unit::from_ir(&pair));
@@ -212,7 +220,7 @@ fn compile_unit(unit: &Path, base: &AnalysisConfig, db: &CompileDb) -> Option<Un
             return None;
         }
     };
-    if let Some([p, pp, defines]) = &paths {
+    if let Some([p, pp, defines, _]) = paths.as_ref().filter(|_| headers_listed) {
         // Written under temporary names and renamed (`scratch::write_cache`): concurrent foes never read half a
         // file; the names last, so that a unit whose names are cached has its bitcode cached too.
         let mut names: Vec<&str> = built.defines.iter().map(String::as_str).collect();

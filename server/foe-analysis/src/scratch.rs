@@ -11,6 +11,8 @@
 //! name that carries the writer's pid (`.NAME.foe-part-<pid>-<n>`, locked while written), then renamed. The same
 //! first use removes the temporary files of foes that are gone ([`clean_dead_parts`]), by the same rule.
 
+pub mod manifest;
+
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::AsRawFd;

@@ -126,9 +126,18 @@ mod tests {
 
     #[test]
     fn a_bare_file_name_is_in_the_working_directory() {
-        assert_eq!(directory_of(Path::new("compile_commands.json")), Path::new("."));
-        assert_eq!(directory_of(Path::new("build/compile_commands.json")), Path::new("build"));
-        assert_eq!(directory_of(Path::new("/compile_commands.json")), Path::new("/"));
+        assert_eq!(
+            directory_of(Path::new("compile_commands.json")),
+            Path::new(".")
+        );
+        assert_eq!(
+            directory_of(Path::new("build/compile_commands.json")),
+            Path::new("build")
+        );
+        assert_eq!(
+            directory_of(Path::new("/compile_commands.json")),
+            Path::new("/")
+        );
         assert!(std::path::absolute(directory_of(Path::new("compile_commands.json"))).is_ok());
     }
 }

@@ -4,6 +4,7 @@
 
 use crate::process;
 use crate::scratch::cache_subdir;
+use crate::scratch::manifest;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -162,10 +163,14 @@ pub(super) fn unit_object(
         h.finalize().to_hex()[..24].to_string()
     };
     let cached = cache_subdir("units").map(|d| d.join(format!("{key}.shipped.o")));
+    let headers = cached.as_ref().map(|c| c.with_extension("headers"));
     if let Some(c) = cached.as_ref().filter(|c| c.is_file()) {
-        return Ok(c.clone());
+        if headers.as_deref().is_some_and(manifest::holds) {
+            return Ok(c.clone());
+        }
     }
     let obj = dir.join(format!("unit-{key}.o"));
+    let deps = dir.join(format!("unit-{key}.d"));
     let cwd = unit
         .parent()
         .filter(|d| d.is_dir())
@@ -174,7 +179,15 @@ pub(super) fn unit_object(
     let mut cmd = process::command(clang, &cwd);
     cmd.args(unit_flags)
         .args(compile_flags)
-        .args(["-w", DEBUG_INFO, "-Dmain=foe_confirm_unit_main", "-c"])
+        .args([
+            "-w",
+            DEBUG_INFO,
+            "-Dmain=foe_confirm_unit_main",
+            "-c",
+            "-MD",
+            "-MF",
+        ])
+        .arg(&deps)
         .arg(unit)
         .arg("-o")
         .arg(&obj);
@@ -188,7 +201,14 @@ pub(super) fn unit_object(
         ));
     }
     strip_start_up_code(&obj, dir)?;
-    Ok(into_cache(obj, cached))
+    // Cached only with the list of the headers it was compiled from ([`manifest`]).
+    let listed = std::fs::read_to_string(&deps).is_ok_and(|rule| {
+        let files = manifest::rule_prerequisites(&rule, &cwd);
+        headers
+            .as_deref()
+            .is_some_and(|h| manifest::write(h, &files))
+    });
+    Ok(into_cache(obj, cached.filter(|_| listed)))
 }
 
 /// Compiles `source` (C, from standard input) with `flags` (which say whether with [`DEBUG_INFO`]) into `obj`,

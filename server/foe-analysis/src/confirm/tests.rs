@@ -661,3 +661,21 @@ fn a_count_difference_is_not_probed_past_the_first_pair() {
     assert_eq!(d.cause, Cause::NotProbed);
     assert!(Cause::NotProbed.describe().starts_with("not looked for"));
 }
+
+#[test]
+fn a_units_cached_shipped_object_is_compiled_again_when_a_header_it_includes_changes() {
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
+    let unit = dir.path().join("u.c");
+    std::fs::write(&unit, "#include \"u.h\"\ndouble k(void) { return K; }\n").unwrap();
+    let clang = AnalysisConfig::default().clang;
+    let flags = ["-O2".to_string()];
+    for k in [2.0f64, 3.0] {
+        std::fs::write(dir.path().join("u.h"), format!("#define K {k:?}\n")).unwrap();
+        let obj = build::unit_object(&clang, &unit, &[], &flags, dir.path()).unwrap();
+        let bytes = std::fs::read(&obj).unwrap();
+        assert!(
+            bytes.windows(8).any(|w| w == k.to_le_bytes()),
+            "the object of `u.c` as `u.h` now reads holds K = {k}"
+        );
+    }
+}

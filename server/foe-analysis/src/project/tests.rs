@@ -185,3 +185,21 @@ fn a_unit_names_its_external_definitions_and_keeps_no_debug_info() {
         assert!(!m.print_to_string().to_string().contains("!dbg"), "{build}");
     }
 }
+
+#[test]
+fn a_cached_unit_is_compiled_again_when_a_header_it_includes_changes() {
+    let dir = crate::scratch::tempdir("foe-test").unwrap();
+    let u = "#include \"u.h\"\ndouble used(double x) { return x * K; }\n";
+    let a = "double used(double);\ndouble f(double x) { return used(x); }\n";
+    for (k, constant) in [("2.0", "2.000000e+00"), ("3.0", "3.000000e+00")] {
+        std::fs::write(dir.path().join("u.h"), format!("#define K {k}\n")).unwrap();
+        let (pair, linked) = link_in(dir.path(), &[("u.c", u)], a);
+        assert_eq!(linked.units.len(), 1, "{linked:?}");
+        for ll in [&pair.p_ll, &pair.pp_ll] {
+            assert!(
+                ll.contains(constant),
+                "the unit as `u.h` now reads (K = {k}) is linked:\n{ll}"
+            );
+        }
+    }
+}

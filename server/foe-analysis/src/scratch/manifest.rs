@@ -9,9 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+/// A file's size and modification time when it was hashed, and its hash.
+type Stamped = (u64, SystemTime, String);
+
 /// The hash of each file read so far in this process, with the size and modification time it had then: a file
 /// that kept both is not read again (many units include the same headers).
-static HASHES: Mutex<Option<HashMap<PathBuf, (u64, SystemTime, String)>>> = Mutex::new(None);
+static HASHES: Mutex<Option<HashMap<PathBuf, Stamped>>> = Mutex::new(None);
 
 /// The hash of a file's contents now; `None` when it cannot be read.
 fn hash_of(path: &Path) -> Option<String> {

@@ -198,14 +198,25 @@ pub fn included_files(
             stderr,
         });
     }
-    Ok(crate::scratch::manifest::rule_prerequisites(
+    Ok(rule_prerequisites(
         &String::from_utf8_lossy(&out.stdout),
         &cwd,
     ))
 }
 
+/// The files a make rule written by clang's `-M`/`-MD` names as prerequisites, resolved against `cwd`.
+pub(crate) fn rule_prerequisites(rule: &str, cwd: &Path) -> Vec<PathBuf> {
+    let joined = rule.replace("\\\n", " ");
+    let prerequisites = joined.split_once(": ").map_or("", |(_, p)| p);
+    make_words(prerequisites)
+        .into_iter()
+        .filter(|p| p != "<stdin>")
+        .map(|p| cwd.join(p))
+        .collect()
+}
+
 /// The words of a make rule's prerequisites (`\ ` is a space inside a name).
-pub(crate) fn make_words(text: &str) -> Vec<String> {
+fn make_words(text: &str) -> Vec<String> {
     let mut words = vec![];
     let mut cur = String::new();
     let mut chars = text.chars().peekable();
@@ -310,6 +321,22 @@ pub(crate) fn split_command(command: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prerequisites_of_a_rule_spread_over_lines() {
+        let rule = "a.o: a.c inc/b.h \\\n  /usr/include/math.h my\\ dir/c.h\n";
+        let cwd = Path::new("/src");
+        assert_eq!(
+            rule_prerequisites(rule, cwd),
+            [
+                "/src/a.c",
+                "/src/inc/b.h",
+                "/usr/include/math.h",
+                "/src/my dir/c.h"
+            ]
+            .map(PathBuf::from)
+        );
+    }
 
     #[test]
     fn reports_the_first_error() {

@@ -202,11 +202,9 @@ pub(super) fn unit_object(
     }
     strip_start_up_code(&obj, dir)?;
     // Cached only with the list of the headers it was compiled from ([`manifest`]).
-    let listed = std::fs::read_to_string(&deps).is_ok_and(|rule| {
-        let files = manifest::rule_prerequisites(&rule, &cwd);
-        headers
-            .as_deref()
-            .is_some_and(|h| manifest::write(h, &files))
+    let listed = headers.as_deref().is_some_and(|h| {
+        std::fs::read_to_string(&deps)
+            .is_ok_and(|rule| manifest::write(h, &crate::compile::rule_prerequisites(&rule, &cwd)))
     });
     Ok(into_cache(obj, cached.filter(|_| listed)))
 }

@@ -89,13 +89,12 @@ impl<'a> EarlyHarness<'a> {
                     let going_on: GoingOn = Arc::new(move || {
                         still_unclaimed.load(Ordering::Acquire) && !stopped.load(Ordering::Acquire)
                     });
+                    let later = later_stages();
                     harness.build_later(
                         causes,
-                        &later_stages().concat(),
+                        &later.concat(),
                         first_pair,
-                        move |built: &mut Harness| {
-                            build_stages_after(built, later_stages(), going_on, true)
-                        },
+                        move |built: &mut Harness| build_stages_after(built, later, going_on, true),
                     );
                 }
                 harness

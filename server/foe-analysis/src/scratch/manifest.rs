@@ -61,17 +61,6 @@ pub fn holds(path: &Path) -> bool {
     })
 }
 
-/// The files a make rule written by clang's `-M`/`-MD` names as prerequisites, resolved against `cwd`.
-pub fn rule_prerequisites(rule: &str, cwd: &Path) -> Vec<PathBuf> {
-    let joined = rule.replace("\\\n", " ");
-    let prerequisites = joined.split_once(": ").map_or("", |(_, p)| p);
-    crate::compile::make_words(prerequisites)
-        .into_iter()
-        .filter(|p| p != "<stdin>")
-        .map(|p| cwd.join(p))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,21 +86,5 @@ mod tests {
         assert!(!holds(&manifest), "the header changed");
         std::fs::remove_file(&header).unwrap();
         assert!(!holds(&manifest), "the header is gone");
-    }
-
-    #[test]
-    fn prerequisites_of_a_rule_spread_over_lines() {
-        let rule = "a.o: a.c inc/b.h \\\n  /usr/include/math.h my\\ dir/c.h\n";
-        let cwd = Path::new("/src");
-        assert_eq!(
-            rule_prerequisites(rule, cwd),
-            [
-                "/src/a.c",
-                "/src/inc/b.h",
-                "/usr/include/math.h",
-                "/src/my dir/c.h"
-            ]
-            .map(PathBuf::from)
-        );
     }
 }
